@@ -1,0 +1,26 @@
+"""The checks: one module each, all with the signature `run(session, run) -> Outcome`.
+
+`REGISTRY` maps a check name (as used in a topic spec's `Exercise.checks` and in result names
+`<topic>.<exercise>:<check>`) to its function. `correct` always runs first; the checks in
+`NEEDS_CORRECT` are judged only once `correct` has passed (a fast or key-clean function that
+computes the wrong thing earns nothing).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from autograder.checks import correct, jit, key_reuse, speed
+from autograder.results import Outcome
+from autograder.session import ExerciseRun, TopicSession
+
+Check = Callable[[TopicSession, ExerciseRun], Outcome]
+
+REGISTRY: dict[str, Check] = {
+    "correct": correct.run,
+    "jit": jit.run,
+    "speed": speed.run,
+    "key_reuse": key_reuse.run,
+}
+
+NEEDS_CORRECT = frozenset({"speed", "key_reuse"})

@@ -1,0 +1,74 @@
+"""`speed`: time against the reference, measured in this run, interleaved, on fresh inputs.
+
+One warm-up call each (compilation), then rounds (see `Speed` for how many); each round draws a new workload of
+the exercise's speed size, times the reference and the student on it (alternating who goes
+first), and verifies the student's timed output against the reference's. The ratio is the
+student's best time over the reference's best time: the minimum is the estimate least
+disturbed by other load on the machine, so the verdict does not hinge on how busy it is.
+Points follow the exercise's band (`Speed.score`).
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from autograder.compare import mismatch
+from autograder.results import Outcome
+from autograder.sandbox import WorkerDied
+from autograder.session import ExerciseRun, StudentError, TopicSession
+from autograder.timing import CallFailed, Timed, timed_call
+
+WARMUP_TIMEOUT = 20.0
+MIN_TIMEOUT = 5.0
+
+
+def run(session: TopicSession, run: ExerciseRun) -> Outcome:
+    ex, speed = run.exercise, run.exercise.speed
+    backend = session.platform["backend"]
+    size = speed.size_for(backend)
+    jit = run.passed.get("jit", False) or "jit" not in ex.checks
+    opts = {"static_argnums": ex.static_argnums}
+    ref_times: list[Timed] = []
+    stu_times: list[Timed] = []
+    rep = 0
+    while rep <= speed.min_reps or (rep <= speed.max_reps and sum(t.seconds for t in ref_times) < speed.budget):
+        rep += 1
+        case = ex.sample(session.rng, size)
+        ref = timed_call(session.ref, ex.name, case, jit=True, timeout=120.0, **opts)
+        warm = rep == 1
+        limit = max(WARMUP_TIMEOUT, 50 * ref.seconds) if warm else max(MIN_TIMEOUT, 4 * speed.zero * ref.seconds)
+        try:
+            stu = timed_call(session.student(), ex.name, case, jit=jit, timeout=limit, **opts)
+        except (WorkerDied, StudentError, CallFailed) as exc:
+            best = min((t.seconds for t in ref_times), default=ref.seconds)
+            return Outcome.fail(
+                f"the timed call on the speed workload (size {size}) did not finish well within {limit:.0f} s "
+                f"where the reference takes {best * 1e3:.2f} ms: {exc}",
+                size=size, reference_ms=best * 1e3,
+            )
+        if (problem := mismatch(ref.out, stu.out, ex.rtol, ex.atol)) is not None:
+            return Outcome.fail(f"on the speed workload (size {size}) the timed output is wrong: {problem}")
+        if not warm:
+            ref_times.append(ref)
+            stu_times.append(stu)
+    return verdict(speed, ref_times, stu_times, size, backend)
+
+
+def verdict(speed, ref_times: list[Timed], stu_times: list[Timed], size: int, backend: str) -> Outcome:
+    """Band the best-time ratio; zero if the inputs took suspiciously long to stage."""
+    t_ref = min(t.seconds for t in ref_times)
+    t_stu = min(t.seconds for t in stu_times)
+    ratio = t_stu / t_ref
+    stage_ref = statistics.median(t.stage_seconds for t in ref_times)
+    stage_stu = statistics.median(t.stage_seconds for t in stu_times)
+    data = {
+        "ratio": round(ratio, 3), "reference_ms": round(t_ref * 1e3, 4), "student_ms": round(t_stu * 1e3, 4),
+        "median_ratio": round(statistics.median(s.seconds for s in stu_times) / statistics.median(r.seconds for r in ref_times), 3),
+        "size": size, "backend": backend, "reps": len(ref_times),
+        "stage_ms": round(stage_stu * 1e3, 3), "reference_stage_ms": round(stage_ref * 1e3, 3),
+    }
+    if stage_stu > 10 * stage_ref + 0.5:
+        return Outcome.fail("the inputs took far longer to stage than the reference's: work done outside the timed call does not count", **data)
+    fraction = speed.score(ratio)
+    text = f"{t_stu * 1e3:.3g} ms vs reference {t_ref * 1e3:.3g} ms on {backend} (x{ratio:.2f}; full marks up to x{speed.full:g}, none from x{speed.zero:g})"
+    return Outcome(round(fraction, 3), text, data)

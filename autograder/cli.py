@@ -1,0 +1,178 @@
+"""The `grade` command: what students, instructors and graders type.
+
+    grade check [TOPIC | TOPIC.EXERCISE ...]   public checks on ./exercises (fixed cases)
+    grade watch [TOPIC ...]                    re-check a topic each time its file is saved
+    grade hint TOPIC.EXERCISE [--level N]      the next hint (a nudge, the API, the shape)
+    grade list                                 topics, exercises, points, what passed locally
+    grade grade SUBMISSION [--json FILE]       hidden checks on a submission (dir or .zip)
+    grade build [--check]                      regenerate exercises/ from solutions/
+
+Errors print one line and exit with status 2; `grade grade` exits 0 whatever the score.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from autograder import __version__, build as builder, engine, hints, paths, report, topics
+from autograder.results import Result, TestResult
+from autograder.sandbox import bwrap_available
+from autograder.session import GraderError
+from autograder.submission import SubmissionError, open_submission
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="jaxlings: learn JAX by filling in functions; graded for correctness, jit and speed.")
+console = Console()
+USER_ERRORS = (GraderError, SubmissionError, FileNotFoundError, ValueError, KeyError, builder.BuildError)
+
+
+def friendly(fn: Callable) -> Callable:
+    """Turn the errors a user can cause into one red line and exit status 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except USER_ERRORS as exc:
+            message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+            console.print(f"[red]error:[/] {message}", highlight=False)
+            raise typer.Exit(2) from None
+
+    return wrapper
+
+
+def _progress(status) -> Callable[[TestResult], None]:
+    return lambda test: status.update(f"grading… {report.progress_line(test)}")
+
+
+def _run(submission: Path, selected: list[str] | None, *, public: bool, seed: int | None, isolate: bool) -> Result:
+    specs = topics.resolve(selected)
+    with console.status("starting workers…") as status:
+        return engine.grade(submission, specs, reference_dir=paths.solutions_dir(), public=public, seed=seed,
+                            isolate=isolate, on_test=_progress(status))
+
+
+@app.command()
+@friendly
+def check(
+    names: list[str] = typer.Argument(None, metavar="[TOPIC|TOPIC.EXERCISE]...", help="What to check (default: every topic)."),
+    directory: Path = typer.Option(Path("exercises"), "--dir", help="Your exercises folder."),
+    sandbox: bool = typer.Option(False, help="Run your code under bubblewrap, as the grading server does."),
+) -> None:
+    """Run the public checks on your exercises: the same checks the grader runs, on fixed cases."""
+    if not directory.is_dir():
+        raise FileNotFoundError(f"no exercises folder at {directory.resolve()} (use --dir)")
+    result = _run(directory, names, public=True, seed=None, isolate=sandbox)
+    report.result_tables(result, console)
+    report.save_last_check(Path.cwd(), result)
+    if result.score < result.max_score:
+        raise typer.Exit(1)
+
+
+@app.command()
+@friendly
+def grade(
+    submission: Path = typer.Argument(..., help="A folder shaped like exercises/, or a .zip of one."),
+    topic: list[str] = typer.Option(None, "--topics", "-t", help="Topics (or TOPIC.EXERCISE) to grade; default all."),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Write Gradescope's results.json here."),
+    seed: Optional[int] = typer.Option(None, help="Seed of the random cases (default: fresh, recorded in the result)."),
+    sandbox: str = typer.Option("auto", help="auto (bubblewrap when available), on, or off."),
+) -> None:
+    """Run the hidden checks on a submission and print (and optionally write) the result."""
+    if sandbox not in ("auto", "on", "off"):
+        raise ValueError("--sandbox takes auto, on or off")
+    isolate = sandbox == "on" or (sandbox == "auto" and bwrap_available())
+    if sandbox == "on" and not bwrap_available():
+        raise GraderError("--sandbox on needs bubblewrap (`apt-get install bubblewrap`)")
+    with open_submission(submission) as folder:
+        result = _run(folder, topic, public=False, seed=seed, isolate=isolate)
+    report.result_tables(result, console)
+    if json_path:
+        result.write(json_path)
+        console.print(f"wrote {json_path}")
+
+
+@app.command()
+@friendly
+def hint(
+    name: str = typer.Argument(..., metavar="TOPIC.EXERCISE"),
+    level: Optional[int] = typer.Option(None, help="Show this level (1 = a nudge) instead of the next one."),
+) -> None:
+    """Show the next hint for one exercise."""
+    topic_name, _, ex_name = name.partition(".")
+    if not ex_name:
+        exercises = ", ".join(f"{topic_name}.{e.name}" for e in topics.load(topic_name).exercises)
+        raise ValueError(f"name an exercise: {exercises}")
+    ex = topics.load(topic_name).exercise(ex_name)
+    lvl, text = hints.next_hint(Path.cwd(), topic_name, ex, level)
+    console.print(f"[bold]{name}[/] hint {lvl}/{len(ex.hints)}: {text}", highlight=False)
+    if lvl < len(ex.hints):
+        console.print("[dim](ask again for the next one)[/]")
+
+
+@app.command("list")
+@friendly
+def list_() -> None:
+    """List topics and exercises with their points, and what passed in your last checks."""
+    passed = report.load_last_check(Path.cwd())
+    table = Table(title=f"jaxlings {__version__}", title_justify="left")
+    for col in ("topic", "exercise", "checks (points)", "local"):
+        table.add_column(col)
+    for name in topics.ORDER:
+        spec = topics.load(name)
+        for i, ex in enumerate(spec.exercises):
+            names = [f"{spec.name}.{ex.name}:{c}" for c in ex.checks]
+            seen = [passed[n] for n in names if n in passed]
+            local = "—" if not seen else ("[green]all pass[/]" if all(seen) and len(seen) == len(names) else f"{sum(seen)}/{len(names)} pass")
+            checks = ", ".join(f"{c} ({p:g})" for c, p in ex.checks.items())
+            table.add_row(f"{spec.name}: {spec.title}" if i == 0 else "", ex.name, checks, local)
+    console.print(table)
+
+
+@app.command("build")
+@friendly
+def build_(check: bool = typer.Option(False, "--check", help="Write nothing; fail if a generated file is out of date.")) -> None:
+    """Regenerate the student stubs (exercises/) from the solutions."""
+    built = builder.build(paths.solutions_dir(), paths.exercises_dir(), check=check)
+    stale = [b.path for b in built if b.changed]
+    for b in built:
+        console.print(f"{'[yellow]out of date[/]' if check and b.changed else ('[green]wrote[/]' if b.changed else 'unchanged')} {b.path}")
+    if check and stale:
+        raise typer.Exit(1)
+
+
+@app.command()
+@friendly
+def watch(
+    names: list[str] = typer.Argument(None, metavar="[TOPIC]..."),
+    directory: Path = typer.Option(Path("exercises"), "--dir"),
+    interval: float = typer.Option(1.0, help="Seconds between looks at the files."),
+) -> None:
+    """Re-run `grade check` on a topic each time you save its file (Ctrl-C to stop)."""
+    watched = [t.name for t in topics.resolve(names)]
+    mtimes = {n: None for n in watched}
+    console.print(f"watching {', '.join(f'{directory}/{n}.py' for n in watched)}; save a file to check it")
+    try:
+        while True:
+            for n in watched:
+                path = directory / f"{n}.py"
+                mtime = path.stat().st_mtime if path.exists() else None
+                if mtime != mtimes[n]:
+                    if mtimes[n] is not None or mtime is not None:
+                        result = _run(directory, [n], public=True, seed=None, isolate=False)
+                        report.result_tables(result, console)
+                        report.save_last_check(Path.cwd(), result)
+                    mtimes[n] = mtime
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        console.print("stopped watching")
+
+
+def main() -> None:
+    app()

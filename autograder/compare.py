@@ -1,0 +1,83 @@
+"""Comparing a student's output with the reference's, in the grader's process.
+
+Both outputs arrive as data (`{"treedef": str, "leaves": [...]}`, see `worker.Harness.export`),
+so no student object takes part in the comparison. A mismatch message says *what* differs
+(structure, shape, dtype, how large the error is and where) and never the expected values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+Output = dict[str, Any]
+
+
+def mismatch(expected: Output, got: Output, rtol: float, atol: float) -> str | None:
+    """None when `got` matches `expected` within tolerance; else what is wrong, in one line."""
+    if got["treedef"] != expected["treedef"]:
+        return f"the output's structure is {got['treedef']}, but the task asks for {expected['treedef']}"
+    for i, (e, g) in enumerate(zip(expected["leaves"], got["leaves"])):
+        where = f"output leaf {i}: " if len(expected["leaves"]) > 1 else ""
+        if (msg := _leaf_mismatch(e, g, rtol, atol)) is not None:
+            return where + msg
+    return None
+
+
+def _leaf_mismatch(e: dict[str, Any], g: dict[str, Any], rtol: float, atol: float) -> str | None:
+    if e["kind"] != g["kind"]:
+        want = "a typed PRNG key array" if e["kind"] == "key" else "a numeric array"
+        return f"expected {want}, got {'a typed PRNG key array' if g['kind'] == 'key' else 'a numeric array'}"
+    ev, gv = np.asarray(e["data"]), np.asarray(g["data"])
+    if e["kind"] == "key" and e.get("impl") != g.get("impl"):
+        return f"keys of implementation {g.get('impl')}, expected {e.get('impl')}"
+    if gv.shape != ev.shape:
+        return f"shape {gv.shape}, expected shape {ev.shape}"
+    if gv.dtype != ev.dtype:
+        return f"dtype {gv.dtype}, expected dtype {ev.dtype}"
+    if ev.size == 0:
+        return None
+    if ev.dtype.kind in "biu" or e["kind"] == "key":
+        bad = gv != ev
+        if bad.any():
+            idx = np.unravel_index(np.argmax(bad), bad.shape) if bad.ndim else ()
+            return f"{int(bad.sum())} of {bad.size} values differ (the first at index {_fmt_index(idx)}); exact equality is required"
+        return None
+    return _float_mismatch(ev.astype(np.float64), gv.astype(np.float64), rtol, atol)
+
+
+def _float_mismatch(ev: np.ndarray, gv: np.ndarray, rtol: float, atol: float) -> str | None:
+    e_nan, g_nan = np.isnan(ev), np.isnan(gv)
+    if (e_nan != g_nan).any():
+        idx = np.unravel_index(np.argmax(e_nan != g_nan), ev.shape) if ev.ndim else ()
+        has = "NaN" if g_nan[idx] else "a number"
+        return f"your output has {has} at index {_fmt_index(idx)} where the reference does not"
+    with np.errstate(invalid="ignore"):
+        err = np.where(e_nan, 0.0, np.abs(gv - ev))
+        err = np.where(np.isinf(ev) & (gv == ev), 0.0, err)
+    bad = err > atol + rtol * np.abs(np.where(e_nan, 0.0, ev))
+    if bad.any():
+        idx = np.unravel_index(np.argmax(np.where(bad, err, -1.0)), err.shape) if err.ndim else ()
+        return (
+            f"{int(bad.sum())} of {bad.size} values are off; the largest error is {err[idx]:.3g} at index "
+            f"{_fmt_index(idx)} (tolerance {atol:g} + {rtol:g}·|expected|)"
+        )
+    return None
+
+
+def _fmt_index(idx: tuple[Any, ...]) -> str:
+    return "(" + ", ".join(str(int(i)) for i in idx) + (",)" if len(idx) == 1 else ")")
+
+
+def shapes(args: tuple[Any, ...]) -> str:
+    """A case's arguments described by shape and dtype (never values), for messages."""
+    parts = []
+    for a in args:
+        if isinstance(a, np.ndarray):
+            parts.append(f"{a.dtype}{list(a.shape)}")
+        elif type(a).__name__ == "Key":
+            parts.append("key")
+        else:
+            parts.append(repr(a))
+    return "(" + ", ".join(parts) + ")"

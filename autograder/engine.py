@@ -1,0 +1,107 @@
+"""The grading engine: a submission and a list of topics in, a `Result` out.
+
+One engine serves `grade check` (public cases, fixed seed), `grade grade` (hidden cases,
+fresh seed), nbgrader and the service. Topics are graded one after another, each in its own
+pair of workers (see `session.TopicSession`), so anything a topic does costs that topic
+only. Every check of every exercise yields a test, failed or passed, so a result is always
+complete.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import tempfile
+import time
+import zlib
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from autograder.checks import NEEDS_CORRECT, REGISTRY
+from autograder.results import Outcome, Result, TestResult
+from autograder.session import ExerciseRun, StudentError, TopicSession
+from autograder.spec import Exercise, Topic
+
+PUBLIC_SEED = 0
+# Gradescope visibility of every test: no message ever carries an expected value, so all show.
+VISIBILITY = "visible"
+Listener = Callable[[TestResult], None]
+
+
+def grade(submission: Path, topics: list[Topic], *, reference_dir: Path, public: bool = False, seed: int | None = None,
+          isolate: bool = False, on_test: Listener | None = None) -> Result:
+    """Grade the `<topic>.py` files found in `submission` against the references."""
+    started = time.monotonic()
+    seed = PUBLIC_SEED if public and seed is None else (seed if seed is not None else secrets.randbits(32))
+    tests: list[TestResult] = []
+    summary: dict[str, dict] = {}
+    platform: dict = {}
+    for topic in topics:
+        t0 = time.monotonic()
+        rng = np.random.default_rng([seed, zlib.crc32(topic.name.encode())])
+        module = Path(submission) / f"{topic.name}.py"
+        if not module.is_file():
+            topic_tests = failed_topic(topic, f"the submission has no {topic.name}.py")
+        else:
+            topic_tests, platform = grade_topic(topic, module, Path(reference_dir) / f"{topic.name}.py", rng,
+                                                public=public, isolate=isolate, on_test=on_test)
+        tests += topic_tests
+        summary[topic.name] = {
+            "score": round(sum(t.score for t in topic_tests), 4),
+            "max_score": round(sum(t.max_score for t in topic_tests), 4),
+            "seconds": round(time.monotonic() - t0, 2),
+        }
+    extra = {"seed": seed, "mode": "public" if public else "hidden", "platform": platform, "topics": summary}
+    return Result(tests, time.monotonic() - started, extra)
+
+
+def grade_topic(topic: Topic, module: Path, reference: Path, rng: np.random.Generator, *, public: bool, isolate: bool,
+                on_test: Listener | None = None) -> tuple[list[TestResult], dict]:
+    """All tests of one topic, from a private copy of the student's module."""
+    with tempfile.TemporaryDirectory(prefix=f"jaxlings-{topic.name}-") as tmp:
+        private = Path(tmp) / module.name
+        shutil.copyfile(module, private)
+        with TopicSession(topic, private, reference, rng, public=public, isolate=isolate) as session:
+            if session.load_error:
+                return failed_topic(topic, session.load_error), session.platform
+            tests = []
+            for ex in topic.exercises:
+                for test in grade_exercise(session, ex):
+                    tests.append(test)
+                    if on_test:
+                        on_test(test)
+            return tests, session.platform
+
+
+def grade_exercise(session: TopicSession, ex: Exercise) -> list[TestResult]:
+    """Run the exercise's checks in order: `correct`, `jit`, then the rest as declared."""
+    run = session.start_exercise(ex)
+    tests = []
+    for check in ordered_checks(ex):
+        if check in NEEDS_CORRECT and not run.passed.get("correct"):
+            outcome = Outcome.fail("not judged until the function is correct")
+        else:
+            try:
+                outcome = REGISTRY[check](session, run)
+            except StudentError as exc:
+                outcome = Outcome.fail(str(exc))
+        run.passed[check] = outcome.fraction >= 1.0
+        tests.append(TestResult.of(session.topic.name, ex.name, check, ex.checks[check], outcome, VISIBILITY))
+    return tests
+
+
+def ordered_checks(ex: Exercise) -> list[str]:
+    """`correct` and `jit` first (others depend on them), then the declared order."""
+    first = [c for c in ("correct", "jit") if c in ex.checks]
+    return first + [c for c in ex.checks if c not in first]
+
+
+def failed_topic(topic: Topic, reason: str) -> list[TestResult]:
+    """Every test of a topic at zero, each with the reason (a missing or unimportable module)."""
+    return [
+        TestResult.of(topic.name, ex.name, check, ex.checks[check], Outcome.fail(reason), VISIBILITY)
+        for ex in topic.exercises
+        for check in ordered_checks(ex)
+    ]

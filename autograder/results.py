@@ -1,0 +1,127 @@
+"""Check outcomes and the result file: Gradescope's `results.json`, plus jaxlings' extras.
+
+One test per (exercise, check), named `<topic>.<exercise>:<check>`, with `tags` =
+[topic, exercise, check] and the measured figures in `extra_data`. The top level carries
+`score`, `max_score`, `execution_time`, and `extra_data` with the platform and grader version,
+so the same file works on Gradescope and in the gradebook.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from autograder import __version__
+
+
+@dataclass
+class Outcome:
+    """One check's verdict: the fraction of its points earned, a message, measured figures."""
+
+    fraction: float
+    message: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def ok(cls, message: str = "passed", **data: Any) -> "Outcome":
+        return cls(1.0, message, data)
+
+    @classmethod
+    def fail(cls, message: str, **data: Any) -> "Outcome":
+        return cls(0.0, message, data)
+
+
+@dataclass
+class TestResult:
+    """One Gradescope test."""
+
+    name: str
+    score: float
+    max_score: float
+    status: str
+    output: str
+    visibility: str
+    tags: list[str]
+    extra_data: dict[str, Any]
+
+    @classmethod
+    def of(cls, topic: str, exercise: str, check: str, points: float, outcome: Outcome, visibility: str) -> "TestResult":
+        score = round(points * max(0.0, min(1.0, outcome.fraction)), 4)
+        return cls(
+            name=f"{topic}.{exercise}:{check}",
+            score=score,
+            max_score=points,
+            status="passed" if score >= points else "failed",
+            output=outcome.message,
+            visibility=visibility,
+            tags=[topic, exercise, check],
+            extra_data=outcome.data,
+        )
+
+    @property
+    def topic(self) -> str:
+        return self.tags[0]
+
+    @property
+    def exercise(self) -> str:
+        return self.tags[1]
+
+    @property
+    def check(self) -> str:
+        return self.tags[2]
+
+
+@dataclass
+class Result:
+    """A whole grading run."""
+
+    tests: list[TestResult]
+    execution_time: float
+    extra_data: dict[str, Any]
+
+    @property
+    def score(self) -> float:
+        return round(sum(t.score for t in self.tests), 4)
+
+    @property
+    def max_score(self) -> float:
+        return round(sum(t.max_score for t in self.tests), 4)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "score": self.score,
+            "max_score": self.max_score,
+            "execution_time": round(self.execution_time, 2),
+            "output": f"jaxlings grader {__version__}: {self.score:g} / {self.max_score:g}",
+            "visibility": "visible",
+            "stdout_visibility": "hidden",
+            "tests": [asdict(t) for t in self.tests],
+            "extra_data": {**self.extra_data, "grader_version": __version__},
+        }
+
+    def write(self, path: Path) -> None:
+        """Write atomically: a half-written results.json never exists."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".results-")
+        with os.fdopen(fd, "w") as f:
+            json.dump(self.to_json(), f, indent=2, allow_nan=False, default=_jsonable)
+        os.replace(tmp, path)
+
+
+def _jsonable(x: Any) -> Any:
+    if hasattr(x, "item"):
+        return x.item()
+    raise TypeError(f"not JSON-serialisable: {type(x).__name__}")
+
+
+def by_topic(tests: list[TestResult]) -> dict[str, list[TestResult]]:
+    """Tests grouped by topic, in order."""
+    grouped: dict[str, list[TestResult]] = {}
+    for t in tests:
+        grouped.setdefault(t.topic, []).append(t)
+    return grouped

@@ -1,0 +1,151 @@
+"""A topic under grading: its two workers, its cases, and the reference's answers.
+
+`TopicSession` owns the trusted reference worker and the untrusted student worker for one
+topic. Checks talk to the student through `student()`, which turns a dead worker into a
+failed check (with the reason) and starts a fresh worker for the next check, as long as the
+topic's time budget lasts. `ExerciseRun` caches, per exercise, the cases of this run and the
+reference's outputs, so that every check of an exercise judges the same cases.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from autograder.sandbox import Limits, Worker, WorkerDied
+from autograder.spec import Case, Exercise, Topic
+
+CALL_TIMEOUT = 90.0
+
+
+class GraderError(Exception):
+    """The grader itself cannot go on (the reference failed, a worker would not start)."""
+
+
+class StudentError(Exception):
+    """A student call did not return normally; the message is ready for the student."""
+
+
+@dataclass
+class ExerciseRun:
+    """One exercise in one grading run: its cases, the reference's outputs, the verdicts so far."""
+
+    exercise: Exercise
+    cases: list[Case]
+    expected: list[dict[str, Any]]
+    passed: dict[str, bool] = field(default_factory=dict)
+    facts: dict[str, Any] | None = None
+
+
+class TopicSession:
+    """Workers and state for grading one topic of one submission."""
+
+    def __init__(self, topic: Topic, module: Path, reference: Path, rng: np.random.Generator,
+                 *, public: bool, isolate: bool, limits: Limits = Limits()) -> None:
+        self.topic, self.module, self.reference = topic, module, reference
+        self.rng, self.public, self.isolate, self.limits = rng, public, isolate, limits
+        self.deadline = time.monotonic() + topic.time_limit
+        with ThreadPoolExecutor(2) as pool:
+            ref_future = pool.submit(self._start_reference)
+            stu_future = pool.submit(self._start_student)
+            self.ref = ref_future.result()
+            self._stu, self.load_error = stu_future.result()
+
+    # -- workers -------------------------------------------------------------------------
+
+    def _start_reference(self) -> Worker:
+        try:
+            ref = Worker(self.reference, f"reference_{self.topic.name}", env=self.topic.env, limits=self.limits)
+        except WorkerDied as exc:
+            raise GraderError(f"the reference for {self.topic.name} did not start: {exc}") from None
+        if not ref.load_reply["ok"]:
+            ref.close()
+            raise GraderError(f"the reference for {self.topic.name} failed to import: {ref.load_reply['error']}")
+        return ref
+
+    def _start_student(self) -> tuple[Worker | None, str | None]:
+        """Start the student's worker; (None, reason) when the module cannot be imported."""
+        try:
+            stu = Worker(self.module, self.topic.name, env=self.topic.env, isolate=self.isolate, limits=self.limits,
+                         start_timeout=min(120.0, self.time_left()))
+        except WorkerDied as exc:
+            return None, f"importing {self.module.name} failed: {exc}"
+        if not stu.load_reply["ok"]:
+            stu.close()
+            return None, f"importing {self.module.name} failed: {format_error(stu.load_reply['error'])}"
+        return stu, None
+
+    @property
+    def platform(self) -> dict[str, Any]:
+        return self.ref.platform
+
+    def time_left(self) -> float:
+        return max(0.0, self.deadline - time.monotonic())
+
+    def student(self) -> Worker:
+        """The live student worker, restarted after a death while time is left."""
+        if self._stu is not None and self._stu.alive:
+            return self._stu
+        if self._stu is not None:
+            self._stu.close()
+        if self.time_left() < 5:
+            raise StudentError(f"not run: the topic used up its {self.topic.time_limit:g} s time limit")
+        self._stu, error = self._start_student()
+        if self._stu is None:
+            raise StudentError(error or "the module could not be started again")
+        return self._stu
+
+    def close(self) -> None:
+        for w in (self.ref, self._stu):
+            if w is not None:
+                w.close()
+
+    # -- calls ---------------------------------------------------------------------------
+
+    def call_student(self, op: str, timeout: float = CALL_TIMEOUT, **fields: Any) -> dict[str, Any]:
+        """One request to the student; StudentError carries a message when it did not return."""
+        worker = self.student()
+        try:
+            reply = worker.request(op, min(timeout, max(1.0, self.time_left())), **fields)
+        except WorkerDied as exc:
+            raise StudentError(str(exc)) from None
+        if not reply["ok"]:
+            raise StudentError(format_error(reply["error"], f"{self.topic.name}.{fields['fn']}" if "fn" in fields else None))
+        return reply
+
+    def call_reference(self, op: str, timeout: float = CALL_TIMEOUT, **fields: Any) -> dict[str, Any]:
+        """One request to the reference; any failure is the grader's, not the student's."""
+        try:
+            reply = self.ref.request(op, timeout, **fields)
+        except WorkerDied as exc:
+            raise GraderError(f"the reference {self.topic.name}.{fields.get('fn')} failed: {exc}") from None
+        if not reply["ok"]:
+            raise GraderError(f"the reference {self.topic.name}.{fields.get('fn')} failed: {reply['error']}")
+        return reply
+
+    def start_exercise(self, ex: Exercise) -> ExerciseRun:
+        """Draw this run's cases and compute the reference's outputs for them."""
+        cases = ex.cases(self.rng, self.public)
+        expected = [self.call_reference("call", fn=ex.name, args=c.args)["out"] for c in cases]
+        return ExerciseRun(ex, cases, expected)
+
+    def __enter__(self) -> "TopicSession":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def format_error(error: dict[str, str], exercise: str | None = None) -> str:
+    """A worker-reported exception as one message for the student (`exercise` = topic.name)."""
+    if error["type"] == "NotImplementedError":
+        return "not implemented yet" + (f" (stuck? run `grade hint {exercise}`)" if exercise else "")
+    text = f"{error['type']}: {error['message']}".strip()
+    if error.get("where"):
+        text += f" (at {error['where']})"
+    return text

@@ -1,0 +1,135 @@
+"""The vocabulary of a topic spec: what a topic module in `autograder/topics/` declares.
+
+A spec is trusted data that lives in the grader's process. It never imports a solution: the
+reference runs in a separate process, and the spec only says how to build inputs (with NumPy,
+from a seeded generator), how to compare outputs, what structure the compiled function must
+have, how to time it, what each check is worth, and how to hint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from autograder.requirements import Requirement
+
+
+@dataclass(frozen=True)
+class Key:
+    """A typed PRNG key argument, built in the worker as `jax.random.key(seed)`.
+
+    Graders hand students typed keys only: JAX's key-reuse checker tracks typed keys, not the
+    legacy uint32 ones.
+    """
+
+    seed: int
+
+
+@dataclass(frozen=True)
+class Case:
+    """One call of an exercise: positional arguments (NumPy arrays, Python scalars, `Key`s).
+
+    NumPy arrays reach the student's function as `jax.Array`s; Python scalars stay Python
+    scalars (so that they can be static). `hidden` cases are left out of `grade check`.
+    """
+
+    args: tuple[Any, ...]
+    label: str = ""
+    hidden: bool = False
+
+
+Sampler = Callable[[np.random.Generator, int], Case]
+
+
+@dataclass(frozen=True)
+class Speed:
+    """How the speed check times an exercise against the reference.
+
+    `size` (per backend: "cpu", "gpu", ...) is passed to the exercise's sampler to build a
+    workload big enough that one call costs far more than dispatch (about 70 us on the grading
+    GPU, 10 us on a CPU). Points: full at `ratio <= full`, none at `ratio >= zero`, and
+    log-linear in between. The check times at least `min_reps` rounds, and more (up to
+    `max_reps`) while the reference's share of the timed work stays under `budget` seconds:
+    the more rounds, the surer the best time.
+    """
+
+    size: dict[str, int]
+    full: float = 1.25
+    zero: float = 10.0
+    min_reps: int = 11
+    max_reps: int = 61
+    budget: float = 1.0
+
+    def size_for(self, backend: str) -> int:
+        """The workload size for `backend`, falling back to the CPU's."""
+        return self.size.get(backend, self.size["cpu"])
+
+    def score(self, ratio: float) -> float:
+        """Fraction of the points earned at time ratio `ratio` (student / reference)."""
+        if ratio <= self.full:
+            return 1.0
+        if ratio >= self.zero:
+            return 0.0
+        return float(1.0 - np.log(ratio / self.full) / np.log(self.zero / self.full))
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One function the student writes, and everything the grader checks about it.
+
+    `sample(rng, size)` builds one random case; its shapes must depend on `size` only, so two
+    samples of one size are "same-shaped inputs" for the re-tracing check. `checks` maps each
+    check name (`correct`, `jit`, `speed`, or a topic check such as `key_reuse`) to its points;
+    a check not named there is not run.
+    """
+
+    name: str
+    sample: Sampler
+    checks: dict[str, float]
+    hints: tuple[str, ...]
+    sizes: tuple[int, ...] = (1, 3, 17, 100)
+    edge_cases: tuple[Case, ...] = ()
+    rtol: float = 1e-6
+    atol: float = 1e-6
+    static_argnums: tuple[int, ...] = ()
+    requirements: tuple[Requirement, ...] = ()
+    speed: Speed | None = None
+
+    def __post_init__(self) -> None:
+        if len(self.hints) < 2:
+            raise ValueError(f"{self.name}: give at least two progressive hints")
+        if "speed" in self.checks and self.speed is None:
+            raise ValueError(f"{self.name}: a speed check needs a Speed workload")
+
+    def cases(self, rng: np.random.Generator, public: bool) -> list[Case]:
+        """The cases of one grading run: the edge cases, then one random case per size."""
+        edge = [c for c in self.edge_cases if not (public and c.hidden)]
+        drawn = [self.sample(rng, s) for s in self.sizes]
+        return edge + [
+            Case(c.args, c.label or f"random case, size {s}", c.hidden) for c, s in zip(drawn, self.sizes)
+        ]
+
+
+@dataclass(frozen=True)
+class Topic:
+    """A topic: its exercises in order, and how its worker processes must be set up.
+
+    `env` is added to the environment of both worker processes before JAX is imported (for
+    example the XLA flag that fakes 8 CPU devices for sharding). `time_limit` bounds the
+    wall time of the whole topic for one submission, in seconds.
+    """
+
+    name: str
+    title: str
+    exercises: tuple[Exercise, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    time_limit: float = 600.0
+
+    def exercise(self, name: str) -> Exercise:
+        """The exercise called `name`; KeyError naming the topic's exercises otherwise."""
+        for ex in self.exercises:
+            if ex.name == name:
+                return ex
+        raise KeyError(f"topic {self.name!r} has no exercise {name!r}; it has {', '.join(e.name for e in self.exercises)}")

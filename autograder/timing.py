@@ -1,0 +1,52 @@
+"""Timing one call of a worker's function with the grader's own clock.
+
+Protocol, per timed call: `stage` (the worker puts the inputs on the device; untimed, but its
+duration is kept), then `go`, timed here from sending the request to receiving the reply, then
+`fetch` (the output, for verification). The clock is the grader's, so a student process that
+fakes `time.perf_counter` changes nothing; the inputs are new to the worker at `stage`, so
+memoising outputs gains nothing; and the fetched output is compared with the reference's.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from autograder.sandbox import Worker
+from autograder.spec import Case
+
+
+@dataclass(frozen=True)
+class Timed:
+    """One timed call: its time, the time its inputs took to stage, and its output."""
+
+    seconds: float
+    stage_seconds: float
+    out: dict[str, Any]
+
+
+class CallFailed(Exception):
+    """The worker did not complete the call: `reason` says why (time-out, crash, error)."""
+
+
+def timed_call(worker: Worker, fn: str, case: Case, *, jit: bool, static_argnums: tuple[int, ...], timeout: float) -> Timed:
+    """Stage `case`, time `fn` on it with the grader's clock, and fetch the output."""
+    common = {"fn": fn, "jit": jit, "static_argnums": static_argnums}
+    t0 = time.perf_counter()
+    _expect_ok(worker.request("stage", timeout, args=case.args, **common))
+    staged = time.perf_counter() - t0
+    worker.send("go")
+    t0 = time.perf_counter()
+    reply = worker.receive(timeout, "the timed call")
+    seconds = time.perf_counter() - t0
+    _expect_ok(reply)
+    out = _expect_ok(worker.request("fetch", timeout))["out"]
+    return Timed(seconds, staged, out)
+
+
+def _expect_ok(reply: dict[str, Any]) -> dict[str, Any]:
+    if not reply["ok"]:
+        err = reply["error"]
+        raise CallFailed(f"{err['type']}: {err['message']}")
+    return reply

@@ -1,0 +1,45 @@
+"""The topics of the course, in teaching order: ORDER is the one list of them.
+
+Each topic module defines `TOPIC`, a `autograder.spec.Topic` holding its whole spec.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+
+from autograder.spec import Topic
+
+ORDER: tuple[str, ...] = ("prng", "at_updates")
+
+
+def load(name: str) -> Topic:
+    """The spec of topic `name`; a ValueError naming the known topics otherwise."""
+    if name not in ORDER:
+        raise ValueError(f"unknown topic {name!r}; the topics are: {', '.join(ORDER)}")
+    return importlib.import_module(f"autograder.topics.{name}").TOPIC
+
+
+def resolve(names: list[str] | None) -> list[Topic]:
+    """Specs for `names` (all topics when empty), in course order.
+
+    A name is a topic (`prng`) or one exercise of it (`prng.dropout`); a topic named through
+    its exercises keeps only those.
+    """
+    wanted: dict[str, set[str] | None] = {}
+    for name in names or ORDER:
+        topic, _, exercise = name.partition(".")
+        spec = load(topic)
+        if not exercise:
+            wanted[topic] = None
+        elif wanted.get(topic, set()) is not None:
+            spec.exercise(exercise)
+            wanted.setdefault(topic, set()).add(exercise)
+    selected = []
+    for name in ORDER:
+        if name in wanted:
+            spec, only = load(name), wanted[name]
+            if only is not None:
+                spec = dataclasses.replace(spec, exercises=tuple(e for e in spec.exercises if e.name in only))
+            selected.append(spec)
+    return selected

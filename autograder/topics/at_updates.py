@@ -1,0 +1,108 @@
+"""Topic `at_updates`: `.at[]` scatters and gathers, duplicates, masks, out-of-bounds modes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from autograder.requirements import MaxEquations, UsesPrimitive
+from autograder.spec import Case, Exercise, Speed, Topic
+
+NO_INDEX_LOOP = MaxEquations(40, "use one scatter per operation, not a Python loop over the indices")
+
+
+def _scatter_ops(rng: np.random.Generator, size: int) -> Case:
+    x = rng.normal(size=size).astype(np.float32)
+    k = max(1, size // 2)
+    idx = rng.permutation(size)[:k].astype(np.int32)
+    return Case((x, idx, rng.normal(size=k).astype(np.float32)))
+
+
+def _nbins(size: int) -> int:
+    return 16 if size < 1000 else 256
+
+
+def _histogram(rng: np.random.Generator, size: int) -> Case:
+    nbins = _nbins(size)
+    return Case((rng.integers(0, nbins, size=size).astype(np.int32), nbins))
+
+
+def _mask_fill(rng: np.random.Generator, size: int) -> Case:
+    x = rng.normal(size=(size, 3)).astype(np.float32)
+    return Case((x, float(rng.normal()), float(rng.uniform(-100, 100))))
+
+
+def _lookup_and_clamp(rng: np.random.Generator, size: int) -> Case:
+    x = rng.normal(size=size).astype(np.float32)
+    k = 2 * size
+    idx = rng.integers(0, size + 5, size=k).astype(np.int32)
+    return Case((x, idx, rng.normal(size=k).astype(np.float32), float(rng.normal())))
+
+
+TOPIC = Topic(
+    name="at_updates",
+    title="Functional updates with .at[]",
+    exercises=(
+        Exercise(
+            name="scatter_ops",
+            sample=_scatter_ops,
+            sizes=(1, 5, 100, 300),
+            edge_cases=(
+                Case((np.array([1, 2, 3], np.float32), np.array([2, 0], np.int32), np.array([10, -1], np.float32)), "the docstring's example"),
+            ),
+            requirements=(NO_INDEX_LOOP,),
+            checks={"correct": 2, "jit": 1},
+            hints=(
+                "`x[i] = v` cannot work on an immutable array; there is a method that returns the updated copy.",
+                "`x.at[idx]` gives an updater with `.set`, `.add`, `.min`, `.max`, each taking `vals`.",
+                "at = x.at[idx]; return at.set(vals), at.add(vals), at.min(vals), at.max(vals)",
+            ),
+        ),
+        Exercise(
+            name="histogram",
+            sample=_histogram,
+            sizes=(1, 10, 200, 999),
+            static_argnums=(1,),
+            edge_cases=(
+                Case((np.array([1, 3, 1, 0], np.int32), 4), "the docstring's example"),
+                Case((np.zeros(50, np.int32), 3), "all values equal"),
+            ),
+            requirements=(UsesPrimitive("scatter-add", "count with `.at[x].add(1)`"),),
+            checks={"correct": 2, "jit": 1, "speed": 2},
+            speed=Speed(size={"cpu": 1 << 20, "gpu": 1 << 24}),
+            hints=(
+                "Start from an array of nbins zeros and add 1 at every value of x, all at once.",
+                "`.at[x].add(1)` adds 1 once per occurrence, even when x repeats an index; mind the dtype (int32).",
+                "return jnp.zeros(nbins, jnp.int32).at[x].add(1)",
+            ),
+        ),
+        Exercise(
+            name="mask_fill",
+            sample=_mask_fill,
+            edge_cases=(
+                Case((np.array([[-1.0, 0.5], [2.0, 3.0]], np.float32), 1.0, -100.0), "the tutorial's mask example"),
+                Case((np.zeros((2, 2), np.float32), 0.0, 5.0), "ties are not greater"),
+            ),
+            checks={"correct": 1, "jit": 2},
+            hints=(
+                "Under jit the number of entries above the threshold is unknown when compiling, so you cannot index with the mask.",
+                "Choose between two arrays elementwise instead of selecting a subset: `jnp.where(cond, a, b)`.",
+                "return jnp.where(x > threshold, fill, x)  (keep x's dtype)",
+            ),
+        ),
+        Exercise(
+            name="lookup_and_clamp",
+            sample=_lookup_and_clamp,
+            edge_cases=(
+                Case((np.array([5.0], np.float32), np.array([0, 1, 7, 0], np.int32), np.ones(4, np.float32), -1.0), "n = 1"),
+            ),
+            static_argnums=(3,),
+            requirements=(NO_INDEX_LOOP,),
+            checks={"correct": 2, "jit": 1},
+            hints=(
+                "Both halves are one-liners with `.at[idx]`; the defaults for out-of-bounds indices are the wrong ones.",
+                "`.get(mode='fill', fill_value=...)` reads `fill` past the end; `.add(vals, mode='clip')` clamps the writes.",
+                "return x.at[idx].get(mode='fill', fill_value=fill), x.at[idx].add(vals, mode='clip')",
+            ),
+        ),
+    ),
+)

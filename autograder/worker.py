@@ -1,0 +1,237 @@
+"""The worker: the process that imports ONE topic module and runs its functions on request.
+
+The grader starts one worker for the submission (untrusted, possibly sandboxed) and one for
+the reference solution (trusted); they never share a process. A worker answers requests on a
+private pair of pipes, never on stdout, so nothing a student prints can pose as an answer.
+It returns plain data (arrays, counts, text); all judging happens in the grader.
+
+JAX is imported and the harness's references to `jax.jit`, `jax.make_jaxpr`, ... are taken
+before the student's module runs, so a module that rebinds those names at import fools only
+itself.
+
+Run as: python -m autograder.worker MODULE_PATH MODULE_NAME   (fds in JAXLINGS_WORKER_FDS)
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import sys
+import traceback
+from collections import Counter
+from typing import Any, Callable
+
+from autograder import wire
+from autograder.spec import Key
+
+COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
+
+
+class Harness:
+    """Trusted references, taken before any student code runs, and the request handlers."""
+
+    def __init__(self, module_path: str, module_name: str) -> None:
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+
+        self.np, self.jnp = np, jnp
+        self.jit, self.make_jaxpr = jax.jit, jax.make_jaxpr
+        self.block = jax.block_until_ready
+        self.key, self.key_data, self.key_impl = jax.random.key, jax.random.key_data, jax.random.key_impl
+        self.key_reuse = jax.debug_key_reuse
+        self.flatten, self.is_key = jax.tree.flatten, lambda x: jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
+        self.asarray = np.asarray
+        self.counts: Counter[str] = Counter()
+        jax.monitoring.register_event_duration_secs_listener(self._on_event)
+        self.platform = {
+            "backend": jax.default_backend(),
+            "device_kind": jax.devices()[0].device_kind,
+            "device_count": jax.device_count(),
+            "jax_version": jax.__version__,
+            "python": sys.version.split()[0],
+        }
+        self.module_path, self.module_name = module_path, module_name
+        self.module: Any = None
+        self.staged: tuple[Callable[..., Any], tuple[Any, ...]] | None = None
+        self.last_out: Any = None
+
+    def _on_event(self, event: str, duration: float, **_: Any) -> None:
+        if event in (COMPILE_EVENT, TRACE_EVENT):
+            self.counts[event] += 1
+
+    # -- loading and argument handling ---------------------------------------------------
+
+    def load(self) -> dict[str, Any]:
+        """Import the topic module from its file; report the functions it defines."""
+        spec = importlib.util.spec_from_file_location(self.module_name, self.module_path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[self.module_name] = module
+        spec.loader.exec_module(module)
+        self.module = module
+        return {"functions": sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_"))}
+
+    def function(self, name: str) -> Callable[..., Any]:
+        fn = getattr(self.module, name, None)
+        if fn is None or not callable(fn):
+            raise LookupError(f"the module defines no function `{name}`")
+        return fn
+
+    def arguments(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        """Case arguments as the student receives them: jax.Arrays, typed keys, Python scalars."""
+        def conv(x: Any) -> Any:
+            if isinstance(x, self.np.ndarray):
+                return self.jnp.asarray(x)
+            return self.key(x.seed) if isinstance(x, Key) else x
+
+        return tuple(conv(a) for a in args)
+
+    def callable_for(self, req: dict[str, Any]) -> Callable[..., Any]:
+        fn = self.function(req["fn"])
+        return self.jit(fn, static_argnums=tuple(req.get("static_argnums", ()))) if req.get("jit") else fn
+
+    def export(self, out: Any) -> dict[str, Any]:
+        """An output pytree as data: its treedef string and its leaves as NumPy arrays."""
+        leaves, treedef = self.flatten(out)
+        exported = []
+        for leaf in leaves:
+            if hasattr(leaf, "dtype") and self.is_key(leaf):
+                exported.append({"kind": "key", "impl": str(self.key_impl(leaf)), "data": self.asarray(self.key_data(leaf))})
+                continue
+            arr = self.asarray(leaf)
+            if arr.dtype.kind not in "biufc" and type(arr.dtype).__module__ != "ml_dtypes":
+                raise TypeError(f"an output leaf of type {type(leaf).__name__} is not a numeric array")
+            exported.append({"kind": "array", "data": arr})
+        return {"treedef": str(treedef), "leaves": exported}
+
+    # -- requests ------------------------------------------------------------------------
+
+    def op_call(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Call a function once (as written, or jitted) and return its output."""
+        fn, args = self.callable_for(req), self.arguments(req["args"])
+        if req.get("key_reuse"):
+            with self.key_reuse(True):
+                out = self.block(fn(*args))
+        else:
+            out = self.block(fn(*args))
+        return {"out": self.export(out)}
+
+    def op_trace(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Jit a function, call it on two same-shaped cases, and count what happened.
+
+        A function the student jitted themselves is called as it is, so that their own
+        `static_argnums` choices show up as re-traces.
+        """
+        fn = self.function(req["fn"])
+        static = tuple(req.get("static_argnums", ()))
+        jitted = fn if hasattr(fn, "lower") else self.jit(fn, static_argnums=static)
+        first, again = self.arguments(req["args"]), self.arguments(req["args_again"])
+        before = dict(self.counts)
+        out1 = self.block(jitted(*first))
+        mid = dict(self.counts)
+        out2 = self.block(jitted(*again))
+        after = dict(self.counts)
+        delta = lambda a, b, ev: b.get(ev, 0) - a.get(ev, 0)  # noqa: E731
+        closed = self.make_jaxpr(fn, static_argnums=static)(*first)
+        prims, n_eqns = count_primitives(closed.jaxpr)
+        hlo = jitted.lower(*first).compile().as_text() or ""
+        facts = {
+            "primitives": dict(prims),
+            "n_eqns": n_eqns,
+            "custom_calls": sorted(set(re.findall(r'custom_call_target="([^"]+)"', hlo))),
+            "hlo_lines": hlo.count("\n"),
+            "compiles_first": delta(before, mid, COMPILE_EVENT),
+            "traces_first": delta(before, mid, TRACE_EVENT),
+            "compiles_again": delta(mid, after, COMPILE_EVENT),
+            "traces_again": delta(mid, after, TRACE_EVENT),
+        }
+        return {"facts": facts, "out": self.export(out1), "out_again": self.export(out2)}
+
+    def op_stage(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Put a timing workload on the device, ready for `go`."""
+        args = self.block(self.arguments(req["args"]))
+        self.staged = (self.callable_for(req), args)
+        return {}
+
+    def op_go(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Run the staged call to completion; the grader's clock times this round trip."""
+        fn, args = self.staged
+        self.staged = None
+        out = fn(*args)
+        self.last_out = self.block(out)
+        return {}
+
+    def op_fetch(self, req: dict[str, Any]) -> dict[str, Any]:
+        """The output of the last timed call, for the grader to verify."""
+        return {"out": self.export(self.last_out)}
+
+
+def count_primitives(jaxpr: Any) -> tuple[Counter[str], int]:
+    """Count the primitives of a jaxpr and of every jaxpr nested in its equations' params."""
+    counts: Counter[str] = Counter()
+    stack = [jaxpr]
+    while stack:
+        j = stack.pop()
+        for eqn in j.eqns:
+            counts[eqn.primitive.name] += 1
+            stack.extend(_sub_jaxprs(eqn.params.values()))
+    return counts, sum(counts.values())
+
+
+def _sub_jaxprs(values: Any) -> list[Any]:
+    found = []
+    for v in values:
+        if isinstance(v, (tuple, list)):
+            found.extend(_sub_jaxprs(v))
+        elif hasattr(v, "eqns") and hasattr(v, "invars"):
+            found.append(v)
+        elif hasattr(v, "jaxpr") and hasattr(getattr(v, "jaxpr"), "eqns"):
+            found.append(v.jaxpr)
+    return found
+
+
+def describe(exc: BaseException, module_path: str) -> dict[str, str]:
+    """An exception as the student should read it: type, message, and their line."""
+    where = ""
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if os.path.abspath(frame.filename) == os.path.abspath(module_path):
+            where = f"line {frame.lineno}: {(frame.line or '').strip()}"
+    message = str(exc).strip().splitlines()
+    return {"type": type(exc).__name__, "message": "\n".join(message[:6])[:800], "where": where}
+
+
+def serve(rfd: int, wfd: int, harness: Harness) -> None:
+    """Answer requests until told to stop or the grader goes away."""
+    while True:
+        try:
+            req = wire.read_frame(rfd)
+        except wire.Closed:
+            return
+        if req["op"] == "bye":
+            return
+        handler = getattr(harness, f"op_{req['op']}")
+        try:
+            reply = {"ok": True, **handler(req)}
+        except BaseException as exc:  # noqa: BLE001 - student code may raise anything, SystemExit too
+            reply = {"ok": False, "error": describe(exc, harness.module_path)}
+        wire.write_frame(wfd, reply)
+
+
+def main() -> None:
+    module_path, module_name = sys.argv[1], sys.argv[2]
+    rfd, wfd = (int(x) for x in os.environ.pop("JAXLINGS_WORKER_FDS").split(","))
+    harness = Harness(module_path, module_name)
+    wire.write_frame(wfd, {"ok": True, "platform": harness.platform})
+    try:
+        loaded = {"ok": True, **harness.load()}
+    except BaseException as exc:  # noqa: BLE001
+        loaded = {"ok": False, "error": describe(exc, module_path)}
+    wire.write_frame(wfd, loaded)
+    if loaded["ok"]:
+        serve(rfd, wfd, harness)
+
+
+if __name__ == "__main__":
+    main()
