@@ -21,6 +21,7 @@ import numpy as np
 
 from autograder.checks import NEEDS_CORRECT, REGISTRY
 from autograder.results import Outcome, Result, TestResult
+from autograder.sandbox import Limits
 from autograder.session import ExerciseRun, StudentError, TopicSession
 from autograder.spec import Exercise, Topic
 
@@ -31,7 +32,7 @@ Listener = Callable[[TestResult], None]
 
 
 def grade(submission: Path, topics: list[Topic], *, reference_dir: Path, public: bool = False, seed: int | None = None,
-          isolate: bool = False, on_test: Listener | None = None) -> Result:
+          isolate: bool = False, limits: Limits = Limits(), on_test: Listener | None = None) -> Result:
     """Grade the `<topic>.py` files found in `submission` against the references."""
     started = time.monotonic()
     seed = PUBLIC_SEED if public and seed is None else (seed if seed is not None else secrets.randbits(32))
@@ -46,7 +47,7 @@ def grade(submission: Path, topics: list[Topic], *, reference_dir: Path, public:
             topic_tests = failed_topic(topic, f"the submission has no {topic.name}.py")
         else:
             topic_tests, platform = grade_topic(topic, module, Path(reference_dir) / f"{topic.name}.py", rng,
-                                                public=public, isolate=isolate, on_test=on_test)
+                                                public=public, isolate=isolate, limits=limits, on_test=on_test)
         tests += topic_tests
         summary[topic.name] = {
             "score": round(sum(t.score for t in topic_tests), 4),
@@ -58,12 +59,12 @@ def grade(submission: Path, topics: list[Topic], *, reference_dir: Path, public:
 
 
 def grade_topic(topic: Topic, module: Path, reference: Path, rng: np.random.Generator, *, public: bool, isolate: bool,
-                on_test: Listener | None = None) -> tuple[list[TestResult], dict]:
+                limits: Limits = Limits(), on_test: Listener | None = None) -> tuple[list[TestResult], dict]:
     """All tests of one topic, from a private copy of the student's module."""
     with tempfile.TemporaryDirectory(prefix=f"jaxlings-{topic.name}-") as tmp:
         private = Path(tmp) / module.name
         shutil.copyfile(module, private)
-        with TopicSession(topic, private, reference, rng, public=public, isolate=isolate) as session:
+        with TopicSession(topic, private, reference, rng, public=public, isolate=isolate, limits=limits) as session:
             if session.load_error:
                 return failed_topic(topic, session.load_error), session.platform
             tests = []
@@ -79,14 +80,20 @@ def grade_exercise(session: TopicSession, ex: Exercise) -> list[TestResult]:
     """Run the exercise's checks in order: `correct`, `jit`, then the rest as declared."""
     run = session.start_exercise(ex)
     tests = []
+    died_in = None
     for check in ordered_checks(ex):
-        if check in NEEDS_CORRECT and not run.passed.get("correct"):
+        deaths = session.deaths
+        if died_in:
+            outcome = Outcome.fail(f"not run: the function took its process down in the `{died_in}` check")
+        elif check in NEEDS_CORRECT and not run.passed.get("correct"):
             outcome = Outcome.fail("not judged until the function is correct")
         else:
             try:
                 outcome = REGISTRY[check](session, run)
             except StudentError as exc:
                 outcome = Outcome.fail(str(exc))
+        if session.deaths > deaths:
+            died_in = check
         run.passed[check] = outcome.fraction >= 1.0
         tests.append(TestResult.of(session.topic.name, ex.name, check, ex.checks[check], outcome, VISIBILITY))
     return tests

@@ -40,6 +40,7 @@ class Limits:
     memory_bytes: int = 8 << 30
     output_bytes: int = 1 << 20
     reply_bytes: int = 512 << 20
+    call_timeout: float = 90.0
 
 
 class WorkerDied(Exception):
@@ -85,6 +86,25 @@ def _descendants(root: int) -> list[int]:
             except OSError:
                 pass
     return found
+
+
+def _await_group_exit(pgid: int, timeout: float = 2.0) -> None:
+    """Wait until no process of group `pgid` is left alive (they were sent SIGKILL)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        alive = False
+        for entry in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                alive = True
+                break
+        if not alive:
+            return
+        time.sleep(0.01)
 
 
 def _rss_bytes(pids: list[int]) -> int:
@@ -141,8 +161,8 @@ class Worker:
         threading.Thread(target=self._watch_memory, daemon=True).start()
 
     def _await_hello(self, timeout: float) -> dict[str, Any]:
-        hello = self._receive(time.monotonic() + timeout, "starting")
-        self.load_reply = self._receive(time.monotonic() + timeout, "importing the module")
+        hello = self._receive(time.monotonic() + timeout, "while starting")
+        self.load_reply = self._receive(time.monotonic() + timeout, "while importing the module")
         return hello["platform"]
 
     def close(self) -> None:
@@ -182,6 +202,7 @@ class Worker:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
+        _await_group_exit(self.proc.pid)
 
     def __enter__(self) -> "Worker":
         return self

@@ -20,7 +20,8 @@ import numpy as np
 from autograder.sandbox import Limits, Worker, WorkerDied
 from autograder.spec import Case, Exercise, Topic
 
-CALL_TIMEOUT = 90.0
+
+REFERENCE_TIMEOUT = 300.0
 
 
 class GraderError(Exception):
@@ -33,23 +34,33 @@ class StudentError(Exception):
 
 @dataclass
 class ExerciseRun:
-    """One exercise in one grading run: its cases, the reference's outputs, the verdicts so far."""
+    """One exercise in one grading run: its cases, the reference's outputs, the verdicts so far.
+
+    `eager` holds the student's own outputs per case index (from `correct`), which `jit`
+    compares its jitted outputs with, so that jit-ability is judged apart from correctness.
+    """
 
     exercise: Exercise
     cases: list[Case]
     expected: list[dict[str, Any]]
     passed: dict[str, bool] = field(default_factory=dict)
     facts: dict[str, Any] | None = None
+    eager: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 class TopicSession:
-    """Workers and state for grading one topic of one submission."""
+    """Workers and state for grading one topic of one submission.
+
+    `deaths` counts the student worker's deaths during calls, so that the engine can skip
+    the remaining checks of an exercise whose function takes its process down.
+    """
 
     def __init__(self, topic: Topic, module: Path, reference: Path, rng: np.random.Generator,
                  *, public: bool, isolate: bool, limits: Limits = Limits()) -> None:
         self.topic, self.module, self.reference = topic, module, reference
         self.rng, self.public, self.isolate, self.limits = rng, public, isolate, limits
         self.deadline = time.monotonic() + topic.time_limit
+        self.deaths = 0
         with ThreadPoolExecutor(2) as pool:
             ref_future = pool.submit(self._start_reference)
             stu_future = pool.submit(self._start_student)
@@ -107,21 +118,22 @@ class TopicSession:
 
     # -- calls ---------------------------------------------------------------------------
 
-    def call_student(self, op: str, timeout: float = CALL_TIMEOUT, **fields: Any) -> dict[str, Any]:
+    def call_student(self, op: str, **fields: Any) -> dict[str, Any]:
         """One request to the student; StudentError carries a message when it did not return."""
         worker = self.student()
         try:
-            reply = worker.request(op, min(timeout, max(1.0, self.time_left())), **fields)
+            reply = worker.request(op, min(self.limits.call_timeout, max(1.0, self.time_left())), **fields)
         except WorkerDied as exc:
+            self.deaths += 1
             raise StudentError(str(exc)) from None
         if not reply["ok"]:
             raise StudentError(format_error(reply["error"], f"{self.topic.name}.{fields['fn']}" if "fn" in fields else None))
         return reply
 
-    def call_reference(self, op: str, timeout: float = CALL_TIMEOUT, **fields: Any) -> dict[str, Any]:
+    def call_reference(self, op: str, **fields: Any) -> dict[str, Any]:
         """One request to the reference; any failure is the grader's, not the student's."""
         try:
-            reply = self.ref.request(op, timeout, **fields)
+            reply = self.ref.request(op, REFERENCE_TIMEOUT, **fields)
         except WorkerDied as exc:
             raise GraderError(f"the reference {self.topic.name}.{fields.get('fn')} failed: {exc}") from None
         if not reply["ok"]:

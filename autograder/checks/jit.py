@@ -1,26 +1,34 @@
-"""`jit`: the function runs under `jax.jit` (with the exercise's static arguments), still
-matches the reference, and has the structure the exercise requires.
+"""`jit`: the function runs under `jax.jit` (with the exercise's static arguments), gives what
+it gives without jit, and has the structure the exercise requires.
 
-Structure is read from facts the worker counts (see `autograder.requirements`): no host
-callbacks, no re-tracing when called again with fresh same-shaped inputs, and the
-exercise's own requirements (a primitive that must appear, a bound on jaxpr size, ...).
+Jitted outputs are compared with the reference's, or, where the function is wrong, with the
+student's own un-jitted outputs: jit-ability is judged apart from correctness, so a wrong
+answer costs `correct` and a jit failure costs `jit`. Structure is read from facts the worker
+counts (see `autograder.requirements`): no host callbacks, no re-tracing when called again
+with fresh same-shaped inputs, and the exercise's own requirements.
 """
 
 from __future__ import annotations
 
-from autograder.checks.correct import compare_cases
+from autograder.compare import mismatch, shapes
 from autograder.requirements import DEFAULT_JIT_REQUIREMENTS, judge_all
 from autograder.results import Outcome
 from autograder.session import ExerciseRun, StudentError, TopicSession
 
 
 def trace_facts(session: TopicSession, run: ExerciseRun) -> dict:
-    """Jit, call twice on fresh same-shaped samples, and return the counted facts (cached)."""
+    """Jit, call twice on fresh same-shaped samples, and return the counted facts (cached).
+
+    The samples are of the exercise's largest size (where an unrolled loop shows most), and
+    the second keeps the first's static arguments: only array values change between them.
+    """
     if run.facts is None:
         ex = run.exercise
-        size = ex.sizes[len(ex.sizes) // 2]
-        first, again = ex.sample(session.rng, size), ex.sample(session.rng, size)
-        reply = session.call_student("trace", fn=ex.name, args=first.args, args_again=again.args,
+        size = ex.sizes[-1]
+        first, again = ex.sample(session.rng, size).args, list(ex.sample(session.rng, size).args)
+        for i in ex.static_argnums:
+            again[i] = first[i]
+        reply = session.call_student("trace", fn=ex.name, args=first, args_again=tuple(again),
                                      static_argnums=ex.static_argnums)
         run.facts = reply["facts"]
     return run.facts
@@ -28,9 +36,18 @@ def trace_facts(session: TopicSession, run: ExerciseRun) -> dict:
 
 def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     ex = run.exercise
-    outcome = compare_cases(session, run, jit=True, static_argnums=ex.static_argnums)
-    if outcome.fraction < 1:
-        return Outcome.fail(f"under jax.jit: {outcome.message}")
+    for i, (case, expected) in enumerate(zip(run.cases, run.expected)):
+        where = f"under jax.jit, {case.label} {shapes(case.args)}"
+        try:
+            got = session.call_student("call", fn=ex.name, args=case.args, jit=True, static_argnums=ex.static_argnums)["out"]
+        except StudentError as exc:
+            return Outcome.fail(f"{where}: {exc}")
+        problem = mismatch(expected, got, ex.rtol, ex.atol)
+        if problem is not None and i in run.eager:
+            own = mismatch(run.eager[i], got, ex.rtol, ex.atol)
+            problem = None if own is None else f"the jitted output differs from the un-jitted one: {own}"
+        if problem is not None:
+            return Outcome.fail(f"{where}: {problem}")
     try:
         facts = trace_facts(session, run)
     except StudentError as exc:
@@ -39,4 +56,4 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     problems = judge_all(DEFAULT_JIT_REQUIREMENTS + ex.requirements, facts)
     if problems:
         return Outcome.fail("; ".join(problems), **measured)
-    return Outcome.ok(f"jits, matches, {facts['n_eqns']} jaxpr equations, no re-tracing", **measured)
+    return Outcome.ok(f"jits, {facts['n_eqns']} jaxpr equations, no host callbacks, no re-tracing", **measured)

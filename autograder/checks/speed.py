@@ -18,7 +18,7 @@ from autograder.sandbox import WorkerDied
 from autograder.session import ExerciseRun, StudentError, TopicSession
 from autograder.timing import CallFailed, Timed, timed_call
 
-WARMUP_TIMEOUT = 20.0
+WARMUP_TIMEOUT = 10.0
 MIN_TIMEOUT = 5.0
 
 
@@ -36,7 +36,7 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
         case = ex.sample(session.rng, size)
         ref = timed_call(session.ref, ex.name, case, jit=True, timeout=120.0, **opts)
         warm = rep == 1
-        limit = max(WARMUP_TIMEOUT, 50 * ref.seconds) if warm else max(MIN_TIMEOUT, 4 * speed.zero * ref.seconds)
+        limit = max(WARMUP_TIMEOUT, 20 * ref.seconds) if warm else max(MIN_TIMEOUT, 4 * speed.zero * ref.seconds)
         try:
             stu = timed_call(session.student(), ex.name, case, jit=jit, timeout=limit, **opts)
         except (WorkerDied, StudentError, CallFailed) as exc:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from autograder.requirements import MaxEquations
 from autograder.spec import Case, Exercise, Key, Speed, Topic
 
 
@@ -43,6 +44,7 @@ TOPIC = Topic(
             sample=_derive_keys,
             sizes=(1, 2, 5, 64),
             static_argnums=(1,),
+            requirements=(MaxEquations(40, "fold in all indices at once with jax.vmap, not a Python loop"),),
             checks={"correct": 2, "jit": 1, "key_reuse": 1},
             hints=(
                 "You need two different ways of making n keys from one: one that uses the key up, and one that does not.",
@@ -70,6 +72,7 @@ TOPIC = Topic(
             sample=_monte_carlo_pi,
             sizes=(1, 3, 16),
             static_argnums=(1, 2),
+            requirements=(MaxEquations(100, "run the trials with jax.vmap; a Python loop repeats the trial's code once per trial"),),
             rtol=1e-5,
             atol=1e-5,
             checks={"correct": 2, "jit": 1, "speed": 1, "key_reuse": 1},
@@ -86,6 +89,7 @@ TOPIC = Topic(
             sample=_noisy_walk,
             sizes=(1, 4, 33),
             static_argnums=(2,),
+            requirements=(MaxEquations(60, "loop with jax.lax.scan; a Python loop repeats the step's code once per step"),),
             rtol=1e-5,
             atol=1e-5,
             checks={"correct": 2, "jit": 1, "speed": 1, "key_reuse": 1},

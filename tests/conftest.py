@@ -1,0 +1,93 @@
+"""Shared fixtures: grading real submissions with real worker processes.
+
+Grading is the slow part of the suite, so results that several tests read (the reference
+solutions graded, the stubs graded) are computed once per session.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from autograder import engine, topics
+from autograder.results import Result
+from autograder.sandbox import Limits, bwrap_available
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = ROOT / "solutions"
+EXERCISES = ROOT / "exercises"
+SUBMISSIONS = Path(__file__).resolve().parent / "submissions"
+
+# Short limits keep the tests that hang or hog on purpose quick.
+TEST_LIMITS = Limits(memory_bytes=3 << 30, output_bytes=256 << 10, call_timeout=20.0)
+
+needs_bwrap = pytest.mark.skipif(not bwrap_available(), reason="bubblewrap is not installed (apt-get install bubblewrap)")
+
+
+def grade_dir(folder: Path, names: list[str] | None = None, *, public: bool = False, isolate: bool = False,
+              seed: int | None = None, limits: Limits = TEST_LIMITS) -> Result:
+    """Grade a folder of topic files against the reference solutions."""
+    return engine.grade(folder, topics.resolve(names), reference_dir=SOLUTIONS, public=public, seed=seed,
+                        isolate=isolate, limits=limits)
+
+
+def write_submission(folder: Path, files: dict[str, str]) -> Path:
+    """A submission folder holding `files` (topic name -> source)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for topic, source in files.items():
+        (folder / f"{topic}.py").write_text(textwrap.dedent(source))
+    return folder
+
+
+def verdicts(result: Result) -> dict[str, tuple[float, float, str]]:
+    """Test name -> (score, max_score, message)."""
+    return {t.name: (t.score, t.max_score, t.output) for t in result.tests}
+
+
+def failing(result: Result) -> set[str]:
+    """Names of the tests that did not get full marks."""
+    return {t.name for t in result.tests if t.score < t.max_score}
+
+
+@pytest.fixture(scope="session")
+def graded_solutions() -> Result:
+    return grade_dir(SOLUTIONS)
+
+
+@pytest.fixture(scope="session")
+def graded_stubs() -> Result:
+    return grade_dir(EXERCISES)
+
+
+@pytest.fixture
+def crafted(tmp_path: Path):
+    """Copy files from tests/submissions/ (named TOPIC__variant.py) into a submission folder."""
+
+    def make(**variants: str) -> Path:
+        folder = tmp_path / "submission"
+        folder.mkdir(exist_ok=True)
+        for topic, variant in variants.items():
+            shutil.copyfile(SUBMISSIONS / f"{topic}__{variant}.py", folder / f"{topic}.py")
+        return folder
+
+    return make
+
+
+def descendants_of_this_process() -> list[int]:
+    """Live processes below the test process (zombies excluded)."""
+    from autograder.sandbox import _descendants
+
+    alive = []
+    for pid in _descendants(os.getpid())[1:]:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            alive.append(pid)
+    return alive

@@ -1,0 +1,4 @@
+import sys
+
+print("bye")
+sys.exit(3)

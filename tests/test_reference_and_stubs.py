@@ -1,0 +1,34 @@
+"""The two anchors of every topic: the reference solutions earn full marks on every check, and
+the generated stubs earn zero on every check, each with a "not implemented" message."""
+
+from autograder import topics
+from conftest import failing, grade_dir, SOLUTIONS
+
+
+def test_solutions_get_full_marks_on_every_check(graded_solutions):
+    assert failing(graded_solutions) == set(), [t.output for t in graded_solutions.tests if t.score < t.max_score]
+    assert graded_solutions.score == graded_solutions.max_score > 0
+
+
+def test_every_declared_check_is_graded(graded_solutions):
+    expected = {f"{t.name}.{ex.name}:{c}" for t in topics.resolve(None) for ex in t.exercises for c in ex.checks}
+    assert {t.name for t in graded_solutions.tests} == expected
+
+
+def test_stubs_get_zero_with_not_implemented(graded_stubs):
+    assert graded_stubs.score == 0
+    for t in graded_stubs.tests:
+        if t.check in ("correct", "jit"):
+            assert "not implemented yet" in t.output, t
+            assert f"grade hint {t.topic}.{t.exercise}" in t.output
+        else:
+            assert "not judged until the function is correct" in t.output
+
+
+def test_public_mode_is_reproducible_and_hidden_mode_is_not():
+    public_a = grade_dir(SOLUTIONS, ["at_updates.scatter_ops"], public=True)
+    public_b = grade_dir(SOLUTIONS, ["at_updates.scatter_ops"], public=True)
+    hidden = grade_dir(SOLUTIONS, ["at_updates.scatter_ops"])
+    assert public_a.extra_data["seed"] == public_b.extra_data["seed"] == 0
+    assert hidden.extra_data["seed"] != 0 and hidden.extra_data["mode"] == "hidden"
+    assert public_a.score == hidden.score == public_a.max_score
