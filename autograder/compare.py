@@ -56,7 +56,7 @@ def _float_mismatch(ev: np.ndarray, gv: np.ndarray, rtol: float, atol: float) ->
     with np.errstate(invalid="ignore"):
         err = np.where(e_nan, 0.0, np.abs(gv - ev))
         err = np.where(np.isinf(ev) & (gv == ev), 0.0, err)
-    bad = err > atol + rtol * np.abs(np.where(e_nan, 0.0, ev))
+        bad = err > atol + rtol * np.abs(np.where(e_nan, 0.0, ev))
     if bad.any():
         idx = np.unravel_index(np.argmax(np.where(bad, err, -1.0)), err.shape) if err.ndim else ()
         return (

@@ -2,9 +2,10 @@
 
 Protocol, per timed call: `stage` (the worker puts the inputs on the device; untimed, but its
 duration is kept), then `go`, timed here from sending the request to receiving the reply, then
-`fetch` (the output, for verification). The clock is the grader's, so a student process that
-fakes `time.perf_counter` changes nothing; the inputs are new to the worker at `stage`, so
-memoising outputs gains nothing; and the fetched output is compared with the reference's.
+`fetch` (the output, for verification). Two clocks run over `go`, both the grader's: wall
+time, and the CPU time the kernel accounts to the worker's process tree. A student process
+that fakes `time.perf_counter` changes neither; the inputs are new to the worker at `stage`,
+so memoising outputs gains nothing; and the fetched output is compared with the reference's.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from autograder.spec import Case
 
 @dataclass(frozen=True)
 class Timed:
-    """One timed call: its time, the time its inputs took to stage, and its output."""
+    """One timed call: its wall and CPU time, the time its inputs took to stage, its output."""
 
     seconds: float
+    cpu_seconds: float | None
     stage_seconds: float
     out: dict[str, Any]
 
@@ -36,13 +38,15 @@ def timed_call(worker: Worker, fn: str, case: Case, *, jit: bool, static_argnums
     t0 = time.perf_counter()
     _expect_ok(worker.request("stage", timeout, args=case.args, **common))
     staged = time.perf_counter() - t0
+    cpu0 = worker.cpu_seconds()
     worker.send("go")
     t0 = time.perf_counter()
     reply = worker.receive(timeout, "the timed call")
     seconds = time.perf_counter() - t0
+    cpu1 = worker.cpu_seconds()
     _expect_ok(reply)
     out = _expect_ok(worker.request("fetch", timeout))["out"]
-    return Timed(seconds, staged, out)
+    return Timed(seconds, None if cpu0 is None or cpu1 is None else cpu1 - cpu0, staged, out)
 
 
 def _expect_ok(reply: dict[str, Any]) -> dict[str, Any]:

@@ -54,7 +54,8 @@ def encode(tree: Any) -> bytes:
 
     def enc(x: Any) -> Any:
         if isinstance(x, (np.ndarray, np.generic)):
-            arrays.append(np.ascontiguousarray(x))
+            a = np.asarray(x)
+            arrays.append(a if a.flags.c_contiguous else a.copy(order="C"))
             return {"$a": len(arrays) - 1}
         if isinstance(x, Key):
             return {"$key": int(x.seed)}

@@ -4,8 +4,11 @@ One warm-up call each (compilation), then rounds (see `Speed` for how many); eac
 the exercise's speed size, times the reference and the student on it (alternating who goes
 first), and verifies the student's timed output against the reference's. The ratio is the
 student's best time over the reference's best time: the minimum is the estimate least
-disturbed by other load on the machine, so the verdict does not hinge on how busy it is.
-Points follow the exercise's band (`Speed.score`).
+disturbed by other load. On the GPU the clock is wall time (the device is the grader's alone);
+on a CPU it is the CPU time of the worker's process tree, which waiting for a busy core does
+not inflate, so the verdict does not hinge on how busy the machine is. A student whose wall
+time is past the band's end still scores 0 (no idling while work happens elsewhere). Points
+follow the exercise's band (`Speed.score`).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from autograder.compare import mismatch
 from autograder.results import Outcome
 from autograder.sandbox import WorkerDied
 from autograder.session import ExerciseRun, StudentError, TopicSession
+from autograder.spec import Speed
 from autograder.timing import CallFailed, Timed, timed_call
 
 WARMUP_TIMEOUT = 10.0
@@ -54,21 +58,24 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     return verdict(speed, ref_times, stu_times, size, backend)
 
 
-def verdict(speed, ref_times: list[Timed], stu_times: list[Timed], size: int, backend: str) -> Outcome:
-    """Band the best-time ratio; zero if the inputs took suspiciously long to stage."""
-    t_ref = min(t.seconds for t in ref_times)
-    t_stu = min(t.seconds for t in stu_times)
+def verdict(speed: Speed, ref_times: list[Timed], stu_times: list[Timed], size: int, backend: str) -> Outcome:
+    """Band the best-time ratio on the backend's clock, with the guards against idling."""
+    clock = "cpu" if backend == "cpu" and all(t.cpu_seconds is not None for t in ref_times + stu_times) else "wall"
+    pick = (lambda t: t.cpu_seconds) if clock == "cpu" else (lambda t: t.seconds)
+    t_ref, t_stu = min(map(pick, ref_times)), min(map(pick, stu_times))
     ratio = t_stu / t_ref
+    wall_ratio = min(t.seconds for t in stu_times) / min(t.seconds for t in ref_times)
     stage_ref = statistics.median(t.stage_seconds for t in ref_times)
     stage_stu = statistics.median(t.stage_seconds for t in stu_times)
     data = {
-        "ratio": round(ratio, 3), "reference_ms": round(t_ref * 1e3, 4), "student_ms": round(t_stu * 1e3, 4),
-        "median_ratio": round(statistics.median(s.seconds for s in stu_times) / statistics.median(r.seconds for r in ref_times), 3),
-        "size": size, "backend": backend, "reps": len(ref_times),
+        "ratio": round(ratio, 3), "clock": clock, "reference_ms": round(t_ref * 1e3, 4), "student_ms": round(t_stu * 1e3, 4),
+        "wall_ratio": round(wall_ratio, 3), "size": size, "backend": backend, "reps": len(ref_times),
         "stage_ms": round(stage_stu * 1e3, 3), "reference_stage_ms": round(stage_ref * 1e3, 3),
     }
+    if wall_ratio >= speed.zero:
+        return Outcome.fail(f"the timed call took x{wall_ratio:.1f} the reference's wall time (none from x{speed.zero:g})", **data)
     if stage_stu > 10 * stage_ref + 0.5:
         return Outcome.fail("the inputs took far longer to stage than the reference's: work done outside the timed call does not count", **data)
-    fraction = speed.score(ratio)
-    text = f"{t_stu * 1e3:.3g} ms vs reference {t_ref * 1e3:.3g} ms on {backend} (x{ratio:.2f}; full marks up to x{speed.full:g}, none from x{speed.zero:g})"
-    return Outcome(round(fraction, 3), text, data)
+    text = (f"{t_stu * 1e3:.3g} ms vs reference {t_ref * 1e3:.3g} ms ({clock} time on {backend}; x{ratio:.2f}; "
+            f"full marks up to x{speed.full:g}, none from x{speed.zero:g})")
+    return Outcome(round(speed.score(ratio), 3), text, data)

@@ -1,0 +1,84 @@
+"""The `grade` command as people type it: a real process, real files, one-line errors."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, SOLUTIONS
+
+
+def grade(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "200", **(env or {})}, timeout=600)
+
+
+def test_check_reports_a_table_and_remembers_progress(tmp_path):
+    (tmp_path / "exercises").mkdir()
+    shutil.copyfile(SOLUTIONS / "at_updates.py", tmp_path / "exercises" / "at_updates.py")
+    run = grade("check", "at_updates.mask_fill", cwd=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "mask_fill" in run.stdout and "Total: 3 / 3" in run.stdout
+    listing = grade("list", cwd=tmp_path)
+    assert "mask_fill" in listing.stdout and "all pass" in listing.stdout
+
+
+def test_check_fails_with_status_1_on_stubs(tmp_path):
+    shutil.copytree(ROOT / "exercises", tmp_path / "exercises")
+    run = grade("check", "at_updates.mask_fill", cwd=tmp_path)
+    assert run.returncode == 1
+    assert "not implemented yet" in run.stdout and "grade hint at_updates.mask_fill" in run.stdout
+
+
+def test_hint_goes_one_level_deeper_each_time(tmp_path):
+    first = grade("hint", "at_updates.histogram", cwd=tmp_path).stdout
+    second = grade("hint", "at_updates.histogram", cwd=tmp_path).stdout
+    third = grade("hint", "at_updates.histogram", cwd=tmp_path).stdout
+    again = grade("hint", "at_updates.histogram", cwd=tmp_path).stdout
+    assert "hint 1/3" in first and "hint 2/3" in second and "hint 3/3" in third and "hint 3/3" in again
+    assert "hint 1/3" in grade("hint", "at_updates.histogram", "--level", "1", cwd=tmp_path).stdout
+
+
+@pytest.mark.parametrize("args, words", [
+    (["grade", "/no/such/folder"], "no such submission"),
+    (["hint", "prng.nope"], "has no exercise 'nope'"),
+    (["hint", "nope.x"], "unknown topic 'nope'"),
+    (["check", "--dir", "/no/where"], "no exercises folder"),
+    (["grade", "README.md"], "neither a directory nor a .zip"),
+])
+def test_errors_are_one_line_without_traceback(args, words, tmp_path):
+    run = grade(*args)
+    assert run.returncode == 2
+    text = run.stdout + run.stderr
+    assert words in text and "Traceback" not in text
+    assert len(text.strip().splitlines()) <= 2
+
+
+def test_grade_a_zip_and_write_results(tmp_path):
+    archive = tmp_path / "submission.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.write(SOLUTIONS / "at_updates.py", "my-work/at_updates.py")
+    out = tmp_path / "results.json"
+    run = grade("grade", str(archive), "--topics", "at_updates.mask_fill", "--json", str(out), "--seed", "5")
+    assert run.returncode == 0, run.stdout + run.stderr
+    data = json.loads(out.read_text())
+    assert data["score"] == data["max_score"] == 3 and data["extra_data"]["seed"] == 5
+
+
+def test_a_hostile_zip_is_refused(tmp_path):
+    archive = tmp_path / "evil.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("../../escaped.py", "x = 1")
+    run = grade("grade", str(archive))
+    assert run.returncode == 2 and "unsafe member" in run.stdout
+    assert not (tmp_path.parent / "escaped.py").exists()
+
+
+def test_build_check_passes_on_the_committed_stubs():
+    run = grade("build", "--check")
+    assert run.returncode == 0, run.stdout
