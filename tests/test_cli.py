@@ -82,3 +82,41 @@ def test_a_hostile_zip_is_refused(tmp_path):
 def test_build_check_passes_on_the_committed_stubs():
     run = grade("build", "--check")
     assert run.returncode == 0, run.stdout
+
+
+def test_watch_rechecks_when_the_file_is_saved(tmp_path):
+    import signal
+    import time
+
+    ex_dir = tmp_path / "exercises"
+    ex_dir.mkdir()
+    target = ex_dir / "at_updates.py"
+    target.write_text((ROOT / "exercises" / "at_updates.py").read_text())
+    proc = subprocess.Popen([sys.executable, "-m", "autograder", "watch", "at_updates.mask_fill", "--interval", "0.2"],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "COLUMNS": "200"})
+    try:
+        lines = _read_until(proc, "Total: 0 / 3")
+        time.sleep(1.1)  # a new mtime, even on coarse clocks
+        target.write_text((SOLUTIONS / "at_updates.py").read_text())
+        lines += _read_until(proc, "Total: 3 / 3")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+    assert any("not implemented yet" in line for line in lines)
+
+
+def _read_until(proc, marker: str, timeout: float = 240) -> list[str]:
+    import selectors
+    import time
+
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    lines, deadline = [], time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if sel.select(timeout=1):
+            line = proc.stdout.readline()
+            lines.append(line)
+            if marker in line:
+                return lines
+    raise AssertionError(f"never saw {marker!r}; got {''.join(lines)[-2000:]}")
