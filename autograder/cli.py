@@ -150,12 +150,13 @@ def build_(check: bool = typer.Option(False, "--check", help="Write nothing; fai
 @app.command()
 @friendly
 def watch(
-    names: list[str] = typer.Argument(None, metavar="[TOPIC]..."),
+    names: list[str] = typer.Argument(None, metavar="[TOPIC|TOPIC.EXERCISE]..."),
     directory: Path = typer.Option(Path("exercises"), "--dir"),
     interval: float = typer.Option(1.0, help="Seconds between looks at the files."),
 ) -> None:
     """Re-run `grade check` on a topic each time you save its file (Ctrl-C to stop)."""
-    watched = [t.name for t in topics.resolve(names)]
+    selection = {t.name: [n for n in names or () if n.partition(".")[0] == t.name] or [t.name] for t in topics.resolve(names)}
+    watched = list(selection)
     mtimes = {n: None for n in watched}
     console.print(f"watching {', '.join(f'{directory}/{n}.py' for n in watched)}; save a file to check it")
     try:
@@ -165,7 +166,7 @@ def watch(
                 mtime = path.stat().st_mtime if path.exists() else None
                 if mtime != mtimes[n]:
                     if mtimes[n] is not None or mtime is not None:
-                        result = _run(directory, [n], public=True, seed=None, isolate=False)
+                        result = _run(directory, selection[n], public=True, seed=None, isolate=False)
                         report.result_tables(result, console)
                         report.save_last_check(Path.cwd(), result)
                     mtimes[n] = mtime

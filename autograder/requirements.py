@@ -1,10 +1,12 @@
 """Structural requirements on a jitted function, judged in the grader from counted facts.
 
 The worker traces and compiles the student's function and reports *facts*: the primitives of
-its jaxpr (counted, sub-jaxprs included), the number of equations, the custom-call targets of
-the compiled HLO, and how many compilations each call caused. A requirement is a predicate on
-those facts, evaluated here, in the trusted process. Counts are exact on every machine, so
-these verdicts never depend on the machine's speed.
+its jaxpr (counted, sub-jaxprs included), the number of equations (also at a second input
+size), the custom-call targets of the compiled HLO, XLA's cost analysis, and how many
+compilations each call caused. The reference is traced on the same inputs, so a requirement
+may compare the two. A requirement is a predicate on those facts, evaluated here, in the
+trusted process. Counts are exact on every machine, so these verdicts never depend on the
+machine's speed.
 """
 
 from __future__ import annotations
@@ -19,16 +21,17 @@ HOST_CALLBACK_TARGET_WORDS = ("callback",)
 
 
 class Requirement(Protocol):
-    """A named predicate on facts; `judge` returns an error message, or None when met."""
+    """A predicate on the student's facts (and the reference's, `ref`, on the same inputs);
+    `judge` returns an error message, or None when met."""
 
-    def judge(self, facts: Facts) -> str | None: ...
+    def judge(self, facts: Facts, ref: Facts) -> str | None: ...
 
 
 @dataclass(frozen=True)
 class NoHostCallbacks:
     """No host callback: jitted code must stay on the device (no `pure_callback` to NumPy)."""
 
-    def judge(self, facts: Facts) -> str | None:
+    def judge(self, facts: Facts, ref: Facts) -> str | None:
         prims = facts["primitives"]
         found = sorted(p for p in prims if p in HOST_CALLBACK_PRIMITIVES)
         targets = sorted(t for t in facts.get("custom_calls", ()) if any(w in t.lower() for w in HOST_CALLBACK_TARGET_WORDS))
@@ -42,7 +45,7 @@ class NoHostCallbacks:
 class NoRetrace:
     """A second call with fresh, same-shaped inputs must hit the compilation cache."""
 
-    def judge(self, facts: Facts) -> str | None:
+    def judge(self, facts: Facts, ref: Facts) -> str | None:
         again = facts["compiles_again"] + facts["traces_again"]
         if again:
             return (
@@ -60,7 +63,7 @@ class UsesPrimitive:
     primitive: str
     why: str = ""
 
-    def judge(self, facts: Facts) -> str | None:
+    def judge(self, facts: Facts, ref: Facts) -> str | None:
         if facts["primitives"].get(self.primitive, 0) == 0:
             return f"the jaxpr has no `{self.primitive}`" + (f": {self.why}" if self.why else "")
         return None
@@ -73,7 +76,7 @@ class AvoidsPrimitives:
     primitives: tuple[str, ...]
     why: str = ""
 
-    def judge(self, facts: Facts) -> str | None:
+    def judge(self, facts: Facts, ref: Facts) -> str | None:
         found = sorted(p for p in self.primitives if facts["primitives"].get(p, 0))
         if found:
             return f"the jaxpr uses {', '.join(found)}" + (f": {self.why}" if self.why else "")
@@ -87,15 +90,75 @@ class MaxEquations:
     limit: int
     why: str = ""
 
-    def judge(self, facts: Facts) -> str | None:
+    def judge(self, facts: Facts, ref: Facts) -> str | None:
         if facts["n_eqns"] > self.limit:
             return f"the jaxpr has {facts['n_eqns']} equations, more than {self.limit}" + (f": {self.why}" if self.why else "")
+        return None
+
+
+@dataclass(frozen=True)
+class UsesAnyPrimitive:
+    """The jaxpr must contain at least one of `primitives` (e.g. `scan` or `while`)."""
+
+    primitives: tuple[str, ...]
+    why: str = ""
+
+    def judge(self, facts: Facts, ref: Facts) -> str | None:
+        if not any(facts["primitives"].get(p, 0) for p in self.primitives):
+            return f"the jaxpr has none of {', '.join(self.primitives)}" + (f": {self.why}" if self.why else "")
+        return None
+
+
+@dataclass(frozen=True)
+class EquationsDoNotGrow:
+    """The jaxpr has as many equations at the smallest size as at the largest: a loop stays a
+    loop (`scan`/`while`) instead of being unrolled by Python."""
+
+    why: str = ""
+
+    def judge(self, facts: Facts, ref: Facts) -> str | None:
+        small, large = facts.get("n_eqns_other"), facts["n_eqns"]
+        if small is not None and large > small:
+            return (f"the jaxpr grows with the input ({small} equations for the small case, {large} for the large one)"
+                    + (f": {self.why}" if self.why else ""))
+        return None
+
+
+@dataclass(frozen=True)
+class FlopsAtMost:
+    """XLA's FLOP count at most `factor` times the reference's (plus `slack`): no wasted work."""
+
+    factor: float = 1.5
+    slack: float = 100.0
+    why: str = ""
+
+    def judge(self, facts: Facts, ref: Facts) -> str | None:
+        if "flops" not in facts or "flops" not in ref:
+            return None
+        if facts["flops"] > self.factor * ref["flops"] + self.slack:
+            return (f"the compiled function does {facts['flops']:.3g} FLOPs, the reference {ref['flops']:.3g}"
+                    + (f": {self.why}" if self.why else ""))
+        return None
+
+
+@dataclass(frozen=True)
+class CompileTimeAtMost:
+    """Lowering and compiling takes at most `factor` times the reference's (plus `slack` s)."""
+
+    factor: float = 3.0
+    slack: float = 0.25
+    why: str = ""
+
+    def judge(self, facts: Facts, ref: Facts) -> str | None:
+        if facts["compile_seconds"] > self.factor * ref["compile_seconds"] + self.slack:
+            return (f"compiling takes {facts['compile_seconds']:.2f} s, the reference {ref['compile_seconds']:.2f} s"
+                    + (f": {self.why}" if self.why else ""))
         return None
 
 
 DEFAULT_JIT_REQUIREMENTS: tuple[Requirement, ...] = (NoHostCallbacks(), NoRetrace())
 
 
-def judge_all(requirements: tuple[Requirement, ...], facts: Facts) -> list[str]:
+def judge_all(requirements: tuple[Requirement, ...], facts: Facts, ref: Facts) -> list[str]:
     """Every unmet requirement's message, in order."""
-    return [msg for req in requirements if (msg := req.judge(facts)) is not None]
+    return [msg for req in requirements if (msg := req.judge(facts, ref)) is not None]

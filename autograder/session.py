@@ -45,6 +45,7 @@ class ExerciseRun:
     expected: list[dict[str, Any]]
     passed: dict[str, bool] = field(default_factory=dict)
     facts: dict[str, Any] | None = None
+    ref_facts: dict[str, Any] | None = None
     eager: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 

@@ -41,6 +41,7 @@ class Case:
 
 
 Sampler = Callable[[np.random.Generator, int], Case]
+StreamSampler = Callable[[np.random.Generator, int], list[Case]]
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,10 @@ class Speed:
     log-linear in between. The check times at least `min_reps` rounds, and more (up to
     `max_reps`) while the reference's share of the timed work stays under `budget` seconds:
     the more rounds, the surer the best time.
+
+    A round times one call on `sample(rng, size)`, or, with `stream`, the whole sequence of
+    calls `stream(rng, size)` (for functions whose cost is in how they handle many calls).
+    `jit=False` times the functions as written (for functions that jit internally).
     """
 
     size: dict[str, int]
@@ -61,6 +66,8 @@ class Speed:
     min_reps: int = 11
     max_reps: int = 61
     budget: float = 1.0
+    stream: StreamSampler | None = None
+    jit: bool = True
 
     def size_for(self, backend: str) -> int:
         """The workload size for `backend`, falling back to the CPU's."""
@@ -76,13 +83,46 @@ class Speed:
 
 
 @dataclass(frozen=True)
+class Grad:
+    """Options of the `grad` check: differentiate w.r.t. `argnums` (the output must be a scalar)."""
+
+    argnums: tuple[int, ...] = (0,)
+    rtol: float = 1e-5
+    atol: float = 1e-5
+
+
+@dataclass(frozen=True)
+class Vmap:
+    """Options of the `vmap` check: `in_axes` per argument (None: not batched, e.g. static),
+    `batch` samples of size `size` stacked, and requirements on the batched function's facts."""
+
+    in_axes: tuple[int | None, ...]
+    batch: int = 5
+    size: int | None = None
+    requirements: tuple[Requirement, ...] = ()
+
+
+@dataclass(frozen=True)
+class Stream:
+    """Options of the `compiles` check: a stream of calls, `make(rng, calls)`, whose outputs
+    must match the reference's and whose compilations must number at most `max_compiles`.
+    `jit=False` calls the function as written (it manages its own jit)."""
+
+    make: StreamSampler
+    max_compiles: int
+    calls: int = 100
+    jit: bool = False
+
+
+@dataclass(frozen=True)
 class Exercise:
     """One function the student writes, and everything the grader checks about it.
 
     `sample(rng, size)` builds one random case; its shapes must depend on `size` only, so two
     samples of one size are "same-shaped inputs" for the re-tracing check. `checks` maps each
     check name (`correct`, `jit`, `speed`, or a topic check such as `key_reuse`) to its points;
-    a check not named there is not run.
+    a check not named there is not run. `options` holds per-check settings for the checks
+    that need them (`options["grad"] = Grad(...)`, see `autograder.checks`).
     """
 
     name: str
@@ -96,6 +136,7 @@ class Exercise:
     static_argnums: tuple[int, ...] = ()
     requirements: tuple[Requirement, ...] = ()
     speed: Speed | None = None
+    options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if len(self.hints) < 2:

@@ -20,23 +20,23 @@ from autograder.spec import Case
 
 @dataclass(frozen=True)
 class Timed:
-    """One timed call: its wall and CPU time, the time its inputs took to stage, its output."""
+    """One timed workload: its wall and CPU time, the time its inputs took to stage, its outputs."""
 
     seconds: float
     cpu_seconds: float | None
     stage_seconds: float
-    out: dict[str, Any]
+    outs: list[dict[str, Any]]
 
 
 class CallFailed(Exception):
     """The worker did not complete the call: `reason` says why (time-out, crash, error)."""
 
 
-def timed_call(worker: Worker, fn: str, case: Case, *, jit: bool, static_argnums: tuple[int, ...], timeout: float) -> Timed:
-    """Stage `case`, time `fn` on it with the grader's clock, and fetch the output."""
+def timed_call(worker: Worker, fn: str, cases: list[Case], *, jit: bool, static_argnums: tuple[int, ...], timeout: float) -> Timed:
+    """Stage `cases`, time `fn` on all of them, one after another, and fetch the outputs."""
     common = {"fn": fn, "jit": jit, "static_argnums": static_argnums}
     t0 = time.perf_counter()
-    _expect_ok(worker.request("stage", timeout, args=case.args, **common))
+    _expect_ok(worker.request("stage", timeout, cases=[c.args for c in cases], **common))
     staged = time.perf_counter() - t0
     cpu0 = worker.cpu_seconds()
     worker.send("go")
@@ -45,8 +45,8 @@ def timed_call(worker: Worker, fn: str, case: Case, *, jit: bool, static_argnums
     seconds = time.perf_counter() - t0
     cpu1 = worker.cpu_seconds()
     _expect_ok(reply)
-    out = _expect_ok(worker.request("fetch", timeout))["out"]
-    return Timed(seconds, None if cpu0 is None or cpu1 is None else cpu1 - cpu0, staged, out)
+    outs = _expect_ok(worker.request("fetch", timeout))["outs"]
+    return Timed(seconds, None if cpu0 is None or cpu1 is None else cpu1 - cpu0, staged, outs)
 
 
 def _expect_ok(reply: dict[str, Any]) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import importlib.util
 import os
 import re
 import sys
+import time
 import traceback
 from collections import Counter
 from typing import Any, Callable
@@ -39,6 +40,8 @@ class Harness:
 
         self.np, self.jnp = np, jnp
         self.jit, self.make_jaxpr = jax.jit, jax.make_jaxpr
+        self.transforms = {"grad": jax.grad, "vmap": jax.vmap, "value_and_grad": jax.value_and_grad}
+        self.clear_caches = jax.clear_caches
         self.block = jax.block_until_ready
         self.key, self.key_data, self.key_impl = jax.random.key, jax.random.key_data, jax.random.key_impl
         self.key_reuse = jax.debug_key_reuse
@@ -55,7 +58,7 @@ class Harness:
         }
         self.module_path, self.module_name = module_path, module_name
         self.module: Any = None
-        self.staged: tuple[Callable[..., Any], tuple[Any, ...]] | None = None
+        self.staged: tuple[Callable[..., Any], list[tuple[Any, ...]]] | None = None
         self.last_out: Any = None
 
     def _on_event(self, event: str, duration: float, **_: Any) -> None:
@@ -88,13 +91,25 @@ class Harness:
 
         return tuple(conv(a) for a in args)
 
+    def transformed(self, req: dict[str, Any]) -> Callable[..., Any]:
+        """The function with the request's transforms applied, innermost first.
+
+        `transforms` is a list of [name, params]: ["grad", {"argnums": [0]}],
+        ["vmap", {"in_axes": [0, null]}], ["value_and_grad", {...}].
+        """
+        fn = self.function(req["fn"])
+        for name, params in req.get("transforms", ()):
+            kwargs = {k: _tuples(v) for k, v in params.items()}
+            fn = self.transforms[name](fn, **kwargs)
+        return fn
+
     def callable_for(self, req: dict[str, Any]) -> Callable[..., Any]:
-        """The function as written, or jitted with the declared static arguments.
+        """The (transformed) function as written, or jitted with the declared static arguments.
 
         A function the student jitted themselves is used as it is: their jit is the one under
         test (wrapping it again would hide their `static_argnums` choices).
         """
-        fn = self.function(req["fn"])
+        fn = self.transformed(req)
         if not req.get("jit") or _is_jitted(fn):
             return fn
         return self.jit(fn, static_argnums=tuple(req.get("static_argnums", ())))
@@ -128,51 +143,87 @@ class Harness:
     def op_trace(self, req: dict[str, Any]) -> dict[str, Any]:
         """Jit a function, call it on two same-shaped cases, and count what happened.
 
-        A function the student jitted themselves is called as it is, so that their own
-        `static_argnums` choices show up as re-traces.
+        Facts: jaxpr primitives and equation count (also at `args_other`, another size, when
+        given), compile and trace counts of each call, custom-call targets and line count of
+        the compiled HLO, XLA's cost analysis, and the time a cold trace+lower+compile takes.
         """
-        fn = self.function(req["fn"])
+        fn = self.transformed(req)
         static = tuple(req.get("static_argnums", ()))
         jitted = fn if _is_jitted(fn) else self.jit(fn, static_argnums=static)
         first, again = self.arguments(req["args"]), self.arguments(req["args_again"])
         before = dict(self.counts)
-        out1 = self.block(jitted(*first))
+        self.block(jitted(*first))
         mid = dict(self.counts)
-        out2 = self.block(jitted(*again))
+        self.block(jitted(*again))
         after = dict(self.counts)
         delta = lambda a, b, ev: b.get(ev, 0) - a.get(ev, 0)  # noqa: E731
-        closed = self.make_jaxpr(fn, static_argnums=static)(*first)
-        prims, n_eqns = count_primitives(closed.jaxpr)
-        hlo = jitted.lower(*first).compile().as_text() or ""
+        prims, n_eqns = count_primitives(self.make_jaxpr(fn, static_argnums=static)(*first).jaxpr)
+        self.clear_caches()  # so that the time below is a cold trace + lower + compile
+        t0 = time.perf_counter()
+        compiled = jitted.lower(*first).compile()
+        compile_seconds = time.perf_counter() - t0
+        hlo = compiled.as_text() or ""
         facts = {
             "primitives": dict(prims),
             "n_eqns": n_eqns,
             "custom_calls": sorted(set(re.findall(r'custom_call_target="([^"]+)"', hlo))),
             "hlo_lines": hlo.count("\n"),
+            "compile_seconds": compile_seconds,
+            **_costs(compiled),
             "compiles_first": delta(before, mid, COMPILE_EVENT),
             "traces_first": delta(before, mid, TRACE_EVENT),
             "compiles_again": delta(mid, after, COMPILE_EVENT),
             "traces_again": delta(mid, after, TRACE_EVENT),
         }
-        return {"facts": facts, "out": self.export(out1), "out_again": self.export(out2)}
+        if req.get("args_other") is not None:
+            other = self.arguments(req["args_other"])
+            facts["n_eqns_other"] = count_primitives(self.make_jaxpr(fn, static_argnums=static)(*other).jaxpr)[1]
+        return {"facts": facts}
+
+    def op_stream(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Call a function on a sequence of cases, counting compilations and traces per call."""
+        fn = self.callable_for(req)
+        counts, outs = [], []
+        for args in req["cases"]:
+            before = dict(self.counts)
+            out = self.block(fn(*self.arguments(args)))
+            counts.append([self.counts[COMPILE_EVENT] - before.get(COMPILE_EVENT, 0),
+                           self.counts[TRACE_EVENT] - before.get(TRACE_EVENT, 0)])
+            outs.append(self.export(out))
+        return {"counts": counts, "outs": outs}
 
     def op_stage(self, req: dict[str, Any]) -> dict[str, Any]:
-        """Put a timing workload on the device, ready for `go`."""
-        args = self.block(self.arguments(req["args"]))
-        self.staged = (self.callable_for(req), args)
+        """Put a timing workload (one or more calls' arguments) on the device, ready for `go`."""
+        calls = [self.block(self.arguments(args)) for args in req["cases"]]
+        self.staged = (self.callable_for(req), calls)
         return {}
 
     def op_go(self, req: dict[str, Any]) -> dict[str, Any]:
-        """Run the staged call to completion; the grader's clock times this round trip."""
-        fn, args = self.staged
+        """Run the staged calls to completion; the grader's clock times this round trip."""
+        fn, calls = self.staged
         self.staged = None
-        out = fn(*args)
-        self.last_out = self.block(out)
+        self.last_out = [self.block(fn(*args)) for args in calls]
         return {}
 
     def op_fetch(self, req: dict[str, Any]) -> dict[str, Any]:
-        """The output of the last timed call, for the grader to verify."""
-        return {"out": self.export(self.last_out)}
+        """The outputs of the last timed calls, for the grader to verify."""
+        return {"outs": [self.export(out) for out in self.last_out]}
+
+
+def _tuples(value: Any) -> Any:
+    """JSON lists back to the tuples that JAX's transform parameters expect."""
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def _costs(compiled: Any) -> dict[str, float]:
+    """FLOPs and bytes accessed from XLA's cost analysis (absent where a backend has none)."""
+    try:
+        cost = compiled.cost_analysis()
+    except Exception:  # noqa: BLE001 - not every backend implements it
+        return {}
+    if isinstance(cost, (list, tuple)):
+        cost = cost[0] if cost else {}
+    return {k: float(cost[src]) for k, src in (("flops", "flops"), ("bytes_accessed", "bytes accessed")) if src in (cost or {})}
 
 
 def _is_jitted(fn: Any) -> bool:

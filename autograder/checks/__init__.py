@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from autograder.checks import correct, jit, key_reuse, speed
+from autograder.checks import compiles, correct, grad, jit, key_reuse, speed, vmap
 from autograder.results import Outcome
 from autograder.session import ExerciseRun, TopicSession
 
@@ -21,6 +21,9 @@ REGISTRY: dict[str, Check] = {
     "jit": jit.run,
     "speed": speed.run,
     "key_reuse": key_reuse.run,
+    "grad": grad.run,
+    "vmap": vmap.run,
+    "compiles": compiles.run,
 }
 
-NEEDS_CORRECT = frozenset({"speed", "key_reuse"})
+NEEDS_CORRECT = frozenset({"speed", "key_reuse", "grad", "vmap"})

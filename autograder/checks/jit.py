@@ -16,22 +16,26 @@ from autograder.results import Outcome
 from autograder.session import ExerciseRun, StudentError, TopicSession
 
 
-def trace_facts(session: TopicSession, run: ExerciseRun) -> dict:
-    """Jit, call twice on fresh same-shaped samples, and return the counted facts (cached).
+MEASURED = ("n_eqns", "n_eqns_other", "hlo_lines", "compiles_again", "traces_again", "flops", "compile_seconds")
 
-    The samples are of the exercise's largest size (where an unrolled loop shows most), and
-    the second keeps the first's static arguments: only array values change between them.
+
+def trace_facts(session: TopicSession, run: ExerciseRun) -> tuple[dict, dict]:
+    """Facts of the student's and the reference's jitted function on the same inputs (cached).
+
+    The two calls use samples of the exercise's largest size (where an unrolled loop shows
+    most), the second keeping the first's static arguments so that only array values change;
+    equation counts are also taken at the smallest size.
     """
     if run.facts is None:
         ex = run.exercise
-        size = ex.sizes[-1]
-        first, again = ex.sample(session.rng, size).args, list(ex.sample(session.rng, size).args)
+        first, again = ex.sample(session.rng, ex.sizes[-1]).args, list(ex.sample(session.rng, ex.sizes[-1]).args)
         for i in ex.static_argnums:
             again[i] = first[i]
-        reply = session.call_student("trace", fn=ex.name, args=first, args_again=tuple(again),
-                                     static_argnums=ex.static_argnums)
-        run.facts = reply["facts"]
-    return run.facts
+        request = {"fn": ex.name, "args": first, "args_again": tuple(again), "static_argnums": ex.static_argnums,
+                   "args_other": ex.sample(session.rng, ex.sizes[0]).args}
+        run.ref_facts = session.call_reference("trace", **request)["facts"]
+        run.facts = session.call_student("trace", **request)["facts"]
+    return run.facts, run.ref_facts
 
 
 def run(session: TopicSession, run: ExerciseRun) -> Outcome:
@@ -49,11 +53,12 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
         if problem is not None:
             return Outcome.fail(f"{where}: {problem}")
     try:
-        facts = trace_facts(session, run)
+        facts, ref = trace_facts(session, run)
     except StudentError as exc:
         return Outcome.fail(f"under jax.jit: {exc}")
-    measured = {k: facts[k] for k in ("n_eqns", "compiles_first", "compiles_again", "traces_again", "hlo_lines")}
-    problems = judge_all(DEFAULT_JIT_REQUIREMENTS + ex.requirements, facts)
+    measured = {k: facts[k] for k in MEASURED if k in facts}
+    measured.update({f"reference_{k}": ref[k] for k in MEASURED if k in ref})
+    problems = judge_all(DEFAULT_JIT_REQUIREMENTS + ex.requirements, facts, ref)
     if problems:
         return Outcome.fail("; ".join(problems), **measured)
     return Outcome.ok(f"jits, {facts['n_eqns']} jaxpr equations, no host callbacks, no re-tracing", **measured)

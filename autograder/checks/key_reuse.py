@@ -31,9 +31,9 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
                 mode = "under jax.jit" if jit else "called directly"
                 return Outcome.fail(f"{mode}, {case.label} {shapes(case.args)}: {exc}")
     try:
-        facts = trace_facts(session, run)
+        facts, ref = trace_facts(session, run)
     except StudentError as exc:
         return Outcome.fail(f"could not trace the function: {exc}")
-    if (problem := LEGACY_KEYS.judge(facts)) is not None:
+    if (problem := LEGACY_KEYS.judge(facts, ref)) is not None:
         return Outcome.fail(problem)
     return Outcome.ok("every key is used once")

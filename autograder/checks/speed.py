@@ -30,19 +30,19 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     ex, speed = run.exercise, run.exercise.speed
     backend = session.platform["backend"]
     size = speed.size_for(backend)
-    jit = run.passed.get("jit", False) or "jit" not in ex.checks
+    jit = speed.jit and (run.passed.get("jit", False) or "jit" not in ex.checks)
     opts = {"static_argnums": ex.static_argnums}
     ref_times: list[Timed] = []
     stu_times: list[Timed] = []
     rep = 0
     while rep <= speed.min_reps or (rep <= speed.max_reps and sum(t.seconds for t in ref_times) < speed.budget):
         rep += 1
-        case = ex.sample(session.rng, size)
-        ref = timed_call(session.ref, ex.name, case, jit=True, timeout=120.0, **opts)
+        cases = speed.stream(session.rng, size) if speed.stream else [ex.sample(session.rng, size)]
+        ref = timed_call(session.ref, ex.name, cases, jit=speed.jit, timeout=120.0, **opts)
         warm = rep == 1
         limit = max(WARMUP_TIMEOUT, 20 * ref.seconds) if warm else max(MIN_TIMEOUT, 4 * speed.zero * ref.seconds)
         try:
-            stu = timed_call(session.student(), ex.name, case, jit=jit, timeout=limit, **opts)
+            stu = timed_call(session.student(), ex.name, cases, jit=jit, timeout=limit, **opts)
         except (WorkerDied, StudentError, CallFailed) as exc:
             best = min((t.seconds for t in ref_times), default=ref.seconds)
             return Outcome.fail(
@@ -50,8 +50,9 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
                 f"where the reference takes {best * 1e3:.2f} ms: {exc}",
                 size=size, reference_ms=best * 1e3,
             )
-        if (problem := mismatch(ref.out, stu.out, ex.rtol, ex.atol)) is not None:
-            return Outcome.fail(f"on the speed workload (size {size}) the timed output is wrong: {problem}")
+        for expected, got in zip(ref.outs, stu.outs):
+            if (problem := mismatch(expected, got, ex.rtol, ex.atol)) is not None:
+                return Outcome.fail(f"on the speed workload (size {size}) the timed output is wrong: {problem}")
         if not warm:
             ref_times.append(ref)
             stu_times.append(stu)

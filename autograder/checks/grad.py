@@ -1,0 +1,24 @@
+"""`grad`: `jax.grad` of the function (w.r.t. `Grad.argnums`) matches the reference's gradient
+on every case: the function is differentiable, and its custom rules (if any) are right."""
+
+from __future__ import annotations
+
+from autograder.compare import mismatch, shapes
+from autograder.results import Outcome
+from autograder.session import ExerciseRun, StudentError, TopicSession
+from autograder.spec import Grad
+
+
+def run(session: TopicSession, run: ExerciseRun) -> Outcome:
+    ex = run.exercise
+    opts: Grad = ex.options.get("grad", Grad())
+    request = {"fn": ex.name, "transforms": [["grad", {"argnums": list(opts.argnums)}]]}
+    for case in run.cases:
+        expected = session.call_reference("call", args=case.args, **request)["out"]
+        try:
+            got = session.call_student("call", args=case.args, **request)["out"]
+        except StudentError as exc:
+            return Outcome.fail(f"jax.grad, {case.label} {shapes(case.args)}: {exc}")
+        if (problem := mismatch(expected, got, opts.rtol, opts.atol)) is not None:
+            return Outcome.fail(f"the gradient, {case.label} {shapes(case.args)}: {problem}")
+    return Outcome.ok(f"gradients match on {len(run.cases)} cases")

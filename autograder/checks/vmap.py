@@ -1,0 +1,48 @@
+"""`vmap`: `jax.vmap` of the function over a stack of cases matches the reference's, and the
+batched function meets `Vmap.requirements` (e.g. no Python loop over the batch)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from autograder.compare import mismatch
+from autograder.requirements import judge_all
+from autograder.results import Outcome
+from autograder.session import ExerciseRun, StudentError, TopicSession
+from autograder.spec import Case, Vmap
+
+
+def batched_case(session: TopicSession, run: ExerciseRun, opts: Vmap) -> Case:
+    """`opts.batch` samples of one size, stacked along each argument's axis."""
+    ex = run.exercise
+    size = opts.size or ex.sizes[len(ex.sizes) // 2]
+    samples = [ex.sample(session.rng, size).args for _ in range(opts.batch)]
+    args = tuple(samples[0][i] if axis is None else np.stack([s[i] for s in samples], axis=axis)
+                 for i, axis in enumerate(opts.in_axes))
+    return Case(args, f"a batch of {opts.batch} size-{size} cases")
+
+
+def run(session: TopicSession, run: ExerciseRun) -> Outcome:
+    ex = run.exercise
+    opts: Vmap = ex.options["vmap"]
+    case = batched_case(session, run, opts)
+    request = {"fn": ex.name, "transforms": [["vmap", {"in_axes": list(opts.in_axes)}]]}
+    expected = session.call_reference("call", args=case.args, **request)["out"]
+    try:
+        got = session.call_student("call", args=case.args, **request)["out"]
+    except StudentError as exc:
+        return Outcome.fail(f"jax.vmap over {case.label}: {exc}")
+    if (problem := mismatch(expected, got, ex.rtol, ex.atol)) is not None:
+        return Outcome.fail(f"jax.vmap over {case.label}: {problem}")
+    if not opts.requirements:
+        return Outcome.ok(f"jax.vmap over {case.label} matches")
+    again = batched_case(session, run, opts)
+    trace = {**request, "args": case.args, "args_again": again.args, "static_argnums": ex.static_argnums}
+    ref = session.call_reference("trace", **trace)["facts"]
+    try:
+        facts = session.call_student("trace", **trace)["facts"]
+    except StudentError as exc:
+        return Outcome.fail(f"jax.jit(jax.vmap(...)) over {case.label}: {exc}")
+    if problems := judge_all(opts.requirements, facts, ref):
+        return Outcome.fail("batched: " + "; ".join(problems), n_eqns=facts["n_eqns"], reference_n_eqns=ref["n_eqns"])
+    return Outcome.ok(f"jax.vmap over {case.label} matches; the batched jaxpr has {facts['n_eqns']} equations")
