@@ -12,12 +12,16 @@ machine's speed.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 Facts = dict[str, Any]
 
 HOST_CALLBACK_PRIMITIVES = ("pure_callback", "io_callback", "debug_callback", "callback")
 HOST_CALLBACK_TARGET_WORDS = ("callback",)
+
+
+def _because(message: str, why: str) -> str:
+    return f"{message}: {why}" if why else message
 
 
 class Requirement(Protocol):
@@ -65,7 +69,7 @@ class UsesPrimitive:
 
     def judge(self, facts: Facts, ref: Facts) -> str | None:
         if facts["primitives"].get(self.primitive, 0) == 0:
-            return f"the jaxpr has no `{self.primitive}`" + (f": {self.why}" if self.why else "")
+            return _because(f"the jaxpr has no `{self.primitive}`", self.why)
         return None
 
 
@@ -79,7 +83,7 @@ class AvoidsPrimitives:
     def judge(self, facts: Facts, ref: Facts) -> str | None:
         found = sorted(p for p in self.primitives if facts["primitives"].get(p, 0))
         if found:
-            return f"the jaxpr uses {', '.join(found)}" + (f": {self.why}" if self.why else "")
+            return _because(f"the jaxpr uses {', '.join(found)}", self.why)
         return None
 
 
@@ -92,7 +96,7 @@ class MaxEquations:
 
     def judge(self, facts: Facts, ref: Facts) -> str | None:
         if facts["n_eqns"] > self.limit:
-            return f"the jaxpr has {facts['n_eqns']} equations, more than {self.limit}" + (f": {self.why}" if self.why else "")
+            return _because(f"the jaxpr has {facts['n_eqns']} equations, more than {self.limit}", self.why)
         return None
 
 
@@ -105,7 +109,7 @@ class UsesAnyPrimitive:
 
     def judge(self, facts: Facts, ref: Facts) -> str | None:
         if not any(facts["primitives"].get(p, 0) for p in self.primitives):
-            return f"the jaxpr has none of {', '.join(self.primitives)}" + (f": {self.why}" if self.why else "")
+            return _because(f"the jaxpr has none of {', '.join(self.primitives)}", self.why)
         return None
 
 
@@ -119,41 +123,46 @@ class EquationsDoNotGrow:
     def judge(self, facts: Facts, ref: Facts) -> str | None:
         small, large = facts.get("n_eqns_other"), facts["n_eqns"]
         if small is not None and large > small:
-            return (f"the jaxpr grows with the input ({small} equations for the small case, {large} for the large one)"
-                    + (f": {self.why}" if self.why else ""))
+            return _because(f"the jaxpr grows with the input ({small} equations for the small case, {large} for the large one)", self.why)
         return None
 
 
 @dataclass(frozen=True)
-class FlopsAtMost:
+class _AtMostReference:
+    """A fact at most `factor` times the reference's, plus `slack` (absent facts: no verdict)."""
+
+    factor: float
+    slack: float
+    why: str = ""
+    fact: ClassVar[str]
+    template: ClassVar[str]
+
+    def judge(self, facts: Facts, ref: Facts) -> str | None:
+        if self.fact not in facts or self.fact not in ref:
+            return None
+        if facts[self.fact] > self.factor * ref[self.fact] + self.slack:
+            return _because(self.template.format(mine=facts[self.fact], ref=ref[self.fact]), self.why)
+        return None
+
+
+@dataclass(frozen=True)
+class FlopsAtMost(_AtMostReference):
     """XLA's FLOP count at most `factor` times the reference's (plus `slack`): no wasted work."""
 
     factor: float = 1.5
     slack: float = 100.0
-    why: str = ""
-
-    def judge(self, facts: Facts, ref: Facts) -> str | None:
-        if "flops" not in facts or "flops" not in ref:
-            return None
-        if facts["flops"] > self.factor * ref["flops"] + self.slack:
-            return (f"the compiled function does {facts['flops']:.3g} FLOPs, the reference {ref['flops']:.3g}"
-                    + (f": {self.why}" if self.why else ""))
-        return None
+    fact: ClassVar[str] = "flops"
+    template: ClassVar[str] = "the compiled function does {mine:.3g} FLOPs, the reference {ref:.3g}"
 
 
 @dataclass(frozen=True)
-class CompileTimeAtMost:
-    """Lowering and compiling takes at most `factor` times the reference's (plus `slack` s)."""
+class CompileTimeAtMost(_AtMostReference):
+    """A cold trace + lower + compile takes at most `factor` times the reference's (plus `slack` s)."""
 
     factor: float = 3.0
     slack: float = 0.25
-    why: str = ""
-
-    def judge(self, facts: Facts, ref: Facts) -> str | None:
-        if facts["compile_seconds"] > self.factor * ref["compile_seconds"] + self.slack:
-            return (f"compiling takes {facts['compile_seconds']:.2f} s, the reference {ref['compile_seconds']:.2f} s"
-                    + (f": {self.why}" if self.why else ""))
-        return None
+    fact: ClassVar[str] = "compile_seconds"
+    template: ClassVar[str] = "compiling takes {mine:.2f} s, the reference {ref:.2f} s"
 
 
 DEFAULT_JIT_REQUIREMENTS: tuple[Requirement, ...] = (NoHostCallbacks(), NoRetrace())

@@ -69,22 +69,30 @@ def _bwrap_argv(module_dir: Path) -> list[str]:
     return argv + ["--setenv", "PYTHONPATH", SANDBOX_GRADER_ROOT, "--setenv", "HOME", "/tmp"]
 
 
+def _per_thread(pid: int, name: str) -> list[str]:
+    """The contents of /proc/PID/task/TID/NAME for each thread of `pid` (vanished ones skipped)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    contents = []
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/{name}") as f:
+                contents.append(f.read())
+        except OSError:
+            pass
+    return contents
+
+
 def _descendants(root: int) -> list[int]:
     """Every live process under `root`, root included (from /proc/PID/task/TID/children)."""
     found, stack = [], [root]
     while stack:
         pid = stack.pop()
         found.append(pid)
-        try:
-            tids = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        for tid in tids:
-            try:
-                with open(f"/proc/{pid}/task/{tid}/children") as f:
-                    stack.extend(int(c) for c in f.read().split())
-            except OSError:
-                pass
+        for children in _per_thread(pid, "children"):
+            stack.extend(int(c) for c in children.split())
     return found
 
 
@@ -216,20 +224,9 @@ class Worker:
         Read from the kernel's per-thread scheduler statistics (nanoseconds), by the grader:
         the student's process cannot fake it.
         """
-        total = 0
-        for pid in _descendants(self.proc.pid):
-            try:
-                tids = os.listdir(f"/proc/{pid}/task")
-            except OSError:
-                continue
-            for tid in tids:
-                try:
-                    with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                        total += int(f.read().split()[0])
-                except (OSError, ValueError, IndexError):
-                    if not os.path.exists("/proc/self/schedstat"):
-                        return None
-        return total / 1e9
+        if not os.path.exists("/proc/self/schedstat"):
+            return None
+        return sum(int(stat.split()[0]) for pid in _descendants(self.proc.pid) for stat in _per_thread(pid, "schedstat")) / 1e9
 
     @property
     def alive(self) -> bool:

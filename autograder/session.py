@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from autograder.compare import mismatch
 from autograder.sandbox import Limits, Worker, WorkerDied
 from autograder.spec import Case, Exercise, Topic
 
@@ -140,6 +141,16 @@ class TopicSession:
         if not reply["ok"]:
             raise GraderError(f"the reference {self.topic.name}.{fields.get('fn')} failed: {reply['error']}")
         return reply
+
+    def compare_call(self, args: tuple[Any, ...], rtol: float, atol: float, **request: Any) -> str | None:
+        """Run one request on both sides with the same arguments; what differs, or None.
+
+        StudentError propagates (the student's call failed); the reference's failure is a
+        GraderError.
+        """
+        expected = self.call_reference("call", args=args, **request)["out"]
+        got = self.call_student("call", args=args, **request)["out"]
+        return mismatch(expected, got, rtol, atol)
 
     def start_exercise(self, ex: Exercise) -> ExerciseRun:
         """Draw this run's cases and compute the reference's outputs for them."""

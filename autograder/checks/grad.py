@@ -3,7 +3,7 @@ on every case: the function is differentiable, and its custom rules (if any) are
 
 from __future__ import annotations
 
-from autograder.compare import mismatch, shapes
+from autograder.compare import shapes
 from autograder.results import Outcome
 from autograder.session import ExerciseRun, StudentError, TopicSession
 from autograder.spec import Grad
@@ -14,11 +14,10 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     opts: Grad = ex.options.get("grad", Grad())
     request = {"fn": ex.name, "transforms": [["grad", {"argnums": list(opts.argnums)}]]}
     for case in run.cases:
-        expected = session.call_reference("call", args=case.args, **request)["out"]
         try:
-            got = session.call_student("call", args=case.args, **request)["out"]
+            problem = session.compare_call(case.args, opts.rtol, opts.atol, **request)
         except StudentError as exc:
             return Outcome.fail(f"jax.grad, {case.label} {shapes(case.args)}: {exc}")
-        if (problem := mismatch(expected, got, opts.rtol, opts.atol)) is not None:
+        if problem is not None:
             return Outcome.fail(f"the gradient, {case.label} {shapes(case.args)}: {problem}")
     return Outcome.ok(f"gradients match on {len(run.cases)} cases")

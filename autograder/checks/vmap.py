@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.compare import mismatch
 from autograder.requirements import judge_all
 from autograder.results import Outcome
 from autograder.session import ExerciseRun, StudentError, TopicSession
@@ -27,12 +26,11 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     opts: Vmap = ex.options["vmap"]
     case = batched_case(session, run, opts)
     request = {"fn": ex.name, "transforms": [["vmap", {"in_axes": list(opts.in_axes)}]]}
-    expected = session.call_reference("call", args=case.args, **request)["out"]
     try:
-        got = session.call_student("call", args=case.args, **request)["out"]
+        problem = session.compare_call(case.args, ex.rtol, ex.atol, **request)
     except StudentError as exc:
         return Outcome.fail(f"jax.vmap over {case.label}: {exc}")
-    if (problem := mismatch(expected, got, ex.rtol, ex.atol)) is not None:
+    if problem is not None:
         return Outcome.fail(f"jax.vmap over {case.label}: {problem}")
     if not opts.requirements:
         return Outcome.ok(f"jax.vmap over {case.label} matches")
