@@ -165,6 +165,23 @@ class CompileTimeAtMost(_AtMostReference):
     template: ClassVar[str] = "compiling takes {mine:.2f} s, the reference {ref:.2f} s"
 
 
+@dataclass(frozen=True)
+class CollectivesAtMostReference:
+    """No more collectives of any kind (all-gather, all-reduce, ...) in the compiled HLO than
+    the reference has: an accidental all-gather or resharding loses the points."""
+
+    why: str = ""
+
+    def judge(self, facts: Facts, ref: Facts) -> str | None:
+        mine, theirs = facts.get("collectives", {}), ref.get("collectives", {})
+        extra = {k: n for k, n in mine.items() if n > theirs.get(k, 0)}
+        if extra:
+            found = ", ".join(f"{n} {k}" for k, n in sorted(extra.items()))
+            allowed = ", ".join(f"{n} {k}" for k, n in sorted(theirs.items())) or "none"
+            return _because(f"the compiled function has {found} (the reference: {allowed})", self.why)
+        return None
+
+
 DEFAULT_JIT_REQUIREMENTS: tuple[Requirement, ...] = (NoHostCallbacks(), NoRetrace())
 
 

@@ -27,6 +27,8 @@ from autograder import wire
 from autograder.spec import Key
 
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+# Collective operations as they appear in compiled HLO text (` all-gather(`, `all-reduce-start(`, ...).
+COLLECTIVES = r"\b(all-gather|all-reduce|reduce-scatter|all-to-all|collective-permute)(?:-start)?\("
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 
 
@@ -131,14 +133,20 @@ class Harness:
     # -- requests ------------------------------------------------------------------------
 
     def op_call(self, req: dict[str, Any]) -> dict[str, Any]:
-        """Call a function once (as written, or jitted) and return its output."""
+        """Call a function once (as written, or jitted) and return its output.
+
+        With `shardings`, also describe how each output leaf is laid out over the devices.
+        """
         fn, args = self.callable_for(req), self.arguments(req["args"])
         if req.get("key_reuse"):
             with self.key_reuse(True):
                 out = self.block(fn(*args))
         else:
             out = self.block(fn(*args))
-        return {"out": self.export(out)}
+        reply = {"out": self.export(out)}
+        if req.get("shardings"):
+            reply["shardings"] = [describe_sharding(leaf) for leaf in self.flatten(out)[0]]
+        return reply
 
     def op_trace(self, req: dict[str, Any]) -> dict[str, Any]:
         """Jit a function, call it on two same-shaped cases, and count what happened.
@@ -167,6 +175,7 @@ class Harness:
             "primitives": dict(prims),
             "n_eqns": n_eqns,
             "custom_calls": sorted(set(re.findall(r'custom_call_target="([^"]+)"', hlo))),
+            "collectives": dict(Counter(re.findall(COLLECTIVES, hlo))),
             "hlo_lines": hlo.count("\n"),
             "compile_seconds": compile_seconds,
             **_costs(compiled),
@@ -208,6 +217,22 @@ class Harness:
     def op_fetch(self, req: dict[str, Any]) -> dict[str, Any]:
         """The outputs of the last timed calls, for the grader to verify."""
         return {"outs": [self.export(out) for out in self.last_out]}
+
+
+def describe_sharding(leaf: Any) -> dict[str, Any]:
+    """How an output array is laid out: its mesh axes and PartitionSpec, or replication."""
+    sharding = getattr(leaf, "sharding", None)
+    if sharding is None:
+        return {"kind": "host"}
+    spec = getattr(sharding, "spec", None)
+    mesh = getattr(sharding, "mesh", None)
+    return {
+        "kind": type(sharding).__name__,
+        "spec": str(tuple(spec)) if spec is not None else None,
+        "mesh": {str(k): int(v) for k, v in mesh.shape.items()} if mesh is not None else None,
+        "replicated": bool(sharding.is_fully_replicated),
+        "devices": len(sharding.device_set),
+    }
 
 
 def _tuples(value: Any) -> Any:
