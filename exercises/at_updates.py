@@ -8,6 +8,8 @@ update applied (under jit, XLA usually performs it in place). The same syntax of
 `add`, `multiply`, `min`, `max`, `get`, ..., and a `mode=` for indices out of bounds:
 by default `get` clamps them and `set`/`add` drop them silently; `mode="fill"`,
 `mode="clip"` and `mode="drop"` say what you mean.
+
+Lesson: course/lessons/at_updates.md
 """
 
 import jax.numpy as jnp

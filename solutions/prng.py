@@ -10,6 +10,8 @@ runs it under `jax.debug_key_reuse(True)`: consuming a key twice fails the `key_
 and so does unwrapping a key into legacy raw uint32 data, which hides reuse from JAX.
 Each task prescribes exactly how to use the keys, so that your output is bit-for-bit the
 reference's.
+
+Lesson: course/lessons/prng.md
 """
 
 import jax

@@ -1,0 +1,31 @@
+"""Every code block of every lesson runs on today's JAX, so the text cannot rot."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+LESSONS = sorted((ROOT / "course" / "lessons").glob("*.md"))
+BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
+
+
+def code_of(lesson: Path) -> str:
+    """The lesson's python blocks, in order, as one script (later blocks use earlier names)."""
+    return "\n\n".join(BLOCK.findall(lesson.read_text()))
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
+def test_lesson_code_runs(lesson, tmp_path):
+    script = code_of(lesson)
+    assert script.strip(), f"{lesson.name} has no python blocks"
+    run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, f"{lesson.name}:\n{run.stderr[-3000:]}"
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
+def test_lesson_points_to_its_exercises(lesson):
+    assert f"exercises/{lesson.stem}.py" in lesson.read_text()
