@@ -1,7 +1,7 @@
 """`speed`: time against the reference, measured in this run, interleaved, on fresh inputs.
 
-One warm-up call each (compilation), then rounds (see `Speed` for how many); each round draws a new workload of
-the exercise's speed size, times the reference and the student on it (alternating who goes
+One warm-up call each (compilation), then rounds (see `Speed` for how many); each round
+draws a new workload of the exercise's speed size, times the reference and the student on it (alternating who goes
 first), and verifies the student's timed output against the reference's. The ratio is the
 student's best time over the reference's best time: the minimum is the estimate least
 disturbed by other load. On the GPU the clock is wall time (the device is the grader's alone);
@@ -18,7 +18,7 @@ import statistics
 from autograder.compare import mismatch
 from autograder.results import Outcome
 from autograder.sandbox import WorkerDied
-from autograder.session import ExerciseRun, StudentError, TopicSession
+from autograder.session import ExerciseRun, GraderError, StudentError, TopicSession
 from autograder.spec import Speed
 from autograder.timing import CallFailed, Timed, timed_call
 
@@ -38,7 +38,10 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     while rep <= speed.min_reps or (rep <= speed.max_reps and sum(t.seconds for t in ref_times) < speed.budget):
         rep += 1
         cases = speed.stream(session.rng, size) if speed.stream else [ex.sample(session.rng, size)]
-        ref = timed_call(session.ref, ex.name, cases, jit=speed.jit, timeout=120.0, **opts)
+        try:
+            ref = timed_call(session.ref, ex.name, cases, jit=speed.jit, timeout=120.0, **opts)
+        except (WorkerDied, CallFailed) as exc:
+            raise GraderError(f"the reference {session.topic.name}.{ex.name} failed on the speed workload: {exc}") from None
         warm = rep == 1
         limit = max(WARMUP_TIMEOUT, 20 * ref.seconds) if warm else max(MIN_TIMEOUT, 4 * speed.zero * ref.seconds)
         try:
