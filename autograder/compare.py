@@ -78,6 +78,20 @@ def shapes(args: tuple[Any, ...]) -> str:
             parts.append(f"{a.dtype}{list(a.shape)}")
         elif type(a).__name__ == "Key":
             parts.append("key")
+        elif isinstance(a, (dict, list, tuple)):
+            parts.append(_tree_shapes(a))
         else:
             parts.append(repr(a))
     return "(" + ", ".join(parts) + ")"
+
+
+def _tree_shapes(tree: Any) -> str:
+    """A nested dict/list/tuple argument (a pytree) with its array leaves as dtype[shape]."""
+    if isinstance(tree, dict):
+        return "{" + ", ".join(f"{k!r}: {_tree_shapes(v)}" for k, v in tree.items()) + "}"
+    if isinstance(tree, (list, tuple)):
+        inner = ", ".join(_tree_shapes(v) for v in tree)
+        return f"[{inner}]" if isinstance(tree, list) else f"({inner}{',' if len(tree) == 1 else ''})"
+    if isinstance(tree, (np.ndarray, np.generic)):
+        return f"{tree.dtype}{list(np.shape(tree))}"
+    return shapes((tree,))[1:-1]

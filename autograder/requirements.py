@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Protocol
 
 Facts = dict[str, Any]
 
-HOST_CALLBACK_PRIMITIVES = ("pure_callback", "io_callback", "debug_callback", "callback")
+HOST_CALLBACK_PRIMITIVES = ("pure_callback", "io_callback", "debug_callback", "debug_print", "callback")
 HOST_CALLBACK_TARGET_WORDS = ("callback",)
 
 
@@ -163,6 +163,21 @@ class CompileTimeAtMost(_AtMostReference):
     slack: float = 0.25
     fact: ClassVar[str] = "compile_seconds"
     template: ClassVar[str] = "compiling takes {mine:.2f} s, the reference {ref:.2f} s"
+
+
+@dataclass(frozen=True)
+class HloLinesAtMost(_AtMostReference):
+    """The compiled HLO has at most `factor` times the reference's lines (plus `slack`).
+
+    A loop that reaches XLA unrolled grows the program with its trip count, also where the
+    jaxpr does not show it (`lax.scan(..., unroll=True)` stays one `scan` equation). Unlike
+    the compile time this costs, a line count is exact on every machine.
+    """
+
+    factor: float = 4.0
+    slack: float = 300.0
+    fact: ClassVar[str] = "hlo_lines"
+    template: ClassVar[str] = "the compiled HLO has {mine} lines, the reference's {ref}"
 
 
 @dataclass(frozen=True)

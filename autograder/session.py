@@ -166,9 +166,15 @@ class TopicSession:
 
 
 def format_error(error: dict[str, str], exercise: str | None = None) -> str:
-    """A worker-reported exception as one message for the student (`exercise` = topic.name)."""
+    """A worker-reported exception as one message for the student (`exercise` = topic.name).
+
+    A NotImplementedError is a stub's ("...: your code here"), or JAX's own for a rule a custom
+    primitive lacks ("Batching rule for 'p' not implemented"); the latter's text is kept.
+    """
     if error["type"] == "NotImplementedError":
-        return "not implemented yet" + (f" (stuck? run `grade hint {exercise}`)" if exercise else "")
+        detail = error["message"].strip()
+        what = "" if not detail or detail.endswith("your code here") else f": {detail}"
+        return f"not implemented yet{what}" + (f" (stuck? run `grade hint {exercise}`)" if exercise else "")
     text = f"{error['type']}: {error['message']}".strip()
     if error.get("where"):
         text += f" (at {error['where']})"

@@ -106,12 +106,26 @@ class Vmap:
 class Stream:
     """Options of the `compiles` check: a stream of calls, `make(rng, calls)`, whose outputs
     must match the reference's and whose compilations must number at most `max_compiles`.
-    `jit=False` calls the function as written (it manages its own jit)."""
+    `jit=False` calls the function as written (it manages its own jit). `stage=True` puts every
+    call's arguments on the device before the stream starts, so that only the function's own
+    compilations count: converting a NumPy argument of a new shape compiles too (jax 0.10),
+    which a stream of varying shapes would otherwise charge to the function."""
 
     make: StreamSampler
     max_compiles: int
     calls: int = 100
     jit: bool = False
+    stage: bool = False
+
+
+@dataclass(frozen=True)
+class Prints:
+    """Options of the `prints` check: a stream of calls, `make(rng, calls)`, to the function
+    jitted once, from cold caches. What each call prints must be what the reference prints on
+    the same call: a Python `print` runs while JAX traces, so once per new input shape."""
+
+    make: StreamSampler
+    calls: int = 12
 
 
 @dataclass(frozen=True)

@@ -39,8 +39,8 @@ def timed_call(worker: Worker, fn: str, cases: list[Case], *, jit: bool, static_
     _expect_ok(worker.request("stage", timeout, cases=[c.args for c in cases], **common))
     staged = time.perf_counter() - t0
     cpu0 = worker.cpu_seconds()
+    t0 = time.perf_counter()  # before sending: a grader descheduled after the send must not shorten the call
     worker.send("go")
-    t0 = time.perf_counter()
     reply = worker.receive(timeout, "the timed call")
     seconds = time.perf_counter() - t0
     cpu1 = worker.cpu_seconds()

@@ -14,7 +14,9 @@ Run as: python -m autograder.worker MODULE_PATH MODULE_NAME   (fds in JAXLINGS_W
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import os
 import re
 import sys
@@ -30,6 +32,7 @@ COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 # Collective operations as they appear in compiled HLO text (` all-gather(`, `all-reduce-start(`, ...).
 COLLECTIVES = r"\b(all-gather|all-reduce|reduce-scatter|all-to-all|collective-permute)(?:-start)?\("
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
+PRINTED_LIMIT = 4000  # characters of one call's stdout kept by `stream_printed`
 
 
 class Harness:
@@ -43,7 +46,7 @@ class Harness:
         self.np, self.jnp = np, jnp
         self.jit, self.make_jaxpr = jax.jit, jax.make_jaxpr
         self.transforms = {"grad": jax.grad, "vmap": jax.vmap, "value_and_grad": jax.value_and_grad}
-        self.clear_caches = jax.clear_caches
+        self.clear_caches, self.device_put = jax.clear_caches, jax.device_put
         self.block = jax.block_until_ready
         self.key, self.key_data, self.key_impl = jax.random.key, jax.random.key_data, jax.random.key_impl
         self.key_reuse = jax.debug_key_reuse
@@ -85,11 +88,19 @@ class Harness:
         return fn
 
     def arguments(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
-        """Case arguments as the student receives them: jax.Arrays, typed keys, Python scalars."""
+        """Case arguments as the student receives them: jax.Arrays (nested ones too), typed
+        keys, Python scalars. `device_put` rather than `jnp.asarray`, which compiles a
+        conversion for every new shape (jax 0.10)."""
         def conv(x: Any) -> Any:
             if isinstance(x, self.np.ndarray):
-                return self.jnp.asarray(x)
-            return self.key(x.seed) if isinstance(x, Key) else x
+                return self.device_put(x)
+            if isinstance(x, Key):
+                return self.key(x.seed)
+            if isinstance(x, (list, tuple)):
+                return type(x)(conv(v) for v in x)
+            if isinstance(x, dict):
+                return {k: conv(v) for k, v in x.items()}
+            return x
 
         return tuple(conv(a) for a in args)
 
@@ -165,7 +176,8 @@ class Harness:
         self.block(jitted(*again))
         after = dict(self.counts)
         delta = lambda a, b, ev: b.get(ev, 0) - a.get(ev, 0)  # noqa: E731
-        prims, n_eqns = count_primitives(self.make_jaxpr(fn, static_argnums=static)(*first).jaxpr)
+        jaxpr = self.make_jaxpr(fn, static_argnums=static)(*first).jaxpr
+        prims, n_eqns = count_primitives(jaxpr)
         self.clear_caches()  # so that the time below is a cold trace + lower + compile
         t0 = time.perf_counter()
         compiled = jitted.lower(*first).compile()
@@ -174,6 +186,7 @@ class Harness:
         facts = {
             "primitives": dict(prims),
             "n_eqns": n_eqns,
+            "pmap_calls": count_pmap_calls(jaxpr),
             "custom_calls": sorted(set(re.findall(r'custom_call_target="([^"]+)"', hlo))),
             "collectives": dict(Counter(re.findall(COLLECTIVES, hlo))),
             "hlo_lines": hlo.count("\n"),
@@ -190,16 +203,42 @@ class Harness:
         return {"facts": facts}
 
     def op_stream(self, req: dict[str, Any]) -> dict[str, Any]:
-        """Call a function on a sequence of cases, counting compilations and traces per call."""
+        """Call a function on a sequence of cases, counting compilations and traces per call.
+
+        With `stage`, every call's arguments are put on the device before the first call, so
+        that the counts are the function's alone.
+        """
         fn = self.callable_for(req)
+        staged = [self.block(self.arguments(args)) for args in req["cases"]] if req.get("stage") else None
         counts, outs = [], []
-        for args in req["cases"]:
+        for i, args in enumerate(req["cases"]):
             before = dict(self.counts)
-            out = self.block(fn(*self.arguments(args)))
+            out = self.block(fn(*(staged[i] if staged is not None else self.arguments(args))))
             counts.append([self.counts[COMPILE_EVENT] - before.get(COMPILE_EVENT, 0),
                            self.counts[TRACE_EVENT] - before.get(TRACE_EVENT, 0)])
             outs.append(self.export(out))
         return {"counts": counts, "outs": outs}
+
+    def op_stream_printed(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Like `stream` with staged arguments, from cold caches, keeping what each call prints.
+
+        A Python `print` in a jitted function runs while JAX traces it. With JAX's caches cleared
+        first (a function the student jitted included), the calls that print are the calls that
+        trace. Each call's stdout is captured apart (the first PRINTED_LIMIT characters).
+        """
+        fn = self.callable_for(req)
+        staged = [self.block(self.arguments(args)) for args in req["cases"]]
+        self.clear_caches()
+        counts, outs, printed = [], [], []
+        for args in staged:
+            before, buffer = dict(self.counts), io.StringIO()
+            with contextlib.redirect_stdout(buffer):
+                out = self.block(fn(*args))
+            counts.append([self.counts[COMPILE_EVENT] - before.get(COMPILE_EVENT, 0),
+                           self.counts[TRACE_EVENT] - before.get(TRACE_EVENT, 0)])
+            printed.append(buffer.getvalue()[:PRINTED_LIMIT])
+            outs.append(self.export(out))
+        return {"counts": counts, "outs": outs, "printed": printed}
 
     def op_stage(self, req: dict[str, Any]) -> dict[str, Any]:
         """Put a timing workload (one or more calls' arguments) on the device, ready for `go`."""
@@ -228,11 +267,18 @@ def describe_sharding(leaf: Any) -> dict[str, Any]:
     mesh = getattr(sharding, "mesh", None)
     return {
         "kind": type(sharding).__name__,
-        "spec": str(tuple(spec)) if spec is not None else None,
+        "spec": _spec_per_dimension(spec, getattr(leaf, "ndim", 0)) if spec is not None else None,
         "mesh": {str(k): int(v) for k, v in mesh.shape.items()} if mesh is not None else None,
         "replicated": bool(sharding.is_fully_replicated),
         "devices": len(sharding.device_set),
     }
+
+
+def _spec_per_dimension(spec: Any, ndim: int) -> str:
+    """A PartitionSpec with one entry per array dimension, so that equal layouts read equal:
+    `P('data')` and `P('data', None)` for a matrix, or `P(('data',))` and `P('data')`."""
+    entries = [e[0] if isinstance(e, tuple) and len(e) == 1 else e for e in tuple(spec)]
+    return str(tuple(entries + [None] * (ndim - len(entries))))
 
 
 def _tuples(value: Any) -> Any:
@@ -266,6 +312,36 @@ def count_primitives(jaxpr: Any) -> tuple[Counter[str], int]:
             counts[eqn.primitive.name] += 1
             stack.extend(_sub_jaxprs(eqn.params.values()))
     return counts, sum(counts.values())
+
+
+PMAP_MODULE = "jax/_src/pmap.py"
+PMAP_PRIMITIVES = ("xla_pmap",)  # the primitive of JAX versions before pmap became jit + shard_map
+PMAP_CARRIERS = ("jit", "pjit", "shard_map")
+
+
+def count_pmap_calls(jaxpr: Any) -> int:
+    """Equations that `jax.pmap` put in a jaxpr (nested jaxprs included).
+
+    Older JAX binds a `xla_pmap` primitive. Since pmap was reimplemented as `jit` of
+    `shard_map` (jax 0.10 has no pmap primitive left), the only trace it leaves is that the
+    equation was bound from inside JAX's pmap module, which the equation's traceback records.
+    """
+    found, stack = 0, [jaxpr]
+    while stack:
+        j = stack.pop()
+        for eqn in j.eqns:
+            name = eqn.primitive.name
+            if name in PMAP_PRIMITIVES or (name in PMAP_CARRIERS and _bound_in(eqn, PMAP_MODULE)):
+                found += 1
+            stack.extend(_sub_jaxprs(eqn.params.values()))
+    return found
+
+
+def _bound_in(eqn: Any, module_suffix: str) -> bool:
+    """Whether the traceback recorded when `eqn` was bound passes through `module_suffix`."""
+    traceback = getattr(eqn.source_info, "traceback", None)
+    frames = getattr(traceback, "frames", None) or ()
+    return any(f.file_name.replace(os.sep, "/").endswith(module_suffix) for f in frames)
 
 
 def _sub_jaxprs(values: Any) -> list[Any]:

@@ -23,7 +23,9 @@ EXERCISES = ROOT / "exercises"
 SUBMISSIONS = Path(__file__).resolve().parent / "submissions"
 
 # Short limits keep the tests that hang or hog on purpose quick.
-TEST_LIMITS = Limits(memory_bytes=3 << 30, output_bytes=256 << 10, call_timeout=20.0)
+TEST_LIMITS = Limits(memory_bytes=3 << 30, output_bytes=256 << 10, call_timeout=60.0)
+# For the tests that hang on purpose.
+HANG_LIMITS = Limits(memory_bytes=3 << 30, output_bytes=256 << 10, call_timeout=15.0)
 
 needs_bwrap = pytest.mark.skipif(not bwrap_available(), reason="bubblewrap is not installed (apt-get install bubblewrap)")
 

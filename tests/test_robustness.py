@@ -4,14 +4,14 @@ only; the result stays complete, and no process is left behind."""
 import time
 
 from autograder.sandbox import Limits
-from conftest import (SOLUTIONS, descendants_of_this_process, failing, grade_dir, needs_bwrap, verdicts,
+from conftest import (HANG_LIMITS, SOLUTIONS, descendants_of_this_process, failing, grade_dir, needs_bwrap, verdicts,
                       write_submission)
 
 
 def test_hostile_functions_cost_only_themselves(crafted):
     folder = crafted(at_updates="hostile")
     (folder / "prng.py").write_text((SOLUTIONS / "prng.py").read_text())
-    result = grade_dir(folder, ["at_updates", "prng.derive_keys"])
+    result = grade_dir(folder, ["at_updates", "prng.derive_keys"], limits=HANG_LIMITS)
     v = verdicts(result)
     assert "exited with status 7" in v["at_updates.scatter_ops:correct"][2]
     assert "did not finish in time" in v["at_updates.histogram:correct"][2]

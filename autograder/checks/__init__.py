@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from autograder.checks import compiles, correct, grad, jit, key_reuse, sharding, speed, vmap
+from autograder.checks import compiles, correct, grad, jit, key_reuse, prints, sharding, speed, vmap
 from autograder.results import Outcome
 from autograder.session import ExerciseRun, TopicSession
 
@@ -25,6 +25,7 @@ REGISTRY: dict[str, Check] = {
     "vmap": vmap.run,
     "compiles": compiles.run,
     "sharding": sharding.run,
+    "prints": prints.run,
 }
 
-NEEDS_CORRECT = frozenset({"speed", "key_reuse", "grad", "vmap", "sharding"})
+NEEDS_CORRECT = frozenset({"speed", "key_reuse", "grad", "vmap", "sharding", "prints", "compiles"})

@@ -14,7 +14,8 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     ex = run.exercise
     opts: Stream = ex.options["compiles"]
     cases = opts.make(session.rng, opts.calls)
-    request = {"fn": ex.name, "cases": [c.args for c in cases], "jit": opts.jit, "static_argnums": ex.static_argnums}
+    request = {"fn": ex.name, "cases": [c.args for c in cases], "jit": opts.jit, "static_argnums": ex.static_argnums,
+               "stage": opts.stage}
     ref = session.call_reference("stream", **request)
     try:
         got = session.call_student("stream", **request)

@@ -16,7 +16,8 @@ from autograder.results import Outcome
 from autograder.session import ExerciseRun, StudentError, TopicSession
 
 
-MEASURED = ("n_eqns", "n_eqns_other", "hlo_lines", "compiles_again", "traces_again", "flops", "compile_seconds")
+MEASURED = ("n_eqns", "n_eqns_other", "hlo_lines", "compiles_again", "traces_again", "flops", "compile_seconds",
+            "collectives", "primitives")
 
 
 def trace_facts(session: TopicSession, run: ExerciseRun) -> tuple[dict, dict]:

@@ -10,6 +10,7 @@ from autograder.session import ExerciseRun, StudentError, TopicSession
 
 def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     ex = run.exercise
+    got: list[dict] = []
     for case in run.cases:
         request = {"fn": ex.name, "args": case.args, "shardings": True}
         expected = session.call_reference("call", **request)["shardings"]
@@ -21,10 +22,11 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
             if e != g:
                 return Outcome.fail(f"{case.label}: output leaf {i} is laid out as {_describe(g)}, "
                                     f"but the task asks for {_describe(e)}", expected=e, got=g)
-    return Outcome.ok(f"outputs laid out as asked on {len(run.cases)} cases")
+    return Outcome.ok(f"outputs laid out as asked on {len(run.cases)} cases", shardings=got)
 
 
 def _describe(s: dict) -> str:
     if s.get("spec") is None:
         return f"{s['kind']} ({'replicated' if s.get('replicated') else 'not replicated'}) on {s.get('devices')} devices"
-    return f"PartitionSpec{s['spec']} over mesh {s['mesh']}"
+    layout = f"PartitionSpec{s['spec']} over mesh {s['mesh']}"
+    return layout + (" (replicated: every device holds all of it)" if s.get("replicated") else "")

@@ -41,6 +41,8 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
         facts = session.call_student("trace", **trace)["facts"]
     except StudentError as exc:
         return Outcome.fail(f"jax.jit(jax.vmap(...)) over {case.label}: {exc}")
+    measured = {"n_eqns": facts["n_eqns"], "reference_n_eqns": ref["n_eqns"],
+                "primitives": facts["primitives"], "reference_primitives": ref["primitives"]}
     if problems := judge_all(opts.requirements, facts, ref):
-        return Outcome.fail("batched: " + "; ".join(problems), n_eqns=facts["n_eqns"], reference_n_eqns=ref["n_eqns"])
-    return Outcome.ok(f"jax.vmap over {case.label} matches; the batched jaxpr has {facts['n_eqns']} equations")
+        return Outcome.fail("batched: " + "; ".join(problems), **measured)
+    return Outcome.ok(f"jax.vmap over {case.label} matches; the batched jaxpr has {facts['n_eqns']} equations", **measured)

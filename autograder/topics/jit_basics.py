@@ -1,0 +1,197 @@
+"""Topic `jit_basics`: tracing and purity, `jnp.where` vs Python `if`, dead code, when jit pays.
+
+Most verdicts here count rather than time: `prints` compares, call by call, the lines a
+once-jitted function prints with the reference's (a Python print runs only while tracing);
+`regularized_loss` compares XLA's FLOP count with the reference's on the same inputs;
+`bce_fast` counts the compilations of 12 calls as written (a jitted function compiles once
+per new shape, an eager one once per operation and shape, a fresh jit per call once per
+call). "jit pays off" is also a claim about time, so `bce_fast` and `affine` are timed as
+written (the grader does not jit them): the first against a jitted reference (eager code
+measures x2.7 in the grader, request overhead included, x5 for the bare calls; the band's
+full marks end at x1.25), the second against an un-jitted one (jit gains nothing there, and
+the check does not pretend otherwise: jitted or not, both pass). Both time a scalar or a
+small output: a multi-MiB output makes a CPU timing bimodal (its fresh pages fault in on
+some calls and not on others).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from autograder.requirements import FlopsAtMost
+from autograder.spec import Case, Exercise, Prints, Speed, Stream, Topic
+
+# The size at and above which `regularized_loss` is sampled with l2 = 0: the `jit` check
+# takes its structural facts (FLOPs included) at the largest size, where the penalty must
+# be absent from the compiled program.
+PENALTY_OFF_FROM = 64
+
+
+def _f32(rng: np.random.Generator, *shape: int, scale: float = 1.0) -> np.ndarray:
+    return (scale * rng.normal(size=shape)).astype(np.float32)
+
+
+def _clip_by_norm(rng: np.random.Generator, size: int) -> Case:
+    g = _f32(rng, size, 3)
+    norm = float(np.linalg.norm(g.astype(np.float64)))
+    return Case((g, norm * float(rng.choice([0.25, 0.8, 1.25, 4.0]))))
+
+
+def _logged_softmax(rng: np.random.Generator, size: int) -> Case:
+    return Case((_f32(rng, size, 8, scale=3.0),))
+
+
+def _softmax_stream(rng: np.random.Generator, calls: int) -> list[Case]:
+    """Calls in three shapes, each shape repeated: the first call of each shape traces."""
+    n = int(rng.integers(2, 9))
+    shapes = [(int(rng.integers(2, 6)), n), (int(rng.integers(6, 12)), n),
+              (2, int(rng.integers(2, 5)), int(rng.integers(3, 7)))]
+    pattern = [0, 0, 1, 0, 1, 2, 2, 0, 1, 2, 0, 1]
+    return [Case((_f32(rng, *shapes[pattern[i % len(pattern)]], scale=3.0),)) for i in range(calls)]
+
+
+def _ema_update(rng: np.random.Generator, size: int) -> Case:
+    shape = (size,) if size < 10 else (size // 10, 10)
+    count = np.array(rng.integers(0, 60), np.int32)
+    return Case((count, _f32(rng, *shape), _f32(rng, *shape), float(rng.choice([0.5, 0.8, 0.9]))))
+
+
+def _regularized_loss(rng: np.random.Generator, size: int) -> Case:
+    d, n = size, max(1, size // 2)
+    l2 = 0.0 if size >= PENALTY_OFF_FROM else float(rng.choice([0.01, 0.1, 1.0]))
+    return Case((_f32(rng, d, d, scale=d**-0.5), _f32(rng, n, d), _f32(rng, n, d), l2))
+
+
+def _batch(rng: np.random.Generator, size: int) -> Case:
+    """Logits and 0/1 labels of shape (size, 16)."""
+    return Case((_f32(rng, size, 16, scale=3.0), (rng.random((size, 16)) < 0.5).astype(np.float32)))
+
+
+def _bce_stream(rng: np.random.Generator, calls: int) -> list[Case]:
+    """Three batches in each of four shapes never used by the other checks (sizes 200..999)."""
+    sizes = rng.choice(np.arange(200, 1000), size=4, replace=False)
+    return [_batch(rng, int(sizes[i % 4])) for i in range(calls)]
+
+
+def _affine(rng: np.random.Generator, size: int) -> Case:
+    """x (n, 4n), W (4n, n) scaled so that the outputs are of order 1, b (n,)."""
+    n, k = size, 4 * size
+    return Case((_f32(rng, n, k), _f32(rng, k, n, scale=k**-0.5), _f32(rng, n)))
+
+
+TOPIC = Topic(
+    name="jit_basics",
+    title="jit basics: tracing, purity, control flow, dead code, when jit pays",
+    exercises=(
+        Exercise(
+            name="clip_by_norm",
+            sample=_clip_by_norm,
+            edge_cases=(
+                Case((np.array([3.0, 4.0], np.float32), 1.0), "the docstring's example, clipped"),
+                Case((np.array([3.0, 4.0], np.float32), 10.0), "the docstring's example, unchanged"),
+                Case((np.array([3.0, 4.0], np.float32), 5.0), "norm equal to max_norm"),
+                Case((np.zeros((2, 3), np.float32), 1.0), "all zeros"),
+            ),
+            rtol=1e-5,
+            atol=1e-6,
+            checks={"correct": 1, "jit": 2},
+            hints=(
+                "Under jit, `norm > max_norm` is not True or False yet: it is a tracer. You cannot branch on it, but you can compute with it.",
+                "`jnp.where(cond, a, b)` picks elementwise between two arrays that are both computed; `cond` may be a traced scalar.",
+                "norm = jnp.sqrt(jnp.sum(g * g)); return jnp.where(norm > max_norm, g * (max_norm / norm), g)",
+            ),
+        ),
+        Exercise(
+            name="logged_softmax",
+            sample=_logged_softmax,
+            edge_cases=(
+                Case((np.array([[1000.0, 1001.0, 1002.0]], np.float32),), "large entries (exp would overflow)"),
+                Case((np.zeros((2, 3, 4), np.float32),), "three dimensions, all equal"),
+            ),
+            rtol=1e-5,
+            atol=1e-6,
+            checks={"correct": 1, "jit": 1, "prints": 2},
+            options={"prints": Prints(make=_softmax_stream, calls=12)},
+            hints=(
+                "A Python print inside a jitted function runs while JAX traces it, not when the compiled program runs. That is exactly when you want this line.",
+                "Use Python's `print` with the f-string of the docstring (x.dtype and x.shape are known while tracing); not `jax.debug.print`, which runs on every call.",
+                "print(f\"tracing logged_softmax: {x.dtype}{list(x.shape)}\"); z = jnp.exp(x - jnp.max(x, axis=-1, keepdims=True)); "
+                "return z / jnp.sum(z, axis=-1, keepdims=True)",
+            ),
+        ),
+        Exercise(
+            name="ema_update",
+            sample=_ema_update,
+            edge_cases=(
+                Case((np.array(0, np.int32), np.zeros(4, np.float32), np.arange(4, dtype=np.float32), 0.9),
+                     "the first update: debiased == x"),
+                Case((np.array(1000, np.int32), np.ones((), np.float32), np.zeros((), np.float32), 0.5), "a long run, a scalar"),
+            ),
+            rtol=1e-5,
+            atol=1e-6,
+            checks={"correct": 2, "jit": 1},
+            hints=(
+                "Everything the step needs comes in as an argument and everything it changes goes out in the returned tuple; no globals.",
+                "The new count is `count + 1` (still int32); use it in `decay ** new_count`.",
+                "count = count + 1; avg = decay * avg + (1 - decay) * x; return count, avg, avg / (1 - decay ** count)",
+            ),
+        ),
+        Exercise(
+            name="regularized_loss",
+            sample=_regularized_loss,
+            sizes=(1, 4, 16, PENALTY_OFF_FROM),
+            static_argnums=(3,),
+            edge_cases=(
+                Case((np.eye(3, dtype=np.float32), np.arange(6, dtype=np.float32).reshape(2, 3),
+                      np.ones((2, 3), np.float32), 0.5), "the docstring's example: W = I"),
+                Case((np.full((2, 2), 0.5, np.float32), np.ones((1, 2), np.float32), np.zeros((1, 2), np.float32), 0.0),
+                     "l2 = 0, small"),
+            ),
+            requirements=(FlopsAtMost(1.5, 100.0, "with l2 = 0 the penalty must not be in the compiled program "
+                                                   "(0 * penalty is not dead code: XLA cannot drop it)"),),
+            rtol=1e-5,
+            atol=1e-5,
+            checks={"correct": 1, "jit": 2},
+            hints=(
+                "`l2` is a Python float that jit treats as static: a Python `if` on it runs at trace time and decides what the program contains.",
+                "XLA deletes work whose result is unused, but not work multiplied by zero (0 * inf is NaN). Add the penalty only `if l2:`.",
+                "loss = jnp.mean((X @ W - Y) ** 2); if l2: loss = loss + l2 * jnp.sum((W.T @ W - jnp.eye(W.shape[0])) ** 2); return loss",
+            ),
+        ),
+        Exercise(
+            name="bce_fast",
+            sample=_batch,
+            edge_cases=(
+                Case((np.array([[0.0, 100.0, -100.0]], np.float32), np.array([[1.0, 1.0, 0.0]], np.float32)),
+                     "large logits (exp would overflow)"),
+            ),
+            rtol=1e-5,
+            atol=1e-6,
+            checks={"correct": 1, "jit": 1, "compiles": 1, "speed": 1},
+            options={"compiles": Stream(make=_bce_stream, max_compiles=4, calls=12, jit=False, stage=True)},
+            speed=Speed(size={"cpu": 1 << 16, "gpu": 1 << 20}, zero=5.0, max_reps=31, jit=False),
+            hints=(
+                "The grader calls `bce_fast` as you wrote it. Where can the compilation happen so that one call runs one "
+                "fused program, compiled once per shape?",
+                "`jax.jit(bce_with_logits)` compiles once per input shape and caches on the function object; a lambda or a "
+                "def inside `bce_fast` is a new function on every call, hence a new compilation on every call.",
+                "Above the function: `bce_jit = jax.jit(bce_with_logits)`; inside it: `return bce_jit(z, y)`. "
+                "(`return jax.jit(bce_with_logits)(z, y)` also compiles once per shape, and costs some 50 to 100 us of Python per call.)",
+            ),
+        ),
+        Exercise(
+            name="affine",
+            sample=_affine,
+            sizes=(1, 3, 17, 32),
+            rtol=1e-5,
+            atol=1e-5,
+            checks={"correct": 1, "jit": 1, "speed": 1},
+            speed=Speed(size={"cpu": 256, "gpu": 1024}, max_reps=31, jit=False),
+            hints=(
+                "This is one matrix product and one broadcast add; nothing here needs a loop.",
+                "`x @ W` multiplies (n, k) by (k, m); `+ b` broadcasts the (m,) vector over the rows.",
+                "return x @ W + b   (with or without jax.jit: measure, and see that it makes no difference on a CPU)",
+            ),
+        ),
+    ),
+)

@@ -1,0 +1,161 @@
+"""Topic `loops`: `lax.fori_loop`, `lax.scan`, `lax.while_loop`, and loops that `jax.grad` goes through.
+
+Where the trip count is known, it grows with the sample size (a static `n_iters`, or the
+length of `xs`), so the `jit` check's counts at the smallest and the largest size tell a
+rolled loop from an unrolled one. Those verdicts come from counts, exact on every machine: a
+`scan` or `while` in the jaxpr, as many equations at the smallest size as at the largest,
+compiled HLO no more than a few times the reference's (this catches `unroll=True`, which the
+jaxpr does not show). The compile-time requirement is wall time, so its margin is wide: the
+reference passes on a busy machine, a 200-step loop unrolled by Python does not.
+`newton_sqrt`'s trip count depends on the data: its `jit` check asks for a `while`.
+
+The smallest size is 2, not 1: at length 1 JAX drops the `slice` of an `xs[0]`, so a right
+rolled loop would count one equation fewer there (length 1 stays covered by edge cases).
+
+Tolerances let the same maths written as a rolled or an unrolled loop both match (XLA fuses
+the two differently). The tasks prescribe `@` for their matrix products, so that both sides
+use the same matmul precision on the GPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from autograder.requirements import (CompileTimeAtMost, EquationsDoNotGrow, HloLinesAtMost, Requirement,
+                                     UsesAnyPrimitive, UsesPrimitive)
+from autograder.spec import Case, Exercise, Grad, Topic
+
+
+def stays_a_loop(api: str) -> tuple[Requirement, ...]:
+    """The requirements of an exercise whose loop has a known trip count: it stays a loop."""
+    return (
+        UsesAnyPrimitive(("scan", "while"), f"write the loop with {api}"),
+        EquationsDoNotGrow("a Python loop is unrolled while tracing, one copy of its body per step"),
+        HloLinesAtMost(4.0, 300.0, "the loop reaches XLA unrolled (a Python loop, or unroll=True); a small unroll=k is fine"),
+        CompileTimeAtMost(4.0, 1.0, "an unrolled loop compiles slower the more steps it has"),
+    )
+
+
+def _f32(a: np.ndarray) -> np.ndarray:
+    return np.asarray(a, np.float32)
+
+
+def _power_iteration(rng: np.random.Generator, size: int) -> Case:
+    """A symmetric matrix with a clear dominant eigenvalue (the others at most 0.8 of it), and
+    a start with a fair share of its eigenvector: a start almost orthogonal to it would turn
+    float32 rounding into differences above the tolerance halfway to convergence."""
+    n = 8 if size < 10 else 32
+    q, _ = np.linalg.qr(rng.normal(size=(n, n)))
+    eig = np.concatenate([[1.0], rng.uniform(-0.8, 0.8, n - 1)]) * rng.uniform(0.5, 3.0)
+    x0 = rng.choice([-1.0, 1.0]) * rng.uniform(0.5, 1.0) * q[:, 0] + rng.normal(size=n) / np.sqrt(n)
+    return Case((_f32((q * eig) @ q.T), _f32(x0), size))
+
+
+def _ema(rng: np.random.Generator, size: int) -> Case:
+    return Case((_f32(rng.normal(size=(size, 3))), float(rng.uniform(0.05, 1.0))))
+
+
+def _newton_sqrt(rng: np.random.Generator, size: int) -> Case:
+    """Entries log-uniform over 8 decades; tolerances well above float32's resolution, so that
+    the number of updates does not hinge on rounding."""
+    a = np.exp(rng.uniform(np.log(1e-4), np.log(1e4), size))
+    return Case((_f32(a), float(10 ** rng.uniform(-4, -2))))
+
+
+def _rnn_loss(rng: np.random.Generator, size: int) -> Case:
+    h = 8
+    return Case((_f32(0.6 * rng.normal(size=(h, h)) / np.sqrt(h)), _f32(rng.normal(size=(size, h)))))
+
+
+TOPIC = Topic(
+    name="loops",
+    title="Loops: fori_loop, scan, while_loop",
+    exercises=(
+        Exercise(
+            name="power_iteration",
+            sample=_power_iteration,
+            sizes=(2, 5, 20, 200),
+            static_argnums=(2,),
+            edge_cases=(
+                Case((_f32([[2, 0], [0, 1]]), _f32([1, 1]), 1), "the docstring's example"),
+                Case((_f32([[2, 0], [0, 1]]), _f32([1, 1]), 60), "the docstring's example, converged"),
+                Case((_f32([[3, 1], [1, 3]]), _f32([3, 4]), 0), "no iterations: the normalised start"),
+            ),
+            rtol=1e-5,
+            atol=1e-5,
+            requirements=stays_a_loop("lax.fori_loop"),
+            checks={"correct": 2, "jit": 2},
+            hints=(
+                "Under jit a Python `for` loop is unrolled: n_iters copies of the step. Hand the loop to JAX instead.",
+                "`lax.fori_loop(0, n_iters, body, x)` calls `body(i, x)` and feeds its result back in as the next x.",
+                "def body(i, x): y = A @ x; return y / jnp.linalg.norm(y)  -- then: "
+                "x = lax.fori_loop(0, n_iters, body, x0 / jnp.linalg.norm(x0)); return x, x @ (A @ x)",
+            ),
+        ),
+        Exercise(
+            name="ema",
+            sample=_ema,
+            sizes=(2, 5, 30, 100),
+            edge_cases=(
+                Case((_f32([[2], [0], [4]]), 0.5), "the docstring's example"),
+                Case((_f32([[1, -2], [3, 5], [0, 7]]), 1.0), "alpha = 1 follows the signal"),
+                Case((_f32([[1, -2, 3]]), 0.3), "one step"),
+            ),
+            rtol=1e-5,
+            atol=1e-5,
+            requirements=stays_a_loop("lax.scan"),
+            checks={"correct": 2, "jit": 2},
+            hints=(
+                "The average after step t depends on the one after step t-1: carry it from step to step, and keep each one.",
+                "`lax.scan(step, init, xs)` calls `step(carry, x)` for each row x of xs; `step` returns "
+                "`(new_carry, output)` and scan stacks the outputs.",
+                "def step(m, x): m = alpha * x + (1 - alpha) * m; return m, m  -- then: "
+                "return lax.scan(step, jnp.zeros_like(xs[0]), xs)[1]",
+            ),
+        ),
+        Exercise(
+            name="newton_sqrt",
+            sample=_newton_sqrt,
+            sizes=(1, 10, 100, 1000),
+            edge_cases=(
+                Case((_f32([4, 9]), 1e-3), "the docstring's example"),
+                Case((_f32([2, 3, 7]), 0.0), "a tolerance never reached: the cap stops it"),
+                Case((_f32([1, 1]), 1e-6), "already converged: no update"),
+            ),
+            rtol=1e-5,
+            atol=1e-6,
+            requirements=(UsesPrimitive("while", "the number of updates depends on the data: use lax.while_loop "
+                                                 "(a fori_loop with fixed bounds runs a fixed count, as a scan)"),),
+            checks={"correct": 2, "jit": 2},
+            hints=(
+                "Under jit you cannot test a traced value in a Python `while`: its value is not known while tracing. "
+                "The test must run inside the compiled loop.",
+                "`lax.while_loop(cond, body, state)` repeats `state = body(state)` while `cond(state)` is true; "
+                "make the state a tuple `(x, k)`.",
+                "cond: (jnp.max(jnp.abs(x * x - a) / a) > tol) & (k < 100); body: (0.5 * (x + a / x), k + 1); "
+                "start from (a, jnp.int32(0))",
+            ),
+        ),
+        Exercise(
+            name="rnn_loss",
+            sample=_rnn_loss,
+            sizes=(2, 5, 30, 200),
+            edge_cases=(
+                Case((np.zeros((2, 2), np.float32), _f32([[0.5, -0.5]])), "the docstring's example"),
+                Case((_f32([[0, 1], [0, 0]]), _f32([[0, 1], [0, 0]])), "two steps"),
+            ),
+            rtol=1e-5,
+            atol=1e-6,
+            requirements=stays_a_loop("lax.scan"),
+            checks={"correct": 1, "jit": 1, "grad": 2},
+            options={"grad": Grad(argnums=(0,), rtol=1e-4, atol=1e-6)},
+            hints=(
+                "Training needs the gradient of this loss, so the loop must be one that reverse-mode autodiff can go back through.",
+                "`lax.scan` is differentiable (backpropagation through time); `lax.while_loop` is not, because its "
+                "trip count is unknown.",
+                "def step(h, x): h = jnp.tanh(W @ h + x); return h, h  -- then: "
+                "_, hs = lax.scan(step, jnp.zeros(W.shape[0], xs.dtype), xs); return jnp.mean(hs ** 2)",
+            ),
+        ),
+    ),
+)

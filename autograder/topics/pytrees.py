@@ -1,0 +1,207 @@
+"""Topic `pytrees`: `jax.tree.*` arithmetic, a registered class with static aux data, key paths,
+stacking trees.
+
+Outputs are compared as the worker exports them: first the treedef string (so a list where a
+tuple is asked, a renamed dict key or a lost static field fails with the structure named),
+then the leaves. Every tree's *structure* depends on the case's size only (values are random),
+so two samples of one size are same-shaped inputs for the re-tracing check.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from autograder.spec import Case, Exercise, Grad, Topic, Vmap
+
+ACTIVATIONS = ("relu", "tanh", "linear")
+
+
+def _f32(rng: np.random.Generator, *shape: int) -> np.ndarray:
+    return rng.normal(size=shape).astype(np.float32)
+
+
+def _params(rng: np.random.Generator, size: int) -> dict:
+    """A small MLP's parameters: dicts, a list, a scalar leaf; the first layer grows with size."""
+    return {
+        "layers": [{"w": _f32(rng, size, 4), "b": _f32(rng, 4)}, {"w": _f32(rng, 4, 2), "b": _f32(rng, 2)}],
+        "log_scale": _f32(rng),
+    }
+
+
+def _model(rng: np.random.Generator, size: int) -> dict:
+    """A transformer-like tree: an embedding, 1-3 blocks (a list), a head; width = size."""
+    d = size
+    blocks = [{"attn": {"w": _f32(rng, d, d), "b": _f32(rng, d)}, "norm": {"scale": _f32(rng, d)}}
+              for _ in range(1 + size % 3)]
+    return {"embed": {"table": _f32(rng, 5, d)}, "blocks": blocks, "head": {"w": _f32(rng, d, 3), "b": _f32(rng, 3)}}
+
+
+def _state(rng: np.random.Generator, size: int) -> dict:
+    """One model's training state: float32 parameters and an int32 step counter."""
+    return {"params": {"w": _f32(rng, size, 3), "b": _f32(rng, 3)}, "step": np.int32(rng.integers(0, 1000))}
+
+
+def _k(size: int) -> int:
+    return 2 + size % 3
+
+
+def _tree_arith(rng: np.random.Generator, size: int) -> Case:
+    return Case((_params(rng, size), _params(rng, size), float(rng.uniform(-2, 2))))
+
+
+def _global_norm(rng: np.random.Generator, size: int) -> Case:
+    return Case((_params(rng, size),))
+
+
+def _dense_grad(rng: np.random.Generator, size: int) -> Case:
+    n_in, n_out = 3, 2
+    act = ACTIVATIONS[int(rng.integers(len(ACTIVATIONS)))]
+    return Case((_f32(rng, n_in, n_out), _f32(rng, n_out), _f32(rng, size, n_in), _f32(rng, size, n_out), act))
+
+
+def _weight_decay(rng: np.random.Generator, size: int) -> Case:
+    return Case((_model(rng, size), float(rng.uniform(0.0, 0.5))))
+
+
+def _param_counts(rng: np.random.Generator, size: int) -> Case:
+    return Case((_model(rng, size),))
+
+
+def _stack_trees(rng: np.random.Generator, size: int) -> Case:
+    return Case(([_state(rng, size) for _ in range(_k(size))],))
+
+
+def _unstack_tree(rng: np.random.Generator, size: int) -> Case:
+    k = _k(size)
+    return Case(({"params": {"w": _f32(rng, k, size, 3), "b": _f32(rng, k, 3)},
+                  "step": rng.integers(0, 1000, size=k).astype(np.int32)},))
+
+
+def _a(*values: float) -> np.ndarray:
+    return np.array(values, np.float32)
+
+
+TOPIC = Topic(
+    name="pytrees",
+    title="Pytrees",
+    exercises=(
+        Exercise(
+            name="tree_arith",
+            sample=_tree_arith,
+            edge_cases=(
+                Case(({"a": _a(1, 2), "b": _a(3)}, {"a": _a(1, 1), "b": _a(2)}, 2.0), "the docstring's example"),
+                Case((({"w": _a(1, -1)}, [_a(0.5), np.float32(2)]), ({"w": _a(2, 2)}, [_a(-1), np.float32(3)]), -0.5),
+                     "a tuple holding a dict and a list"),
+            ),
+            rtol=1e-5,
+            atol=1e-5,
+            checks={"correct": 2, "jit": 1},
+            hints=(
+                "Each part is one pass over the leaves; JAX walks the nesting for you, whatever it is.",
+                "`jax.tree.map(f, x, y)` applies f to matching leaves and keeps x's structure; "
+                "`jax.tree.leaves(t)` lists the leaves in a fixed order.",
+                "total = jax.tree.map(jnp.add, x, y); scaled = jax.tree.map(lambda l: alpha * l, x); "
+                "dot = sum(jnp.vdot(a, b) for a, b in zip(leaves(x), leaves(y))); return total, scaled, dot",
+            ),
+        ),
+        Exercise(
+            name="global_norm",
+            sample=_global_norm,
+            edge_cases=(
+                Case(({"w": np.array([[3.0]], np.float32), "b": _a(0, 4)},), "the docstring's example"),
+            ),
+            rtol=1e-5,
+            atol=1e-5,
+            checks={"correct": 1, "jit": 1, "grad": 1},
+            options={"grad": Grad(argnums=(0,))},
+            hints=(
+                "Square-and-sum every leaf into one number per leaf, add those numbers up, take one square root.",
+                "`jax.tree.map(lambda l: jnp.sum(l ** 2), tree)` gives the per-leaf sums; "
+                "`jax.tree.reduce(jnp.add, ..., 0.)` or `sum(jax.tree.leaves(...))` adds them.",
+                "return jnp.sqrt(sum(jnp.sum(l ** 2) for l in jax.tree.leaves(tree)))",
+            ),
+        ),
+        Exercise(
+            name="dense_grad",
+            sample=_dense_grad,
+            sizes=(1, 4, 32),
+            static_argnums=(4,),
+            edge_cases=(
+                Case((np.array([[1.0]], np.float32), _a(0), np.array([[2.0]], np.float32),
+                      np.array([[1.0]], np.float32), "linear"), "the docstring's example"),
+            ),
+            rtol=1e-5,
+            atol=1e-5,
+            checks={"correct": 2, "jit": 1, "vmap": 1},
+            options={"vmap": Vmap(in_axes=(None, None, 0, 0, None), batch=5)},
+            hints=(
+                "Unregistered, a Dense is one opaque leaf to JAX and jax.grad refuses it; registered, "
+                "w and b are leaves and activation rides along in the treedef.",
+                "`@jax.tree_util.register_dataclass` above `@dataclasses.dataclass`, with "
+                "`activation: str = dataclasses.field(metadata=dict(static=True))`.",
+                "layer = Dense(w, b, activation); return jax.grad(lambda l: jnp.mean((l(x) - y) ** 2))(layer)",
+            ),
+        ),
+        Exercise(
+            name="weight_decay",
+            sample=_weight_decay,
+            edge_cases=(
+                Case(({"head": {"w": np.array([[2.0]], np.float32), "b": _a(2)},
+                       "embed": {"table": np.array([[2.0]], np.float32)}}, 0.5), "the docstring's example"),
+            ),
+            rtol=1e-5,
+            checks={"correct": 2, "jit": 1},
+            hints=(
+                "Whether a leaf decays depends on its name, not on its shape: an embedding table is 2-D too.",
+                "`jax.tree.map_with_path(f, params)` calls `f(path, leaf)`; `path[-1]` is the leaf's own key "
+                "(a `DictKey`, with `.key`).",
+                "return jax.tree.map_with_path(lambda p, l: l * (1 - rate) if p[-1].key == 'w' else l, params)",
+            ),
+        ),
+        Exercise(
+            name="param_counts",
+            sample=_param_counts,
+            edge_cases=(
+                Case(({"blocks": [{"w": np.zeros((2, 3), np.float32), "b": np.zeros(3, np.float32)}],
+                       "head": {"w": np.zeros((3, 1), np.float32)}},), "the docstring's example"),
+            ),
+            checks={"correct": 2, "jit": 1},
+            hints=(
+                "A leaf's path names where it sits; drop the last entry and you have its layer.",
+                "`jax.tree.leaves_with_path(params)` gives (path, leaf) pairs; "
+                "`jax.tree_util.keystr(path[:-1], simple=True, separator='/')` writes the name.",
+                "counts = {}; for path, leaf in leaves_with_path(params): counts[name] = counts.get(name, 0) + leaf.size; "
+                "return {k: jnp.asarray(v, jnp.int32) for k, v in counts.items()}",
+            ),
+        ),
+        Exercise(
+            name="stack_trees",
+            sample=_stack_trees,
+            edge_cases=(
+                Case(([{"w": _a(1, 2), "n": np.int32(0)}, {"w": _a(3, 4), "n": np.int32(1)}],), "the docstring's example"),
+                Case(([{"w": _a(5), "n": np.int32(7)}],), "a list of one tree"),
+            ),
+            checks={"correct": 2, "jit": 1},
+            hints=(
+                "Each leaf of the answer gathers the k leaves found at the same place in the k trees.",
+                "`jax.tree.map(f, t1, t2, ..., tk)` calls `f(leaf1, ..., leafk)` at each place; `jnp.stack` stacks.",
+                "return jax.tree.map(lambda *leaves: jnp.stack(leaves), *trees)",
+            ),
+        ),
+        Exercise(
+            name="unstack_tree",
+            sample=_unstack_tree,
+            edge_cases=(
+                Case(({"w": np.array([[1.0, 2.0], [3.0, 4.0]], np.float32), "n": np.array([0, 1], np.int32)},),
+                     "the docstring's example"),
+                Case(({"w": np.ones((1, 2), np.float32), "n": np.array([5], np.int32)},), "k = 1"),
+            ),
+            checks={"correct": 2, "jit": 1},
+            hints=(
+                "k is known from any leaf's shape before any computing happens, so a Python loop over i is fine here.",
+                "`jax.tree.leaves(tree)[0].shape[0]` is k; `jax.tree.map(lambda l: l[i], tree)` is the i-th tree.",
+                "return [jax.tree.map(lambda l: l[i], tree) for i in range(k)]",
+            ),
+        ),
+    ),
+)

@@ -1,0 +1,185 @@
+"""Topic `sharding`: meshes, NamedSharding, data and tensor parallelism, shard_map and psum.
+
+Where it runs. Both workers run on the CPU platform with 8 devices (`JAX_PLATFORMS=cpu`,
+`JAX_NUM_CPU_DEVICES=8`, and the older XLA flag as a fallback), on a laptop and on the grading
+GPU alike: one GPU cannot hold an 8-device mesh, and the fake-devices setting only affects
+the CPU platform. What is graded (values, output layouts, the collectives and per-device
+FLOPs of the compiled program) is then the same on every grading machine. There is no speed
+check: 8 fake devices share the machine's cores, so times would say nothing about parallel
+speed-ups.
+
+How it judges. `correct` compares values; `sharding` compares each output's layout with the
+reference's on every case; `jit` reads the compiled HLO of the student's function and of the
+reference on the same inputs: no more collectives of any kind than the reference (an
+accidental all-gather loses the points), about the same FLOPs per device (computing the whole
+batch on every device does too), `shard_map` where the task asks for it, and no `jax.pmap`.
+
+Arguments arrive as single-device arrays and each function lays them out itself, so XLA
+chooses where the arguments enter the program: "gathering" a freshly placed argument is
+compiled into no communication at all (every device already gets the whole argument) but into
+replicated work, which the FLOP count sees. Gathering a *computed* array (hidden activations,
+a shard_map block) is a real all-gather, which the collective count sees.
+
+Cost. JAX compiles a small resharding program for every single-device argument of every new
+shape that enters a sharded program (0.1 to 0.3 s each on a 2-core machine), and again after
+the `jit` check clears the caches; that, not the functions, is most of this topic's grading
+time, so the exercises keep to few arguments and few distinct shapes. The functions are
+jitted in the solution (and so in the stubs): outside `jit` each `shard_map` call would also
+be traced and compiled anew.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from autograder.requirements import CollectivesAtMostReference, Facts, FlopsAtMost, UsesPrimitive
+from autograder.spec import Case, Exercise, Topic
+
+DEVICES = 8
+FEATURES = 6
+
+
+@dataclass(frozen=True)
+class NoPmap:
+    """`jax.pmap` is not used: the worker counts the equations pmap bound (`pmap_calls`).
+
+    Since pmap became `jit` of `shard_map` (jax 0.10 has no pmap primitive), a pmap passes
+    `UsesPrimitive("shard_map")` and lays its output out like a NamedSharding would; only the
+    traceback of the equations it binds tells it apart.
+    """
+
+    def judge(self, facts: Facts, ref: Facts) -> str | None:
+        if facts.get("pmap_calls", 0):
+            return ("the function uses jax.pmap, the old per-device API; lay arrays out with "
+                    "jax.device_put and a NamedSharding, or write per-device code with jax.shard_map")
+        return None
+
+
+NO_PMAP = NoPmap()
+NO_EXTRA_COLLECTIVES = CollectivesAtMostReference(
+    "every extra collective moves data between devices that the task does not need to move")
+# 1.75: an unused "model" axis doubles a device's FLOPs in mlp_2d; gathering its hidden activations adds
+# 1.5x, and that fault is the collective count's to report.
+OWN_SHARE = FlopsAtMost(1.75, 100.0, "each device should compute only its own block, not the whole layer")
+
+
+def _rows(size: int) -> int:
+    return DEVICES * size
+
+
+def _shard_batch(rng: np.random.Generator, size: int) -> Case:
+    n = _rows(size)
+    images = rng.normal(size=(n, 4, 4, 3)).astype(np.float32)
+    return Case((images, rng.integers(0, 10, size=n).astype(np.int32)))
+
+
+def _data_parallel_linear(rng: np.random.Generator, size: int) -> Case:
+    n, d_in, d_out = _rows(size), 24, 12
+    return Case((rng.normal(size=(n, d_in)).astype(np.float32), rng.normal(size=(d_in, d_out)).astype(np.float32),
+                 rng.normal(size=d_out).astype(np.float32)))
+
+
+def _global_standardize(rng: np.random.Generator, size: int) -> Case:
+    n, f = _rows(size), FEATURES
+    scale, offset = rng.uniform(0.5, 2.0, size=f), rng.uniform(-3.0, 3.0, size=f)
+    return Case(((rng.normal(size=(n, f)) * scale + offset).astype(np.float32),))
+
+
+def _mlp_2d(rng: np.random.Generator, size: int) -> Case:
+    n, d, h = _rows(size), 16, 32
+    shapes = ((n, d), (d, h), (h,), (h, d), (d,))
+    return Case(tuple(rng.normal(size=s).astype(np.float32) for s in shapes))
+
+
+def _far_from_zero() -> np.ndarray:
+    """Features near 100 with unit spread: the one-pass variance loses most of its digits."""
+    return (np.random.default_rng(100).normal(size=(64, FEATURES)) + 100.0).astype(np.float32)
+
+
+TOPIC = Topic(
+    name="sharding",
+    title="Sharding: meshes, data and tensor parallelism, shard_map",
+    env={
+        "JAX_PLATFORMS": "cpu",
+        "JAX_NUM_CPU_DEVICES": str(DEVICES),
+        "XLA_FLAGS": f"--xla_force_host_platform_device_count={DEVICES}",
+    },
+    exercises=(
+        Exercise(
+            name="shard_batch",
+            sample=_shard_batch,
+            sizes=(2, 16),
+            edge_cases=(
+                Case((np.arange(16 * 48, dtype=np.float32).reshape(16, 4, 4, 3), np.arange(16, dtype=np.int32)),
+                     "the docstring's example, n = 16"),
+            ),
+            requirements=(NO_PMAP, NO_EXTRA_COLLECTIVES),
+            checks={"correct": 1, "jit": 1, "sharding": 2},
+            hints=(
+                "Two steps: describe the devices as a mesh with one named axis, then say which dimension of each "
+                "array is split over that axis.",
+                "`jax.make_mesh((jax.device_count(),), ('data',))` builds the mesh; `NamedSharding(mesh, P('data'))` "
+                "splits the first dimension; `jax.device_put` lays an array (or a tuple of them) out that way.",
+                "mesh = jax.make_mesh((jax.device_count(),), ('data',)); "
+                "return jax.device_put((images, labels), NamedSharding(mesh, P('data')))",
+            ),
+        ),
+        Exercise(
+            name="data_parallel_linear",
+            sample=_data_parallel_linear,
+            sizes=(1, 5, 32),
+            requirements=(NO_PMAP, NO_EXTRA_COLLECTIVES, OWN_SHARE),
+            checks={"correct": 1, "jit": 2, "sharding": 1},
+            rtol=1e-4,
+            atol=1e-4,
+            hints=(
+                "Split the batch, copy the parameters: lay x out first, then let the product inherit x's layout.",
+                "`NamedSharding(mesh, P('data', None))` for x, `NamedSharding(mesh, P())` for w and b; on a mesh from "
+                "`jax.make_mesh`, `x @ w + b` is then computed block by block and stays sharded.",
+                "x = jax.device_put(x, NamedSharding(mesh, P('data', None))); "
+                "w, b = jax.device_put((w, b), NamedSharding(mesh, P())); return x @ w + b",
+            ),
+        ),
+        Exercise(
+            name="global_standardize",
+            sample=_global_standardize,
+            sizes=(8, 32),
+            edge_cases=(
+                Case((np.arange(0, 16, 2, dtype=np.float32).reshape(8, 1),), "the docstring's example, one row per device"),
+                Case((_far_from_zero(),), "features near 100"),
+            ),
+            requirements=(UsesPrimitive("shard_map", "write the per-device code with jax.shard_map"), NO_PMAP,
+                          NO_EXTRA_COLLECTIVES),
+            checks={"correct": 2, "jit": 2, "sharding": 1},
+            rtol=1e-4,
+            atol=1e-4,
+            hints=(
+                "Each device can sum its own rows; only the sums need to travel. Mean first, then the spread around it.",
+                "Inside the function you give `jax.shard_map(local, mesh=mesh, in_specs=P('data', None), "
+                "out_specs=P('data', None))`, `jax.lax.psum(jnp.sum(xb, axis=0), 'data')` is the column sum over the "
+                "whole batch. Place x with `jax.device_put` before calling the shard_map.",
+                "def local(xb): mean = psum(sum(xb, 0), 'data') / n; dev = xb - mean; "
+                "var = psum(sum(dev * dev, 0), 'data') / n; return dev * jax.lax.rsqrt(var + 1e-5)",
+            ),
+        ),
+        Exercise(
+            name="mlp_2d",
+            sample=_mlp_2d,
+            sizes=(1, 16),
+            requirements=(NO_PMAP, NO_EXTRA_COLLECTIVES, OWN_SHARE),
+            checks={"correct": 2, "jit": 2, "sharding": 1},
+            rtol=1e-4,
+            atol=1e-4,
+            hints=(
+                "Split the first layer's weights by columns and the second's by rows: then the hidden activations "
+                "never need to move, and only the output's partial sums are added up across 'model'.",
+                "`jax.make_mesh((4, 2), ('data', 'model'))`; specs: x P('data', None), w1 P(None, 'model'), "
+                "b1 P('model'), w2 P('model', None), b2 P(). The second product needs `out_sharding=`.",
+                "hidden = jax.nn.relu(x @ w1 + b1); "
+                "return jnp.matmul(hidden, w2, out_sharding=NamedSharding(mesh, P('data', None))) + b2",
+            ),
+        ),
+    ),
+)

@@ -1,0 +1,255 @@
+"""Topic `static_args`: static vs traced arguments, branches, buckets, hashable statics.
+
+Every check here counts rather than times where it can: compilations (JAX's compilation
+events, in a stream of calls), jaxpr primitives. The two speed checks time work that the
+right answer skips altogether (a solve behind a `cond`; padding far beyond the bucket that
+fits), so the ratios they separate are large.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from autograder.requirements import AvoidsPrimitives, UsesPrimitive
+from autograder.spec import Case, Exercise, Speed, Stream, Topic
+
+MAX_LENGTH = 1000
+# Both timed workloads are short calls (well under a millisecond of work each), where two
+# runs of identical code differ by up to ~20% in CPU time; the faults the speed checks are
+# for (a solve that runs anyway, padding to one huge bucket) cost 20-100x.
+SPEED_FULL = 1.5
+BUCKETS = (MAX_LENGTH - 1).bit_length() + 1  # powers of two 1, 2, ..., 1024: 11 programs
+
+
+# -- create_filled ----------------------------------------------------------------------
+
+def _shape(rng: np.random.Generator, size: int, rank: int) -> tuple[int, ...]:
+    """A shape of `rank` dimensions whose first is `size` (the rest small, drawn)."""
+    return (size,) + tuple(int(d) for d in rng.integers(1, 5, rank - 1))
+
+
+def _create_filled(rng: np.random.Generator, size: int) -> Case:
+    return Case((float(rng.normal(0.0, 10.0)), (size, 3)))
+
+
+def _create_filled_stream(rng: np.random.Generator, calls: int) -> list[Case]:
+    """Calls cycling through 3 shapes of different ranks (so distinct), a fresh value each."""
+    shapes = [_shape(rng, int(rng.integers(1, 50)), rank) for rank in (1, 2, 3)]
+    return [Case((float(rng.normal(0.0, 10.0)), shapes[i % 3])) for i in range(calls)]
+
+
+# -- conditional_fn ---------------------------------------------------------------------
+
+def _conditional_fn(rng: np.random.Generator, size: int) -> Case:
+    x = rng.normal(size=(size, 4)).astype(np.float32)
+    return Case((x, bool(rng.integers(0, 2))))
+
+
+# -- cached_solve -----------------------------------------------------------------------
+
+def _system(rng: np.random.Generator, n: int, hit: bool) -> Case:
+    """A well-conditioned system (eigenvalues within 2 +- 0.6) and a cached solution that is
+    exact to float32 round-off (residual ~1e-6, far below any tol) or wrong (residual of
+    order 1). Drawn in float32: the GPU's workload (n = 4096) is drawn anew every round."""
+    A = rng.standard_normal((n, n), dtype=np.float32) * np.float32(0.3 / np.sqrt(n))
+    A[np.diag_indices(n)] += np.float32(2.0)
+    x = rng.standard_normal(n, dtype=np.float32)
+    b = (A.astype(np.float64) @ x).astype(np.float32)
+    cached = x if hit else rng.standard_normal(n, dtype=np.float32)
+    return Case((A, b, cached, float(10 ** rng.uniform(-3, -2))))
+
+
+def _cached_solve(rng: np.random.Generator, size: int) -> Case:
+    return _system(rng, size, bool(rng.integers(0, 2)))
+
+
+def _cache_hits(rng: np.random.Generator, size: int) -> list[Case]:
+    """The speed workload: one call whose cached solution is good (only the residual runs)."""
+    return [_system(rng, size, True)]
+
+
+# -- standardize_padded and standardize -------------------------------------------------
+
+def _data(rng: np.random.Generator, n: int) -> np.ndarray:
+    return (rng.normal(size=n) * rng.uniform(0.5, 2.0) + rng.uniform(-2.0, 2.0)).astype(np.float32)
+
+
+def _standardize_padded(rng: np.random.Generator, size: int) -> Case:
+    n = int(rng.integers(1, size + 1))
+    garbage = rng.uniform(-1e3, 1e3, size - n).astype(np.float32)
+    return Case((np.concatenate([_data(rng, n), garbage]), n))
+
+
+def _standardize(rng: np.random.Generator, size: int) -> Case:
+    return Case((_data(rng, size),))
+
+
+def _random_lengths(rng: np.random.Generator, calls: int) -> list[Case]:
+    """`calls` inputs with random lengths in 1..MAX_LENGTH (nearly all distinct)."""
+    return [Case((_data(rng, int(n)),)) for n in rng.integers(1, MAX_LENGTH + 1, calls)]
+
+
+def _recurring_lengths(rng: np.random.Generator, calls: int) -> list[Case]:
+    """The speed workload: `calls` fresh inputs whose lengths, up to MAX_LENGTH, come from 32
+    values (multiples of 31), so that after the warm-up round the stream costs what the calls
+    cost, not what compiling costs (that is the `compiles` check's business)."""
+    return [Case((_data(rng, int(n)),)) for n in 31 * rng.integers(1, 33, calls)]
+
+
+# -- window_sums ------------------------------------------------------------------------
+
+def _as_config(rng: np.random.Generator, widths: tuple[int, ...]) -> list[int] | np.ndarray:
+    """Widths as a configuration file hands them over: a list, or an int32 array."""
+    return list(widths) if rng.integers(0, 2) else np.array(widths, np.int32)
+
+
+def _window_sums(rng: np.random.Generator, size: int) -> Case:
+    x = rng.integers(-100, 101, size).astype(np.int32)
+    widths = tuple(int(w) for w in rng.integers(1, size + 1, 3))
+    return Case((x, _as_config(rng, widths)))
+
+
+def _window_stream(rng: np.random.Generator, calls: int, n: int = 64) -> list[Case]:
+    """Calls cycling through 3 distinct width configurations, each call a fresh list or
+    array and a fresh `x`."""
+    configs: list[tuple[int, ...]] = []
+    while len(configs) < 3:
+        widths = tuple(int(w) for w in rng.integers(1, n + 1, 3))
+        if widths not in configs:
+            configs.append(widths)
+    return [Case((rng.integers(-100, 101, n).astype(np.int32), _as_config(rng, configs[i % 3]))) for i in range(calls)]
+
+
+def _fixed_system(seed: int, n: int, hit: bool, label: str) -> Case:
+    case = _system(np.random.default_rng(seed), n, hit)
+    return Case(case.args, label)
+
+
+TOPIC = Topic(
+    name="static_args",
+    title="Static arguments, branches and recompilation",
+    exercises=(
+        Exercise(
+            name="create_filled",
+            sample=_create_filled,
+            sizes=(1, 17),
+            static_argnums=(1,),
+            edge_cases=(
+                Case((2.5, (2, 3)), "the docstring's example"),
+                Case((-1.0, ()), "a 0-d array"),
+                Case((7.0, (2, 0, 3)), "an empty array"),
+            ),
+            checks={"correct": 1, "jit": 1, "compiles": 2},
+            options={"compiles": Stream(_create_filled_stream, max_compiles=3, calls=24, jit=True, stage=True)},
+            hints=(
+                "Which argument decides the output's shape? Under jit it must be known while tracing; the other is just data.",
+                "`jnp.full(shape, value, jnp.float32)` builds it; `@functools.partial(jax.jit, static_argnums=1)` makes `shape` "
+                "static (a tuple of ints is hashable) and leaves `value` traced.",
+                "@functools.partial(jax.jit, static_argnums=1)\ndef create_filled(value, shape): return jnp.full(shape, value, jnp.float32)",
+            ),
+        ),
+        Exercise(
+            name="conditional_fn",
+            sample=_conditional_fn,
+            sizes=(3, 20),
+            static_argnums=(1,),
+            edge_cases=(
+                Case((np.array([[3.0, 4.0]], np.float32), True), "the docstring's example"),
+                Case((np.array([[3.0, 4.0]], np.float32), False), "the flag off"),
+                Case((np.zeros((2, 3), np.float32), True), "zero rows stay zero"),
+            ),
+            rtol=1e-5,
+            atol=1e-6,
+            requirements=(AvoidsPrimitives(
+                ("cond", "select_n"),
+                "the flag is static, so decide with a plain Python `if` while tracing; "
+                "lax.cond / jnp.where put both branches into the compiled program"),),
+            checks={"correct": 1, "jit": 2},
+            hints=(
+                "The flag is a Python bool that is known before tracing: the choice can be made in Python, not in the program.",
+                "With `normalize` static, `if normalize:` runs while tracing, and only the branch it takes is traced; "
+                "`jax.lax.rsqrt` gives 1/sqrt.",
+                "if normalize: return x * jax.lax.rsqrt(jnp.sum(x * x, axis=-1, keepdims=True) + 1e-6)\nreturn x",
+            ),
+        ),
+        Exercise(
+            name="cached_solve",
+            sample=_cached_solve,
+            sizes=(4, 16),
+            edge_cases=(
+                _fixed_system(1, 16, True, "a cache hit"),
+                _fixed_system(2, 16, False, "a cache miss"),
+            ),
+            rtol=1e-4,
+            atol=1e-4,
+            requirements=(UsesPrimitive("cond", "the choice depends on a computed value: decide it in the program with jax.lax.cond"),),
+            checks={"correct": 1, "jit": 2, "speed": 2},
+            speed=Speed(size={"cpu": 1024, "gpu": 4096}, stream=_cache_hits, full=SPEED_FULL, max_reps=15),
+            hints=(
+                "The predicate is computed from the arrays, so under jit it is a tracer: Python cannot branch on it, "
+                "but the compiled program can.",
+                "`jax.lax.cond(pred, true_fn, false_fn)` runs only the branch that `pred` picks; put the expensive "
+                "`jnp.linalg.solve` inside a branch, not before the cond.",
+                "residual = jnp.max(jnp.abs(A @ x_cached - b))\n"
+                "return jax.lax.cond(residual <= tol, lambda: x_cached, lambda: jnp.linalg.solve(A, b))",
+            ),
+        ),
+        Exercise(
+            name="standardize_padded",
+            sample=_standardize_padded,
+            sizes=(1, 64, 1024),
+            edge_cases=(
+                Case((np.array([1.0, 2.0, 3.0, 100.0], np.float32), 3), "the docstring's example"),
+                Case((np.arange(8, dtype=np.float32), 8), "no padding"),
+                Case((np.array([5.0, -7.0, 9.0], np.float32), 1), "one data entry"),
+            ),
+            rtol=1e-5,
+            atol=1e-5,
+            checks={"correct": 1, "jit": 2},
+            hints=(
+                "`n` is traced, so nothing may take its shape from it; keep the full length m and make the padding harmless.",
+                "`mask = jnp.arange(x.shape[0]) < n`; `jnp.where(mask, v, 0.0)` zeroes the padding before each sum, "
+                "and divide by `n`, not by m.",
+                "mask = ...; mean = jnp.sum(jnp.where(mask, x, 0.0)) / n; c = jnp.where(mask, x - mean, 0.0); "
+                "return c / jnp.sqrt(jnp.sum(c * c) / n + 1e-5)",
+            ),
+        ),
+        Exercise(
+            name="standardize",
+            sample=_standardize,
+            sizes=(1, 3, 17, 100, MAX_LENGTH),
+            edge_cases=(Case((np.array([1.0, 2.0, 3.0], np.float32),), "the docstring's example"),),
+            rtol=1e-5,
+            atol=1e-5,
+            checks={"correct": 1, "compiles": 2, "speed": 1},
+            options={"compiles": Stream(_random_lengths, max_compiles=BUCKETS, calls=100, jit=False, stage=True)},
+            speed=Speed(size={"cpu": 100, "gpu": 100}, stream=_recurring_lengths, jit=False, full=SPEED_FULL, max_reps=21),
+            hints=(
+                "Count the distinct shapes your jitted kernel sees: one per length is one compilation per length. "
+                "Make the lengths fall into a few sizes.",
+                "`1 << (n - 1).bit_length()` is the smallest power of two >= n; fill a NumPy array of that size, "
+                "call `standardize_padded(padded, n)`, cut the answer with NumPy.",
+                "padded = np.zeros(1 << (n - 1).bit_length(), np.float32); padded[:n] = np.asarray(x); "
+                "return np.asarray(standardize_padded(padded, n))[:n]",
+            ),
+        ),
+        Exercise(
+            name="window_sums",
+            sample=_window_sums,
+            sizes=(1, 40),
+            edge_cases=(
+                Case((np.array([1, 2, 3, 4], np.int32), [1, 2, 4]), "the docstring's example"),
+                Case((np.array([1, 2, 3, 4], np.int32), np.array([4, 1, 2], np.int32)), "widths as an array"),
+            ),
+            checks={"correct": 1, "compiles": 2},
+            options={"compiles": Stream(_window_stream, max_compiles=3, calls=12, jit=False, stage=True)},
+            hints=(
+                "jit looks static arguments up in a dictionary, so they must be hashable, and equal configurations must "
+                "compare equal.",
+                "A tuple of Python ints hashes by value; an array's `.tolist()` (or `np.asarray(widths).tolist()`) gives "
+                "Python ints without running a JAX operation.",
+                "return _window_sums(x, tuple(np.asarray(widths).tolist()))",
+            ),
+        ),
+    ),
+)

@@ -1,0 +1,202 @@
+"""jit basics: tracing, pure functions, branching on traced values, dead code, and when jit pays.
+
+`jax.jit(f)` does not run `f` on your numbers. The first time it sees arguments of a new shape
+and dtype it *traces* `f`: it calls your Python function once, with abstract stand-ins
+(tracers) that record every `jax.numpy` operation into a program (a jaxpr), and XLA compiles
+that program. Every later call with the same shapes and dtypes runs the compiled program and
+never enters your Python code again. Each exercise below is one consequence of that:
+
+- **Python side effects run at trace time only.** A `print` inside a jitted function prints
+  once per trace, and shows tracers, not values (`logged_softmax`). A global is read once too:
+  its value is baked into the compiled program, and a global counter bumped inside the
+  function counts traces, not calls (`ema_update`). So a jitted function must be *pure*: what
+  it depends on comes in as arguments, what it changes goes out as return values.
+  `jax.debug.print` prints at run time, on every call, through a host callback: a debugging
+  tool, which the grader's `jit` check refuses in finished code.
+- **Python `if` cannot branch on a traced value.** While tracing, `norm > max_norm` is a tracer,
+  not a bool, and `if` raises `TracerBoolConversionError`. Compute both sides and select with
+  `jnp.where` (`clip_by_norm`). Python `if` on *static* things (shapes, dtypes, arguments
+  declared static) is fine: it decides at trace time what the program contains.
+- **XLA removes dead code**: work whose result never reaches an output is deleted from the
+  compiled program. Work that does reach it stays, even multiplied by zero, since `0 * inf` is
+  NaN (`regularized_loss`).
+- **jit pays off where it saves dispatches, compilations and passes over memory, and nowhere
+  else.** Measured on the course's 2-core CPU (one XLA thread per process, as the grader runs
+  it): the binary cross-entropy of `bce_fast`, eight elementwise operations and a mean, takes
+  4.6 ms eagerly and 0.87 ms jitted on 2**20 elements (x5), 0.117 ms and 0.021 ms on 1024
+  (x5.6), because XLA fuses it into one pass; and eagerly each new input shape compiles every
+  operation on its own, 9 compilations where the jitted function needs 1. `x @ W + b` takes
+  19.7 ms eagerly and 20.7 ms jitted at n = 1024, 1.42 ms and 1.36 ms for (256, 1024) @
+  (1024, 256): one big matmul is one kernel either way (`affine`). On the grading GPU (an
+  H200) a jitted call costs about 70 us to dispatch and `x @ W + b` gains 1.5x from fusing
+  the add. Measure before you believe a speed-up.
+"""
+
+import jax
+import jax.numpy as jnp
+
+
+def clip_by_norm(g, max_norm):
+    """Clip a gradient to a maximum Euclidean norm, as optimizers do before a step.
+
+    `g` is a float32 array of any shape; `max_norm` is a positive float, traced under jit (as
+    is every argument not declared static). With `norm = sqrt(sum(g ** 2))` over all entries,
+    return `g * (max_norm / norm)` when `norm > max_norm`, and `g` unchanged otherwise: same
+    shape and dtype, and an all-zero `g` stays zero (no NaN).
+
+    Example: `clip_by_norm(jnp.array([3.0, 4.0]), 1.0)` is `[0.6, 0.8]`, and
+    `clip_by_norm(jnp.array([3.0, 4.0]), 10.0)` is `[3.0, 4.0]`.
+
+    `if norm > max_norm:` works when the function is called directly (the norm is then a
+    concrete array) and raises `TracerBoolConversionError` under `jax.jit`, where it is a
+    tracer. Do not branch: select.
+
+    Graded: correct (to 1e-5), jit (no host callbacks, no re-tracing).
+    """
+    ### BEGIN SOLUTION
+    norm = jnp.sqrt(jnp.sum(g * g))
+    return jnp.where(norm > max_norm, g * (max_norm / norm), g)
+    ### END SOLUTION
+
+
+def logged_softmax(x):
+    """Softmax along the last axis that announces every trace with a Python `print`.
+
+    `x` is float32 of shape (..., n). Return `exp(x - m) / sum(exp(x - m))` along the last
+    axis, where `m` is the maximum along that axis (so that large entries do not overflow):
+    same shape and dtype as `x`.
+
+    Also print exactly one line, with Python's own `print`:
+
+        print(f"tracing logged_softmax: {x.dtype}{list(x.shape)}")
+
+    for example `tracing logged_softmax: float32[4, 8]`. Called directly, the function prints
+    on every call. Under `jax.jit` the line is printed while JAX traces: once for each new
+    input shape, then never again for that shape. That makes it an exact, free log of when
+    your function is compiled. (`print(x)` there would show a tracer, not numbers; and
+    `jax.debug.print` prints at run time, on every call.)
+
+    Example: `f = jax.jit(logged_softmax)`, then `f(a)`, `f(a + 1)`, `f(b)` with `a` of shape
+    (4, 8) and `b` of shape (2, 8) prints `tracing logged_softmax: float32[4, 8]` on the first
+    call, nothing on the second, `tracing logged_softmax: float32[2, 8]` on the third.
+
+    Graded: correct (to 1e-5), jit, prints: the grader jits the function once and calls it on
+    a stream of inputs in three shapes; the line must appear on exactly the calls that trace
+    (the first of each shape) and on no other.
+    """
+    ### BEGIN SOLUTION
+    print(f"tracing logged_softmax: {x.dtype}{list(x.shape)}")
+    z = jnp.exp(x - jnp.max(x, axis=-1, keepdims=True))
+    return z / jnp.sum(z, axis=-1, keepdims=True)
+    ### END SOLUTION
+
+
+def ema_update(count, avg, x, decay):
+    """One step of a bias-corrected exponential moving average, its state passed in and out.
+
+    The state is `(count, avg)`: `count` is an int32 scalar (the updates so far), `avg` a
+    float32 array (the running average; zeros before the first update). `x` is the new value,
+    of `avg`'s shape, and `decay` a float in [0, 1), traced under jit. Return the tuple
+    `(count + 1, new_avg, debiased)` with
+
+        new_avg  = decay * avg + (1 - decay) * x
+        debiased = new_avg / (1 - decay ** (count + 1))
+
+    `debiased` undoes the pull towards the zeros `avg` started from, as Adam does for its
+    moments. Example: from `count = 0` and `avg = 0`, the first update gives `debiased == x`.
+
+    The count is an argument for a reason. The tempting version keeps it in a global
+    (`global step; step += 1`): called directly, that counts calls; under jit the increment
+    runs once, while tracing, and the compiled function uses the count it saw then on every
+    later call. The state of a jitted function comes in as arguments and goes out as results.
+
+    Graded: correct (to 1e-5), jit.
+    """
+    ### BEGIN SOLUTION
+    count = count + 1
+    avg = decay * avg + (1.0 - decay) * x
+    return count, avg, avg / (1.0 - decay**count)
+    ### END SOLUTION
+
+
+def regularized_loss(W, X, Y, l2):
+    """Least squares with an orthogonality penalty that costs nothing when it is switched off.
+
+    `W` is float32 (d, d), `X` and `Y` float32 (n, d), and `l2` a Python float >= 0, static
+    under jit. Return the float32 scalar
+
+        mean((X @ W - Y) ** 2) + l2 * sum((W.T @ W - I) ** 2)
+
+    with `I` the (d, d) identity. The data term costs about 2 n d**2 FLOPs, the penalty
+    2 d**3 more. Example: for `W = I` the penalty is 0 and the loss is `mean((X - Y) ** 2)`.
+
+    With `l2 = 0` the compiled function must not compute the penalty. XLA deletes dead code
+    (work whose result never reaches the output), so an unused `penalty = ...` line costs
+    nothing under jit, while `loss + l2 * penalty` with `l2 = 0.0` keeps all of it: XLA may
+    not replace `0 * penalty` by 0, since `0 * inf` is NaN. `l2` is static, so Python can
+    decide at trace time whether the penalty is part of the program at all.
+
+    Graded: correct (to 1e-5), jit: for `l2 = 0`, XLA's FLOP count of the compiled function
+    (`jax.jit(f).lower(...).compile().cost_analysis()`) is at most 1.5x the reference's on
+    the same inputs, in the same run.
+    """
+    ### BEGIN SOLUTION
+    loss = jnp.mean((X @ W - Y) ** 2)
+    if l2:
+        eye = jnp.eye(W.shape[0], dtype=W.dtype)
+        loss = loss + l2 * jnp.sum((W.T @ W - eye) ** 2)
+    return loss
+    ### END SOLUTION
+
+
+def bce_with_logits(z, y):
+    """Binary cross-entropy from logits `z` and labels `y`, averaged, in its stable form (given).
+
+    `mean(max(z, 0) - z * y + log1p(exp(-|z|)))`: eight elementwise operations and a mean.
+    """
+    return jnp.mean(jnp.maximum(z, 0.0) - z * y + jnp.log1p(jnp.exp(-jnp.abs(z))))
+
+
+def bce_fast(z, y):
+    """`bce_with_logits(z, y)`, fast as called: the grader calls this function as you wrote it.
+
+    `z` (logits) and `y` (labels, 0.0 or 1.0) are float32 arrays of one shape (batch, 16);
+    return the float32 scalar `bce_with_logits(z, y)` (the function above, given). A loss is
+    called on every batch from a plain Python training loop, where nobody jits it for you.
+
+    Called eagerly, `bce_with_logits` runs its nine operations one at a time: each is a
+    dispatch and a full pass over the batch, and each is compiled on its own for every new
+    batch shape (9 compilations per shape). Jitted, it is one program, compiled once per
+    shape, which XLA fuses into one pass. Measured on the course's CPU at 2**20 elements:
+    4.6 ms eagerly, 0.87 ms jitted. You may add code outside this function.
+
+    Graded: correct (to 1e-5), jit, compiles: called as written on 12 batches in 4 new shapes,
+    the function compiles at most 4 times (once per shape, counted from JAX's compilation
+    events); speed: called as written on a (2**16, 16) batch ((2**20, 16) on the GPU) and timed
+    against the reference in the same run, full marks up to x1.25 its time, none from x5.
+    """
+    ### BEGIN SOLUTION
+    return jax.jit(bce_with_logits)(z, y)
+    ### END SOLUTION
+
+
+def affine(x, W, b):
+    """`x @ W + b`, where jit pays (almost) nothing: also timed as called.
+
+    `x` is float32 (n, k), `W` float32 (k, m), `b` float32 (m,); return the (n, m) float32
+    array `x @ W + b`.
+
+    One big matmul is one kernel, jitted or not: jit saves one dispatch and fuses the add into
+    the matmul's output. Measured on the course's CPU: 19.7 ms eagerly and 20.7 ms jitted at
+    n = k = m = 1024; 1.42 ms and 1.36 ms at n = m = 256, k = 1024 (on the GPU, 1.5x). The
+    grader times your function as written against a reference that is *not* jitted, so jit it
+    or not, as you like; what costs time here is anything but one matmul, such as a Python
+    loop over the rows.
+
+    Graded: correct (to 1e-5), jit, speed: called as written with n = m = 256, k = 1024
+    (n = m = 1024, k = 4096 on the GPU), against the un-jitted reference; full marks up to
+    x1.25 its time, none from x10.
+    """
+    ### BEGIN SOLUTION
+    return x @ W + b
+    ### END SOLUTION

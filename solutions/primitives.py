@@ -1,0 +1,209 @@
+"""Custom primitives: teaching JAX a new operation, rule by rule.
+
+Every `jax.numpy` function is built from *primitives*, the operations that JAX's transformations
+know one by one: `mul`, `add`, `sin`, `dot_general`, `scan`, ... `jax.make_jaxpr(f)(x)` lists the
+primitives a function binds. Each transformation is a table of rules, one per primitive, and a
+new primitive works with a transformation only once you register its rule there:
+
+    from jax.extend.core import Primitive
+    from jax.interpreters import ad, batching, mlir
+
+    p = Primitive("name")                        # the name shown in jaxprs
+    p.def_impl(f)                                # eager evaluation: compute with jax.numpy
+    p.def_abstract_eval(g)                       # shapes and dtypes only: ShapedArray -> ShapedArray
+    mlir.register_lowering(p, mlir.lower_fun(f, multiple_results=False))   # under jax.jit
+    ad.primitive_jvps[p] = jvp                   # forward mode, and so jax.grad
+    ad.primitive_transposes[p] = transpose       # reverse mode of a primitive used linearly
+    batching.primitive_batchers[p] = batch       # jax.vmap
+
+`p.bind(*args)` applies the primitive: eagerly it calls the implementation; while tracing it
+records one equation `name` in the jaxpr and asks the abstract evaluation for the result's
+shape and dtype (`jax.core.ShapedArray(shape, dtype)`); the lowering tells XLA what to compile.
+
+What changed since the seed tutorial. Its `from jax import core, xla` fails (there is no
+`jax.xla`), and `jax.core` has no `Primitive` or `primitive_impls` any more:
+  - the class is `jax.extend.core.Primitive`, with `def_impl` and `def_abstract_eval`;
+  - XLA translation rules were replaced by MLIR lowerings: `mlir.lower_fun(f, ...)` turns a
+    `jax.numpy` function into a lowering rule, registered with `mlir.register_lowering`;
+  - a batching rule marks an argument without a batch axis by `None`
+    (`batching.not_mapped` is gone);
+  - a tangent that is known to be zero arrives as a symbolic `ad.Zero` object, not an array
+    (`ad.instantiate_zeros(t)` makes it one), and a transpose rule sees the linear inputs it
+    must produce cotangents for as `ad.UndefinedPrimal`s (`ad.is_undefined_primal(x)`).
+
+Where the rules go in this file: a library registers them once, at import, right after
+creating the primitive. Here the functions you write register the rules they need at the top
+of their bodies, so that the file imports while an exercise is unfinished. Registering a rule
+again replaces it by the same one in JAX's table: it costs a dictionary write.
+
+Exercises 1 to 3 build one primitive, `multiply_add(x, y, z) = x * y + z` (a fused
+multiply-add), and the grader looks for its name, `multiply_add`, in your jaxprs. Exercise 4
+is the other way to give a function its own derivative, without a new primitive:
+`jax.custom_jvp`.
+
+This topic runs with 64-bit floats on (`JAX_ENABLE_X64=1`; in your own session
+`jax.config.update("jax_enable_x64", True)` before anything else), and its cases are float64:
+gradients are compared tightly.
+"""
+
+import jax
+import jax.numpy as jnp
+from jax.extend.core import Primitive
+from jax.interpreters import ad, batching, mlir
+
+# The primitive of exercises 1-3. Its name is what the grader looks for in your jaxprs.
+multiply_add_p = Primitive("multiply_add")
+
+
+def multiply_add(x, y, z):
+    """A new primitive: `x * y + z`, eagerly and under `jax.jit`.
+
+    `x`, `y`, `z` are arrays of one shape and one float dtype; return `x * y + z`, of that shape
+    and dtype, computed by binding `multiply_add_p` (`multiply_add_p.bind(x, y, z)`). Before the
+    bind, give the primitive
+      - an implementation (what an eager bind computes; use `jax.numpy`),
+      - an abstract evaluation (the output's `jax.core.ShapedArray`, from the inputs' shapes and
+        dtypes alone; raise a TypeError when they disagree), and
+      - a lowering, so that `jax.jit` can compile it: `mlir.lower_fun` of the implementation.
+
+    Example: multiply_add([1., 2., 3.], [4., 5., 6.], [1., 1., 1.]) == [5., 11., 19.], and
+    `jax.make_jaxpr(multiply_add)(x, y, z)` shows one equation, `multiply_add`.
+
+    Graded: correct (float64 and float32 inputs keep their dtype), jit (the jaxpr binds
+    `multiply_add`; `x * y + z` in jax.numpy gives the numbers but not the primitive).
+    """
+    ### BEGIN SOLUTION
+    def fma(x, y, z):
+        return x * y + z
+
+    def shape_and_dtype(x, y, z):
+        if not (x.shape == y.shape == z.shape and x.dtype == y.dtype == z.dtype):
+            got = ", ".join(a.str_short() for a in (x, y, z))
+            raise TypeError(f"multiply_add needs one shape and one dtype, got {got}")
+        return jax.core.ShapedArray(x.shape, x.dtype)
+
+    multiply_add_p.def_impl(fma)
+    multiply_add_p.def_abstract_eval(shape_and_dtype)
+    mlir.register_lowering(multiply_add_p, mlir.lower_fun(fma, multiple_results=False))
+    return multiply_add_p.bind(x, y, z)
+    ### END SOLUTION
+
+
+def poly_eval(coeffs, x):
+    """Differentiating through the primitive: a JVP rule, and a transpose rule for `jax.grad`.
+
+    `coeffs` is a float64 vector of n >= 1 coefficients, highest degree first (as in
+    `numpy.polyval`), and `x` a float64 scalar (0-d array). Return p(x), a 0-d float64 array,
+    by Horner's rule with one `multiply_add` per coefficient:
+
+        acc = 0;  for c in coeffs:  acc = multiply_add(acc, x, c)
+
+    (a Python loop or `jax.lax.scan` over `coeffs`, your choice). So that `jax.grad` works with
+    respect to both `coeffs` and `x`, first register two rules for `multiply_add_p`:
+      - a JVP rule `jvp(primals, tangents) -> (out, out_dot)`, the tangent written with
+        `multiply_add` itself: d(x*y + z) = multiply_add(x_dot, y, multiply_add(x, y_dot, z_dot)).
+        A tangent that is known to be zero arrives as an `ad.Zero`: `ad.instantiate_zeros` it;
+      - a transpose rule `transpose(ct, x, y, z) -> (ct_x, ct_y, ct_z)`. In the tangent above
+        the primitive is used linearly: z and one of x, y are unknowns (`ad.UndefinedPrimal`),
+        the other factor is a known array. Return the cotangent of each unknown input (an
+        array of its shape), and None for a known one. `jax.grad` differentiates forward with
+        your JVP rule, then runs this rule backwards through every linear `multiply_add`.
+
+    Example: poly_eval([1., 2., 3.], 0.5) == 4.25; its gradient with respect to (coeffs, x)
+    is ([0.25, 0.5, 1.], 3.0).
+
+    Graded: correct, jit (binds `multiply_add`), grad (`jax.grad` with respect to coeffs and x
+    matches the reference's to 1e-9; the test suite checks the reference against finite
+    differences).
+    """
+    ### BEGIN SOLUTION
+    def jvp(primals, tangents):
+        a, b, c = primals
+        a_dot, b_dot, c_dot = (ad.instantiate_zeros(t) for t in tangents)
+        return multiply_add(a, b, c), multiply_add(a_dot, b, multiply_add(a, b_dot, c_dot))
+
+    def transpose(ct, a, b, c):
+        ct = ad.instantiate_zeros(ct)
+        if ad.is_undefined_primal(a) and ad.is_undefined_primal(b):
+            raise ValueError("multiply_add is not linear in x and y together")
+        ct_a = ct * b if ad.is_undefined_primal(a) else None
+        ct_b = ct * a if ad.is_undefined_primal(b) else None
+        ct_c = ct if ad.is_undefined_primal(c) else None
+        return ct_a, ct_b, ct_c
+
+    ad.primitive_jvps[multiply_add_p] = jvp
+    ad.primitive_transposes[multiply_add_p] = transpose
+
+    def horner_step(acc, c):
+        return multiply_add(acc, x, c), None
+
+    p, _ = jax.lax.scan(horner_step, jnp.zeros_like(x), coeffs)
+    return p
+    ### END SOLUTION
+
+
+def axpy(alpha, x, y):
+    """Batching the primitive: a rule for `jax.vmap`, with no loop over the batch.
+
+    `alpha` is a float64 scalar (0-d array), `x` and `y` float64 vectors of one length. Return
+    `alpha * x + y` with ONE `multiply_add` (broadcast `alpha` to `x`'s shape first).
+
+    The grader calls `jax.vmap(axpy, in_axes=(0, 1, None))`: a batch of alphas, a batch of x's
+    stacked along their LAST axis, and one y shared by the whole batch. `vmap` then binds
+    `multiply_add_p` on batched arguments and asks for its batching rule, which you register:
+    `batch(args, dims) -> (out, out_dim)`, where `dims[i]` is the axis of `args[i]` that holds
+    the batch, or None when `args[i]` has none. Move every batch axis to the front
+    (`jnp.moveaxis`), give the unbatched arguments a leading axis of the batch's size
+    (`jnp.broadcast_to`), bind the primitive ONCE on the whole batch, and say where the
+    output's batch axis is.
+
+    Example: axpy(2., [1., 2.], [10., 10.]) == [12., 14.].
+
+    Graded: correct, jit (binds `multiply_add`), vmap (matches the reference; the batched jaxpr
+    binds `multiply_add`, has no `scan`/`while` and stays small: no loop over the batch).
+    """
+    ### BEGIN SOLUTION
+    def batch(args, dims):
+        size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
+        def at_front(a, d):
+            return jnp.broadcast_to(a, (size, *a.shape)) if d is None else jnp.moveaxis(a, d, 0)
+
+        return multiply_add(*(at_front(a, d) for a, d in zip(args, dims))), 0
+
+    batching.primitive_batchers[multiply_add_p] = batch
+    return multiply_add(jnp.broadcast_to(alpha, x.shape), x, y)
+    ### END SOLUTION
+
+
+def safe_norm(x):
+    """A custom derivative for a numerically delicate function: the norm at zero.
+
+    `x` is a float64 vector. Return its Euclidean norm `sqrt(sum(x**2))`, a 0-d float64 array,
+    whose gradient is `x / norm` where the norm is positive and ZERO at `x = 0`.
+
+    Differentiating `jnp.sqrt(jnp.sum(x**2))` (or `jnp.linalg.norm`) by the chain rule gives
+    `(1 / (2 * sqrt(0))) * 0` = `inf * 0` = NaN at zero, and one NaN gradient poisons a whole
+    training step. Decorate the computation with `jax.custom_jvp` and give it its own JVP rule
+    (`@f.defjvp`): out_dot = `vdot(x, x_dot) / norm`, and 0 where the norm is 0 (divide by
+    `jnp.where(norm > 0, norm, 1)` so that no NaN is ever computed). `jax.custom_vjp`, with
+    forward and backward functions, is accepted too.
+
+    Example: safe_norm([3., 4.]) == 5. with gradient [0.6, 0.8]; safe_norm([0., 0.]) == 0.
+    with gradient [0., 0.].
+
+    Graded: correct, jit (the jaxpr holds a `custom_jvp_call` or `custom_vjp_call`), grad
+    (no NaN where the reference has none; matches to 1e-9).
+    """
+    ### BEGIN SOLUTION
+    @jax.custom_jvp
+    def norm(v):
+        return jnp.sqrt(jnp.sum(v * v))
+
+    @norm.defjvp
+    def norm_jvp(primals, tangents):
+        (v,), (v_dot,) = primals, tangents
+        n = norm(v)
+        return n, jnp.vdot(v, v_dot) / jnp.where(n > 0, n, 1.0)
+
+    return norm(x)
+    ### END SOLUTION

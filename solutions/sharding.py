@@ -1,0 +1,200 @@
+"""Sharding: laying arrays out over many devices, and computing where the data lives.
+
+A *mesh* arranges the devices in a named grid: `jax.make_mesh((8,), ("data",))` is a row of
+8 devices whose one axis is called "data"; `jax.make_mesh((4, 2), ("data", "model"))` is a
+4 x 2 grid. A `NamedSharding(mesh, P(...))` says, for each dimension of an array, which mesh
+axis splits it (`P` is `jax.sharding.PartitionSpec`):
+
+    P("data", None)   rows split over "data", columns whole      (data parallel)
+    P(None, "model")  columns split over "model"                  (tensor parallel)
+    P()               nothing split: every device holds it all    (replicated)
+
+Missing trailing entries mean `None`, so `P("data")` and `P("data", None)` are the same
+layout for a matrix. `jax.device_put(x, sharding)` lays an array out that way, eagerly, and
+inside `jax.jit` on an Explicit mesh (below); `x.sharding` and
+`jax.debug.inspect_array_sharding` tell you where an array lives.
+
+Two kinds of mesh axes. Since jax 0.9, `jax.make_mesh` makes *Explicit* axes: the sharding
+is part of an array's type, every operation computes the sharding of its result from its
+inputs', and where that is ambiguous (a matmul whose contracted dimension is split on both
+sides) JAX asks you to say where the result goes (`jnp.matmul(a, b, out_sharding=...)`);
+`jax.reshard` moves an explicitly sharded array to another layout. `Mesh(devices, names)`
+(or `axis_types=(AxisType.Auto, ...)`) makes *Auto* axes: the compiler chooses layouts, and
+inside `jax.jit` you steer it with `jax.lax.with_sharding_constraint` (there a `device_put`
+of an argument does not: the compiler may keep it whole on every device, and so the work).
+This topic uses Explicit meshes.
+
+`jax.shard_map(f, mesh=..., in_specs=..., out_specs=...)` runs `f` once per device on that
+device's block of each argument; inside, collectives such as `jax.lax.psum(v, "data")` (sum
+over the devices of the "data" axis: an all-reduce) and `jax.lax.all_gather` communicate
+explicitly. An Explicit-mesh array must already be laid out as `in_specs` says.
+
+Sharded code lives inside `jax.jit`: the compiler turns one program over whole arrays into
+one program per device, with the communication it needs. Every function below is already
+jitted; keep the decorators. (Called outside `jit`, each `device_put` onto many devices and
+each `shard_map` is dispatched, even compiled, on its own, again and again.)
+
+What changed since the seed tutorial:
+  - `PositionalSharding(jax.devices())` is gone (removed in jax 0.7): use a mesh and
+    `NamedSharding(mesh, P(...))`, where axes have names instead of positions;
+  - `jax.experimental.shard_map.shard_map` is deprecated: use `jax.shard_map`, whose
+    `check_rep=` became `check_vma=`, and whose `mesh=` may come from `jax.set_mesh`;
+  - `jax.pmap` is the old way (one program per device, a new leading axis to map over); it
+    is now itself implemented with `jit` and `shard_map`. Write `device_put` + `jit` or
+    `shard_map` instead; the grader refuses `pmap`.
+
+The grader runs this topic on the CPU with 8 devices (`JAX_PLATFORMS=cpu`,
+`JAX_NUM_CPU_DEVICES=8`), on a laptop and on the grading GPU alike. To try it yourself, set
+`os.environ["JAX_NUM_CPU_DEVICES"] = "8"` before `import jax` (or
+`jax.config.update("jax_num_cpu_devices", 8)` right after it, before any computation).
+
+Arguments arrive as ordinary single-device arrays; each function lays them out itself.
+What the grader checks, besides the values: how each output is laid out (mesh axes and
+sizes, PartitionSpec, replication), and, from the COMPILED program (`jax.jit(f).lower(...)
+.compile().as_text()`), the collectives (all-gather, all-reduce, ...) and the work each
+device does. Moving data between devices is the expensive part of parallel code: an
+accidental all-gather gives the right numbers and loses the points.
+"""
+
+import jax
+import jax.numpy as jnp
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+EPS = 1e-5
+
+
+@jax.jit
+def shard_batch(images, labels):
+    """Place a batch data-parallel: split its batch dimension over every device.
+
+    `images` is float32 of shape (n, h, w, c) and `labels` int32 of shape (n,), with n a
+    multiple of the number of devices. Build a 1-D mesh of all devices with one axis named
+    "data" (`jax.make_mesh((jax.device_count(),), ("data",))`) and return the pair
+    `(images, labels)`, values unchanged, each laid out with its FIRST (batch) dimension split
+    over "data" and every other dimension whole: device i holds the i-th block of n/8 images
+    and the same block of labels, so that each device can work on its examples alone.
+
+    Example: with 8 devices and n = 16, every device holds 2 images and their 2 labels;
+    `[s.data.shape for s in labels.addressable_shards]` is eight times `(2,)`.
+
+    Graded: correct, jit (no pmap), sharding (each output's PartitionSpec over the mesh
+    {"data": 8}, on every case).
+    """
+    ### BEGIN SOLUTION
+    mesh = jax.make_mesh((jax.device_count(),), ("data",))
+    batch = NamedSharding(mesh, P("data"))
+    return jax.device_put((images, labels), batch)
+    ### END SOLUTION
+
+
+@jax.jit
+def data_parallel_linear(x, w, b):
+    """A data-parallel linear layer: every device multiplies its own rows of the batch.
+
+    `x` is float32 (n, d_in) with n a multiple of the number of devices, `w` float32
+    (d_in, d_out), `b` float32 (d_out,). Return `x @ w + b`, float32 (n, d_out), with its rows
+    split over the "data" axis of a 1-D mesh of all devices (`P("data", None)`): the output
+    stays sharded, ready for the next layer.
+
+    Data parallelism splits the batch and REPLICATES the parameters: place `x` with rows over
+    "data", and `w` and `b` with `P()` (every device holds all of them). Then each device
+    computes its block of rows on its own, with no communication at all; on an Explicit mesh
+    the product's sharding follows from its operands'.
+
+    The trap: gathering the batch back onto every device (or multiplying the unplaced `x`
+    and sharding only the result) gives the same numbers, but every device then does the
+    whole batch's work. The grader reads the compiled program: each device's FLOPs must stay
+    near the reference's (1/8 of the layer), and no collective may appear.
+
+    Graded: correct (to 1e-4), jit (per-device FLOPs, collectives at most the reference's
+    (none), no pmap), sharding.
+    """
+    ### BEGIN SOLUTION
+    mesh = jax.make_mesh((jax.device_count(),), ("data",))
+    x = jax.device_put(x, NamedSharding(mesh, P("data", None)))
+    w, b = jax.device_put((w, b), NamedSharding(mesh, P()))
+    return x @ w + b
+    ### END SOLUTION
+
+
+@jax.jit
+def global_standardize(x):
+    """Standardize every feature with the statistics of the WHOLE batch, per device, with shard_map.
+
+    `x` is float32 (n, f), n a multiple of the number of devices. Return
+    `(x - mean) / sqrt(var + 1e-5)`, float32 (n, f), where, for each feature (column), `mean`
+    and `var` (the population variance: divide by n) are taken over all n rows, not over one
+    device's rows. The output's rows are split over "data" (`P("data", None)`), like the input.
+
+    This is synchronised batch normalisation. Write the per-device function `local(xb)`, which
+    sees only its block `xb` of n/8 rows, and run it with
+    `jax.shard_map(local, mesh=mesh, in_specs=P("data", None), out_specs=P("data", None))`
+    on `x` laid out that way (`jax.device_put` first: on an Explicit mesh shard_map wants its
+    input already placed as `in_specs` says). Inside `local`, `jax.lax.psum(v, "data")` sums
+    `v` over all devices. Compute the global mean first (the psum of the column sums, over n),
+    then the global variance as the psum of the squared deviations from that mean, over n.
+    The one-pass formula mean(x**2) - mean(x)**2 loses most digits when a feature sits far
+    from zero, and one graded case has features near 100.
+
+    Example: a single column 0, 2, 4, ..., 14 (n = 8, one row per device) has mean 7 and
+    variance 21; the first output row is -7 / sqrt(21.00001) = -1.5275...
+
+    Graded: correct (to 1e-4), jit (uses shard_map; collectives at most the reference's two
+    all-reduces: all-gathering the batch to compute the statistics on every device loses
+    these points; no pmap), sharding.
+    """
+    ### BEGIN SOLUTION
+    mesh = jax.make_mesh((jax.device_count(),), ("data",))
+    rows = P("data", None)
+    n = x.shape[0]
+
+    def local(xb):
+        mean = jax.lax.psum(jnp.sum(xb, axis=0), "data") / n
+        dev = xb - mean
+        var = jax.lax.psum(jnp.sum(dev * dev, axis=0), "data") / n
+        return dev * jax.lax.rsqrt(var + EPS)
+
+    x = jax.device_put(x, NamedSharding(mesh, rows))
+    return jax.shard_map(local, mesh=mesh, in_specs=rows, out_specs=rows)(x)
+    ### END SOLUTION
+
+
+@jax.jit
+def mlp_2d(x, w1, b1, w2, b2):
+    """One MLP block on a 2-D (data, model) mesh: batch over "data", hidden units over "model".
+
+    Shapes: `x` (n, d), `w1` (d, h), `b1` (h,), `w2` (h, d), `b2` (d,), all float32, with n a
+    multiple of 4 and h a multiple of 2. Return `relu(x @ w1 + b1) @ w2 + b2`, float32 (n, d),
+    with rows split over "data" and whole on each "model" device (`P("data", None)`).
+
+    Use the 8 devices as `mesh = jax.make_mesh((4, 2), ("data", "model"))` and lay the
+    parameters out the Megatron way:
+      - `x` rows over "data" (`P("data", None)`);
+      - `w1` COLUMNS over "model" (`P(None, "model")`), `b1` likewise (`P("model")`): the
+        hidden activations `relu(x @ w1 + b1)` then come out `P("data", "model")` with no
+        communication, each device holding its rows and its half of the hidden units;
+      - `w2` ROWS over "model" (`P("model", None)`), `b2` replicated (`P()`): each device's
+        half of the hidden units times its half of `w2` is a partial sum of the output, and
+        one all-reduce over "model" adds the two halves.
+    On an Explicit mesh a product whose contracted dimension is split on both sides is
+    ambiguous, so say where it goes:
+    `jnp.matmul(hidden, w2, out_sharding=NamedSharding(mesh, P("data", None)))`.
+
+    Graded: correct (to 1e-4), jit (per-device FLOPs: leaving "model" unused doubles each
+    device's work; collectives at most the reference's one all-reduce: gathering the hidden
+    activations adds an all-gather; no pmap), sharding.
+    """
+    ### BEGIN SOLUTION
+    mesh = jax.make_mesh((4, 2), ("data", "model"))
+
+    def put(a, *spec):
+        return jax.device_put(a, NamedSharding(mesh, P(*spec)))
+
+    x = put(x, "data", None)
+    w1, b1 = put(w1, None, "model"), put(b1, "model")
+    w2, b2 = put(w2, "model", None), put(b2)
+    hidden = jax.nn.relu(x @ w1 + b1)
+    out = jnp.matmul(hidden, w2, out_sharding=NamedSharding(mesh, P("data", None)))
+    return out + b2
+    ### END SOLUTION

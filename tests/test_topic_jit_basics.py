@@ -1,0 +1,187 @@
+"""Topic `jit_basics`: the reference earns full marks with the counts the lessons promise, and
+every check fails the submission that deserves to fail it, and only it.
+
+The crafted submissions are `tests/submissions/jit_basics__*.py`: `one_fault_each` (one fault
+per function) and `impure` (side effects and state under jit, plus two controls that show
+what is fine: dead code left in, and a jit where it does not pay). Verdicts here are counts
+(lines printed, FLOPs, equations) except for the two speed checks, whose failures are by
+factors (x5 and more, CPU time) far past the band's full-marks end, and where a count
+(compilations) says the same as the time.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from conftest import SOLUTIONS, SUBMISSIONS, failing, grade_dir, verdicts, write_submission
+
+TOPIC = "jit_basics"
+
+
+def _grade_file(tmp_path_factory, variant: str):
+    folder = tmp_path_factory.mktemp(variant)
+    shutil.copyfile(SUBMISSIONS / f"{TOPIC}__{variant}.py", folder / f"{TOPIC}.py")
+    return grade_dir(folder, [TOPIC])
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return grade_dir(SOLUTIONS, [TOPIC])
+
+
+@pytest.fixture(scope="module")
+def one_fault_each(tmp_path_factory):
+    return _grade_file(tmp_path_factory, "one_fault_each")
+
+
+@pytest.fixture(scope="module")
+def impure(tmp_path_factory):
+    return _grade_file(tmp_path_factory, "impure")
+
+
+def failed(result, exercise: str) -> set[str]:
+    """The checks of one exercise that did not get full marks."""
+    prefix = f"{TOPIC}.{exercise}:"
+    return {name.removeprefix(prefix) for name in failing(result) if name.startswith(prefix)}
+
+
+def message(result, exercise: str, check: str) -> str:
+    return verdicts(result)[f"{TOPIC}.{exercise}:{check}"][2]
+
+
+def data(result, exercise: str, check: str) -> dict:
+    return next(t.extra_data for t in result.tests if t.name == f"{TOPIC}.{exercise}:{check}")
+
+
+# -- the reference ---------------------------------------------------------------------------
+
+
+def test_reference_gets_full_marks(reference):
+    assert failing(reference) == set(), [t.output for t in reference.tests if t.score < t.max_score]
+
+
+def test_reference_prints_once_per_shape(reference):
+    prints = data(reference, "logged_softmax", "prints")
+    assert prints["calls"] == 12
+    assert prints["tracing_calls"] == prints["printing_calls"] == prints["lines"] == 3
+
+
+def test_reference_compiles_once_per_shape(reference):
+    assert data(reference, "bce_fast", "compiles")["compiles"] == 4
+
+
+def test_reference_flops_are_the_data_term_alone(reference):
+    facts = data(reference, "regularized_loss", "jit")
+    d, n = 64, 32
+    assert facts["flops"] == facts["reference_flops"]
+    assert 2 * n * d * d <= facts["flops"] < 1.5 * 2 * n * d * d  # no 2 d**3 penalty in it
+
+
+# -- one fault each ----------------------------------------------------------------------------
+
+
+def test_python_if_on_a_traced_value_fails_jit_only(one_fault_each):
+    assert failed(one_fault_each, "clip_by_norm") == {"jit"}
+    assert "TracerBoolConversionError" in message(one_fault_each, "clip_by_norm", "jit")
+
+
+def test_global_flag_read_at_trace_time_fails_prints_only(one_fault_each):
+    assert failed(one_fault_each, "logged_softmax") == {"prints"}
+    assert "printed nothing" in message(one_fault_each, "logged_softmax", "prints")
+    assert data(one_fault_each, "logged_softmax", "prints")["printing_calls"] == 0
+
+
+def test_wrong_values_fail_correct_only(one_fault_each):
+    assert failed(one_fault_each, "ema_update") == {"correct"}
+    assert "off" in message(one_fault_each, "ema_update", "correct")
+
+
+def test_zero_times_penalty_is_not_dead_code_and_fails_jit_only(one_fault_each):
+    assert failed(one_fault_each, "regularized_loss") == {"jit"}
+    assert "FLOPs" in message(one_fault_each, "regularized_loss", "jit")
+    facts = data(one_fault_each, "regularized_loss", "jit")
+    assert facts["flops"] > 2.5 * facts["reference_flops"]
+
+
+def test_unjitted_loss_compiles_per_operation_and_is_slow(one_fault_each):
+    # One fault seen twice: counted (every operation compiled for every new shape: 36 for 4
+    # shapes on jax 0.10.2, against 4) and timed (x2.7 in the grader on a CPU).
+    assert failed(one_fault_each, "bce_fast") == {"compiles", "speed"}
+    counts = data(one_fault_each, "bce_fast", "compiles")
+    assert counts["reference_compiles"] == 4 and counts["compiles"] > 4 * 4
+
+
+def test_python_loop_over_rows_fails_speed_only(one_fault_each):
+    assert failed(one_fault_each, "affine") == {"speed"}
+
+
+# -- side effects, state, and the controls --------------------------------------------------
+
+
+def test_debug_print_is_a_host_callback_and_fails_jit_only(impure):
+    assert failed(impure, "clip_by_norm") == {"jit"}
+    assert "callback" in message(impure, "clip_by_norm", "jit")
+
+
+def test_debug_print_prints_on_every_call(impure):
+    assert failed(impure, "logged_softmax") == {"jit", "prints"}
+    assert "has the shapes of call" in message(impure, "logged_softmax", "prints")
+    prints = data(impure, "logged_softmax", "prints")
+    assert prints["printing_calls"] == prints["calls"] == 12 and prints["reference_lines"] == 3
+
+
+def test_global_counter_fails_correct_and_its_jit_freezes_it(impure):
+    # Called directly the global counts calls, not the state's updates (wrong values); under
+    # jit it is bumped and read once, while tracing, so the jitted outputs differ from its own.
+    assert failed(impure, "ema_update") == {"correct", "jit"}
+    assert "differs from the un-jitted one" in message(impure, "ema_update", "jit")
+
+
+def test_dead_code_left_in_costs_nothing(impure):
+    assert failed(impure, "regularized_loss") == set()
+    facts = data(impure, "regularized_loss", "jit")
+    assert facts["flops"] == facts["reference_flops"]
+    assert facts["n_eqns"] > facts["reference_n_eqns"]  # the penalty is in the jaxpr, not in the program
+
+
+def test_a_new_function_jitted_on_every_call_compiles_on_every_call(impure):
+    assert failed(impure, "bce_fast") == {"compiles", "speed"}
+    assert data(impure, "bce_fast", "compiles")["compiles"] == 12
+    assert verdicts(impure)[f"{TOPIC}.bce_fast:speed"][0] == 0
+
+
+def test_jit_where_it_does_not_pay_still_passes(impure):
+    assert failed(impure, "affine") == set()
+
+
+# -- what a trace-time print shows ------------------------------------------------------------
+
+
+def test_printing_the_tracer_fails_prints_only(tmp_path):
+    folder = write_submission(tmp_path, {TOPIC: """
+        import jax.numpy as jnp
+
+        def logged_softmax(x):
+            print("tracing logged_softmax:", x)
+            z = jnp.exp(x - jnp.max(x, axis=-1, keepdims=True))
+            return z / jnp.sum(z, axis=-1, keepdims=True)
+    """})
+    result = grade_dir(folder, [f"{TOPIC}.logged_softmax"])
+    assert failed(result, "logged_softmax") == {"prints"}
+    assert "Tracer(" in message(result, "logged_softmax", "prints")
+
+
+def test_own_jit_prints_once_per_shape_too(tmp_path):
+    # JAX's caches are cleared before the stream, so calls from earlier checks do not hide a trace.
+    folder = write_submission(tmp_path, {TOPIC: """
+        import jax, jax.numpy as jnp
+
+        @jax.jit
+        def logged_softmax(x):
+            print(f"tracing logged_softmax: {x.dtype}{list(x.shape)}")
+            return jax.nn.softmax(x, axis=-1)
+    """})
+    result = grade_dir(folder, [f"{TOPIC}.logged_softmax"])
+    assert failing(result) == set(), [t.output for t in result.tests]
