@@ -22,7 +22,7 @@ import numpy as np
 from autograder.checks import NEEDS_CORRECT, REGISTRY
 from autograder.results import Outcome, Result, TestResult
 from autograder.sandbox import Limits
-from autograder.session import ExerciseRun, StudentError, TopicSession
+from autograder.session import StudentError, TopicSession
 from autograder.spec import Exercise, Topic
 
 PUBLIC_SEED = 0

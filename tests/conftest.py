@@ -45,6 +45,14 @@ def write_submission(folder: Path, files: dict[str, str]) -> Path:
     return folder
 
 
+def grade_variant(tmp_path_factory, topic: str, variant: str, names: list[str] | None = None,
+                  limits: Limits = TEST_LIMITS) -> Result:
+    """Grade tests/submissions/<topic>__<variant>.py as a submission (all of `topic`, or `names`)."""
+    folder = tmp_path_factory.mktemp(f"{topic}_{variant}")
+    shutil.copyfile(SUBMISSIONS / f"{topic}__{variant}.py", folder / f"{topic}.py")
+    return grade_dir(folder, names or [topic], limits=limits)
+
+
 def verdicts(result: Result) -> dict[str, tuple[float, float, str]]:
     """Test name -> (score, max_score, message)."""
     return {t.name: (t.score, t.max_score, t.output) for t in result.tests}

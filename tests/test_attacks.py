@@ -4,7 +4,6 @@ import json
 from textwrap import dedent
 
 import numpy as np
-import pytest
 
 from autograder.cli import app
 from conftest import SOLUTIONS, failing, grade_dir, needs_bwrap, verdicts, write_submission

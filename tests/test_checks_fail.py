@@ -6,27 +6,17 @@ the function is wrong; that is part of "only it" for a wrong answer.
 
 import pytest
 
-from conftest import failing, grade_dir, verdicts
+from conftest import failing, grade_dir, grade_variant, verdicts
 
 
 @pytest.fixture(scope="module")
 def prng_faults(tmp_path_factory):
-    from conftest import SUBMISSIONS
-    import shutil
-
-    folder = tmp_path_factory.mktemp("prng_faults")
-    shutil.copyfile(SUBMISSIONS / "prng__one_fault_each.py", folder / "prng.py")
-    return grade_dir(folder, ["prng"])
+    return grade_variant(tmp_path_factory, "prng", "one_fault_each")
 
 
 @pytest.fixture(scope="module")
 def at_faults(tmp_path_factory):
-    from conftest import SUBMISSIONS
-    import shutil
-
-    folder = tmp_path_factory.mktemp("at_faults")
-    shutil.copyfile(SUBMISSIONS / "at_updates__one_fault_each.py", folder / "at_updates.py")
-    return grade_dir(folder, ["at_updates"])
+    return grade_variant(tmp_path_factory, "at_updates", "one_fault_each")
 
 
 def test_wrong_values_fail_correct_only(prng_faults, at_faults):

@@ -11,19 +11,16 @@ factors (x5 and more, CPU time) far past the band's full-marks end, and where a 
 
 from __future__ import annotations
 
-import shutil
 
 import pytest
 
-from conftest import SOLUTIONS, SUBMISSIONS, failing, grade_dir, verdicts, write_submission
+from conftest import SOLUTIONS, failing, grade_dir, grade_variant, verdicts, write_submission
 
 TOPIC = "jit_basics"
 
 
 def _grade_file(tmp_path_factory, variant: str):
-    folder = tmp_path_factory.mktemp(variant)
-    shutil.copyfile(SUBMISSIONS / f"{TOPIC}__{variant}.py", folder / f"{TOPIC}.py")
-    return grade_dir(folder, [TOPIC])
+    return grade_variant(tmp_path_factory, TOPIC, variant)
 
 
 @pytest.fixture(scope="module")

@@ -6,13 +6,12 @@ primitives), never on the compile-time requirement, which is wall time: the asse
 the counted reason, and the compile-time figures are only reported.
 """
 
-import shutil
 
 import pytest
 
 from autograder.requirements import CompileTimeAtMost, HloLinesAtMost, judge_all
 from autograder.topics import loops
-from conftest import SOLUTIONS, SUBMISSIONS, failing, grade_dir, verdicts
+from conftest import SOLUTIONS, failing, grade_dir, grade_variant, verdicts
 
 TOPIC = "loops"
 
@@ -28,9 +27,7 @@ def data(result, name):
 
 
 def graded(tmp_path_factory, variant, names):
-    folder = tmp_path_factory.mktemp(f"loops_{variant}")
-    shutil.copyfile(SUBMISSIONS / f"loops__{variant}.py", folder / "loops.py")
-    return grade_dir(folder, names)
+    return grade_variant(tmp_path_factory, "loops", variant, names)
 
 
 @pytest.fixture(scope="module")

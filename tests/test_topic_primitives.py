@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from conftest import ROOT, SOLUTIONS, SUBMISSIONS, failing, grade_dir, verdicts, write_submission
+from conftest import ROOT, SOLUTIONS, SUBMISSIONS, failing, grade_dir, grade_variant, verdicts, write_submission
 
 TOPIC = "primitives"
 
@@ -34,9 +34,7 @@ def message(result, name):
 
 
 def graded(tmp_path_factory, variant):
-    folder = tmp_path_factory.mktemp(f"{TOPIC}_{variant}")
-    shutil.copyfile(SUBMISSIONS / f"{TOPIC}__{variant}.py", folder / f"{TOPIC}.py")
-    return grade_dir(folder, [TOPIC])
+    return grade_variant(tmp_path_factory, TOPIC, variant)
 
 
 @pytest.fixture(scope="module")

@@ -7,13 +7,12 @@ value. `jit`, `grad` and `vmap` each catch what only they can: a Python `if` on 
 value, a wrong hand-written derivative, a class whose `__post_init__` rejects batched leaves.
 """
 
-import shutil
 
 import numpy as np
 import pytest
 
 from autograder.compare import shapes
-from conftest import SOLUTIONS, SUBMISSIONS, failing, grade_dir, verdicts, write_submission
+from conftest import SOLUTIONS, failing, grade_dir, grade_variant, verdicts, write_submission
 
 TOPIC = "pytrees"
 
@@ -30,9 +29,7 @@ def reference():
 
 @pytest.fixture(scope="module")
 def faults(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("pytrees_faults")
-    shutil.copyfile(SUBMISSIONS / "pytrees__one_fault_each.py", folder / "pytrees.py")
-    return grade_dir(folder, [TOPIC])
+    return grade_variant(tmp_path_factory, TOPIC, "one_fault_each")
 
 
 def test_reference_gets_full_marks_with_the_transform_checks(reference):

@@ -8,19 +8,16 @@ count only once `correct` passes (`sharding`) show "not judged" when the values 
 
 from __future__ import annotations
 
-import shutil
 
 import pytest
 
-from conftest import SOLUTIONS, SUBMISSIONS, failing, grade_dir, verdicts
+from conftest import SOLUTIONS, failing, grade_dir, grade_variant, verdicts
 
 TOPIC = "sharding"
 
 
 def _grade_variant(tmp_path_factory, variant: str, names: list[str] | None = None):
-    folder = tmp_path_factory.mktemp(variant)
-    shutil.copyfile(SUBMISSIONS / f"{TOPIC}__{variant}.py", folder / f"{TOPIC}.py")
-    return grade_dir(folder, names or [TOPIC])
+    return grade_variant(tmp_path_factory, TOPIC, variant, names)
 
 
 @pytest.fixture(scope="module")

@@ -9,22 +9,19 @@ asserted only where the ratio is huge (a solve that should not run, padding to 2
 from __future__ import annotations
 
 import dataclasses
-import shutil
 
 import numpy as np
 import pytest
 
 from autograder.topics import static_args as spec
-from conftest import SOLUTIONS, SUBMISSIONS, TEST_LIMITS, failing, grade_dir, verdicts, write_submission
+from conftest import SOLUTIONS, TEST_LIMITS, failing, grade_dir, grade_variant, verdicts, write_submission
 
 # The naive kernel compiles once per length: ~100 compilations in one stream request.
 SLOW_STREAM_LIMITS = dataclasses.replace(TEST_LIMITS, call_timeout=90.0)
 
 
 def _graded(tmp_path_factory, variant: str, exercises: tuple[str, ...] = (), limits=TEST_LIMITS):
-    folder = tmp_path_factory.mktemp(variant)
-    shutil.copyfile(SUBMISSIONS / f"static_args__{variant}.py", folder / "static_args.py")
-    return grade_dir(folder, [f"static_args.{e}" for e in exercises] or ["static_args"], limits=limits)
+    return grade_variant(tmp_path_factory, "static_args", variant, [f"static_args.{e}" for e in exercises], limits)
 
 
 @pytest.fixture(scope="module")
