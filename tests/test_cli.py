@@ -107,16 +107,20 @@ def test_watch_rechecks_when_the_file_is_saved(tmp_path):
 
 
 def _read_until(proc, marker: str, timeout: float = 240) -> list[str]:
-    import selectors
-    import time
+    """Lines of `proc`'s output up to the one holding `marker` (a reader thread: no select on a
+    buffered pipe, which can hold finished lines out of select's sight)."""
+    import queue
+    import threading
 
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ)
-    lines, deadline = [], time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if sel.select(timeout=1):
-            line = proc.stdout.readline()
+    if not hasattr(proc, "lines"):
+        proc.lines = queue.Queue()
+        threading.Thread(target=lambda: [proc.lines.put(line) for line in proc.stdout], daemon=True).start()
+    lines = []
+    try:
+        while True:
+            line = proc.lines.get(timeout=timeout)
             lines.append(line)
             if marker in line:
                 return lines
-    raise AssertionError(f"never saw {marker!r}; got {''.join(lines)[-2000:]}")
+    except queue.Empty:
+        raise AssertionError(f"never saw {marker!r}; got {''.join(lines)[-2000:]}") from None
