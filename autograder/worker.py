@@ -23,7 +23,7 @@ import sys
 import time
 import traceback
 from collections import Counter
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from autograder import wire
 from autograder.spec import Key
@@ -143,6 +143,12 @@ class Harness:
 
     # -- requests ------------------------------------------------------------------------
 
+    def counted(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, list[int]]:
+        """Call `fn(*args)` to completion; its output and [compilations, traces] it caused."""
+        before = dict(self.counts)
+        out = self.block(fn(*args))
+        return out, [self.counts[ev] - before.get(ev, 0) for ev in (COMPILE_EVENT, TRACE_EVENT)]
+
     def op_call(self, req: dict[str, Any]) -> dict[str, Any]:
         """Call a function once (as written, or jitted) and return its output.
 
@@ -170,12 +176,8 @@ class Harness:
         static = tuple(req.get("static_argnums", ()))
         jitted = fn if _is_jitted(fn) else self.jit(fn, static_argnums=static)
         first, again = self.arguments(req["args"]), self.arguments(req["args_again"])
-        before = dict(self.counts)
-        self.block(jitted(*first))
-        mid = dict(self.counts)
-        self.block(jitted(*again))
-        after = dict(self.counts)
-        delta = lambda a, b, ev: b.get(ev, 0) - a.get(ev, 0)  # noqa: E731
+        _, (compiles_first, traces_first) = self.counted(jitted, first)
+        _, (compiles_again, traces_again) = self.counted(jitted, again)
         jaxpr = self.make_jaxpr(fn, static_argnums=static)(*first).jaxpr
         prims, n_eqns = count_primitives(jaxpr)
         self.clear_caches()  # so that the time below is a cold trace + lower + compile
@@ -192,10 +194,10 @@ class Harness:
             "hlo_lines": hlo.count("\n"),
             "compile_seconds": compile_seconds,
             **_costs(compiled),
-            "compiles_first": delta(before, mid, COMPILE_EVENT),
-            "traces_first": delta(before, mid, TRACE_EVENT),
-            "compiles_again": delta(mid, after, COMPILE_EVENT),
-            "traces_again": delta(mid, after, TRACE_EVENT),
+            "compiles_first": compiles_first,
+            "traces_first": traces_first,
+            "compiles_again": compiles_again,
+            "traces_again": traces_again,
         }
         if req.get("args_other") is not None:
             other = self.arguments(req["args_other"])
@@ -212,10 +214,8 @@ class Harness:
         staged = [self.block(self.arguments(args)) for args in req["cases"]] if req.get("stage") else None
         counts, outs = [], []
         for i, args in enumerate(req["cases"]):
-            before = dict(self.counts)
-            out = self.block(fn(*(staged[i] if staged is not None else self.arguments(args))))
-            counts.append([self.counts[COMPILE_EVENT] - before.get(COMPILE_EVENT, 0),
-                           self.counts[TRACE_EVENT] - before.get(TRACE_EVENT, 0)])
+            out, count = self.counted(fn, staged[i] if staged is not None else self.arguments(args))
+            counts.append(count)
             outs.append(self.export(out))
         return {"counts": counts, "outs": outs}
 
@@ -231,11 +231,10 @@ class Harness:
         self.clear_caches()
         counts, outs, printed = [], [], []
         for args in staged:
-            before, buffer = dict(self.counts), io.StringIO()
+            buffer = io.StringIO()
             with contextlib.redirect_stdout(buffer):
-                out = self.block(fn(*args))
-            counts.append([self.counts[COMPILE_EVENT] - before.get(COMPILE_EVENT, 0),
-                           self.counts[TRACE_EVENT] - before.get(TRACE_EVENT, 0)])
+                out, count = self.counted(fn, args)
+            counts.append(count)
             printed.append(buffer.getvalue()[:PRINTED_LIMIT])
             outs.append(self.export(out))
         return {"counts": counts, "outs": outs, "printed": printed}
@@ -304,14 +303,17 @@ def _is_jitted(fn: Any) -> bool:
 
 def count_primitives(jaxpr: Any) -> tuple[Counter[str], int]:
     """Count the primitives of a jaxpr and of every jaxpr nested in its equations' params."""
-    counts: Counter[str] = Counter()
+    counts = Counter(eqn.primitive.name for eqn in all_equations(jaxpr))
+    return counts, sum(counts.values())
+
+
+def all_equations(jaxpr: Any) -> Iterator[Any]:
+    """Every equation of a jaxpr and of every jaxpr nested in its equations' params."""
     stack = [jaxpr]
     while stack:
-        j = stack.pop()
-        for eqn in j.eqns:
-            counts[eqn.primitive.name] += 1
+        for eqn in stack.pop().eqns:
+            yield eqn
             stack.extend(_sub_jaxprs(eqn.params.values()))
-    return counts, sum(counts.values())
 
 
 PMAP_MODULE = "jax/_src/pmap.py"
@@ -326,15 +328,10 @@ def count_pmap_calls(jaxpr: Any) -> int:
     `shard_map` (jax 0.10 has no pmap primitive left), the only trace it leaves is that the
     equation was bound from inside JAX's pmap module, which the equation's traceback records.
     """
-    found, stack = 0, [jaxpr]
-    while stack:
-        j = stack.pop()
-        for eqn in j.eqns:
-            name = eqn.primitive.name
-            if name in PMAP_PRIMITIVES or (name in PMAP_CARRIERS and _bound_in(eqn, PMAP_MODULE)):
-                found += 1
-            stack.extend(_sub_jaxprs(eqn.params.values()))
-    return found
+    return sum(
+        1 for eqn in all_equations(jaxpr)
+        if eqn.primitive.name in PMAP_PRIMITIVES or (eqn.primitive.name in PMAP_CARRIERS and _bound_in(eqn, PMAP_MODULE))
+    )
 
 
 def _bound_in(eqn: Any, module_suffix: str) -> bool:
