@@ -1,4 +1,5 @@
-"""`grade build`: generate the student stubs in `exercises/` from `solutions/`.
+"""`grade build`: generate the student stubs in `exercises/` and the nbgrader notebooks in
+`course/source/` from `solutions/` (and, for the notebooks, the lessons and the specs).
 
 A solution marks what the student writes with nbgrader's markers:
 
@@ -18,7 +19,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder import topics
+from autograder import notebooks, topics
 
 BEGIN = re.compile(r"^(?P<indent>\s*)### BEGIN SOLUTION\s*$")
 END = re.compile(r"^\s*### END SOLUTION\s*$")
@@ -81,18 +82,30 @@ def marked_functions(source: str) -> list[str]:
     return names
 
 
-def build(solutions_dir: Path, exercises_dir: Path, *, check: bool = False) -> list[Built]:
-    """Generate (or, with `check`, compare) the stub of every topic; return what changed."""
+def build(solutions_dir: Path, exercises_dir: Path, course_dir: Path | None = None, *, check: bool = False) -> list[Built]:
+    """Generate (or, with `check`, compare) every topic's stub and, given `course_dir`, its
+    nbgrader source notebook; return what changed."""
     built = []
-    exercises_dir.mkdir(parents=True, exist_ok=True)
     for name in topics.ORDER:
+        spec = topics.load(name)
         source = (solutions_dir / f"{name}.py").read_text()
-        expected = [ex.name for ex in topics.load(name).exercises]
+        expected = [ex.name for ex in spec.exercises]
         if (found := marked_functions(source)) != expected:
             raise BuildError(f"solutions/{name}.py marks {found}, but its spec grades {expected}")
-        stub, target = make_stub(source, name), exercises_dir / f"{name}.py"
-        changed = not target.exists() or target.read_text() != stub
-        if changed and not check:
-            target.write_text(stub)
-        built.append(Built(target, changed))
+        built.append(_generate(exercises_dir / f"{name}.py", make_stub(source, name), check))
+        if course_dir is not None:
+            try:
+                text = notebooks.render(spec, course_dir / "lessons" / f"{name}.md", source)
+            except notebooks.NotebookError as exc:
+                raise BuildError(str(exc)) from None
+            built.append(_generate(course_dir / "source" / name / f"{name}.ipynb", text, check))
     return built
+
+
+def _generate(target: Path, text: str, check: bool) -> Built:
+    """Write `text` to `target` unless it is already there (or `check` forbids writing)."""
+    changed = not target.exists() or target.read_text() != text
+    if changed and not check:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    return Built(target, changed)

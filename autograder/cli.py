@@ -5,7 +5,7 @@
     grade hint TOPIC.EXERCISE [--level N]      the next hint (a nudge, the API, the shape)
     grade list                                 topics, exercises, points, what passed locally
     grade grade SUBMISSION [--json FILE]       hidden checks on a submission (dir or .zip)
-    grade build [--check]                      regenerate exercises/ from solutions/
+    grade build [--check]                      regenerate exercises/ and course/source/ from solutions/
 
 Errors print one line and exit with status 2; `grade grade` exits 0 whatever the score.
 """
@@ -138,8 +138,8 @@ def list_() -> None:
 @app.command("build")
 @friendly
 def build_(check: bool = typer.Option(False, "--check", help="Write nothing; fail if a generated file is out of date.")) -> None:
-    """Regenerate the student stubs (exercises/) from the solutions."""
-    built = builder.build(paths.solutions_dir(), paths.exercises_dir(), check=check)
+    """Regenerate the student stubs (exercises/) and the nbgrader notebooks (course/source/)."""
+    built = builder.build(paths.solutions_dir(), paths.exercises_dir(), paths.course_dir(), check=check)
     stale = [b.path for b in built if b.changed]
     for b in built:
         console.print(f"{'[yellow]out of date[/]' if check and b.changed else ('[green]wrote[/]' if b.changed else 'unchanged')} {b.path}")

@@ -23,6 +23,11 @@ def exercises_dir() -> Path:
     return PACKAGE_ROOT / "exercises"
 
 
+def course_dir() -> Path:
+    """The nbgrader course root: lessons, `nbgrader_config.py`, generated source notebooks."""
+    return PACKAGE_ROOT / "course"
+
+
 def state_dir(workdir: Path) -> Path:
     """Per-student state (hint levels, last check results) kept beside their exercises."""
     return workdir / ".jaxlings"

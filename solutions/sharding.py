@@ -102,9 +102,9 @@ def data_parallel_linear(x, w, b):
     computes its block of rows on its own, with no communication at all; on an Explicit mesh
     the product's sharding follows from its operands'.
 
-    The trap: gathering the batch back onto every device (or multiplying the unplaced `x`
-    and sharding only the result) gives the same numbers, but every device then does the
-    whole batch's work. The grader reads the compiled program: each device's FLOPs must stay
+    The trap: gathering the batch back onto every device (for example with a sharding
+    constraint that replicates `x` before the product) gives the same numbers, but every
+    device then does the whole batch's work. The grader reads the compiled program: each device's FLOPs must stay
     near the reference's (1/8 of the layer), and no collective may appear.
 
     Graded: correct (to 1e-4), jit (per-device FLOPs, collectives at most the reference's

@@ -5,11 +5,11 @@ import ast
 import pytest
 
 from autograder import build, topics
-from conftest import EXERCISES, SOLUTIONS
+from conftest import EXERCISES, ROOT, SOLUTIONS
 
 
-def test_committed_stubs_are_what_grade_build_writes():
-    stale = [b.path for b in build.build(SOLUTIONS, EXERCISES, check=True) if b.changed]
+def test_committed_stubs_and_notebooks_are_what_grade_build_writes():
+    stale = [b.path for b in build.build(SOLUTIONS, EXERCISES, ROOT / "course", check=True) if b.changed]
     assert stale == [], f"run `grade build`: {stale} are out of date"
 
 

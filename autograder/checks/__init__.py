@@ -8,6 +8,7 @@ computes the wrong thing earns nothing).
 
 from __future__ import annotations
 
+import sys
 from typing import Callable
 
 from autograder.checks import compiles, correct, grad, jit, key_reuse, prints, sharding, speed, vmap
@@ -29,3 +30,6 @@ REGISTRY: dict[str, Check] = {
 }
 
 NEEDS_CORRECT = frozenset({"speed", "key_reuse", "grad", "vmap", "sharding", "prints", "compiles"})
+
+SUMMARIES: dict[str, str] = {name: sys.modules[check.__module__].SUMMARY for name, check in REGISTRY.items()}
+"""Check name -> what it asks, in one line for students (each check module's `SUMMARY`)."""

@@ -9,6 +9,9 @@ from autograder.results import Outcome
 from autograder.session import ExerciseRun, StudentError, TopicSession
 from autograder.spec import Stream
 
+SUMMARY = "a stream of calls gives the right outputs with no more compilations than allowed."
+"""What the check asks, in one line for students (notebooks, reports)."""
+
 
 def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     ex = run.exercise

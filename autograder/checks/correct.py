@@ -12,6 +12,9 @@ from autograder.compare import mismatch, shapes
 from autograder.results import Outcome
 from autograder.session import ExerciseRun, StudentError, TopicSession
 
+SUMMARY = "equals the reference's output (within the stated tolerance) on random cases and edge cases."
+"""What the check asks, in one line for students (notebooks, reports)."""
+
 
 def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     ex = run.exercise

@@ -8,6 +8,9 @@ from autograder.results import Outcome
 from autograder.session import ExerciseRun, StudentError, TopicSession
 from autograder.spec import Grad
 
+SUMMARY = "jax.grad of your function equals the reference's gradient."
+"""What the check asks, in one line for students (notebooks, reports)."""
+
 
 def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     ex = run.exercise

@@ -19,6 +19,9 @@ from autograder.session import ExerciseRun, StudentError, TopicSession
 MEASURED = ("n_eqns", "n_eqns_other", "hlo_lines", "compiles_again", "traces_again", "flops", "compile_seconds",
             "collectives", "primitives")
 
+SUMMARY = "runs under jax.jit, gives the same values, and has the required structure (no host callbacks, no re-tracing, ...)."
+"""What the check asks, in one line for students (notebooks, reports)."""
+
 
 def trace_facts(session: TopicSession, run: ExerciseRun) -> tuple[dict, dict]:
     """Facts of the student's and the reference's jitted function on the same inputs (cached).

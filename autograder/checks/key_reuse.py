@@ -19,6 +19,9 @@ LEGACY_KEYS = AvoidsPrimitives(
     "raw uint32 keys hide reuse from JAX's checker; keep keys typed and use split / fold_in",
 )
 
+SUMMARY = "never uses a PRNG key twice (checked with jax.debug_key_reuse), and keeps keys typed."
+"""What the check asks, in one line for students (notebooks, reports)."""
+
 
 def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     ex = run.exercise

@@ -15,6 +15,9 @@ from autograder.results import Outcome
 from autograder.session import ExerciseRun, StudentError, TopicSession
 from autograder.spec import Case, Prints
 
+SUMMARY = "a jitted call prints what the reference prints, call by call."
+"""What the check asks, in one line for students (notebooks, reports)."""
+
 
 def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     ex = run.exercise

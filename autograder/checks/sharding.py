@@ -7,6 +7,9 @@ from autograder.compare import shapes
 from autograder.results import Outcome
 from autograder.session import ExerciseRun, StudentError, TopicSession
 
+SUMMARY = "every output is laid out over the devices as the reference's is."
+"""What the check asks, in one line for students (notebooks, reports)."""
+
 
 def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     ex = run.exercise

@@ -25,6 +25,9 @@ from autograder.timing import CallFailed, Timed, timed_call
 WARMUP_TIMEOUT = 10.0
 MIN_TIMEOUT = 5.0
 
+SUMMARY = "as fast as the reference on a large workload: full points up to the band's start, none past its end."
+"""What the check asks, in one line for students (notebooks, reports)."""
+
 
 def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     ex, speed = run.exercise, run.exercise.speed

@@ -10,6 +10,9 @@ from autograder.results import Outcome
 from autograder.session import ExerciseRun, StudentError, TopicSession
 from autograder.spec import Case, Vmap
 
+SUMMARY = "jax.vmap of your function equals the reference's, without a Python loop over the batch."
+"""What the check asks, in one line for students (notebooks, reports)."""
+
 
 def batched_case(session: TopicSession, run: ExerciseRun, opts: Vmap) -> Case:
     """`opts.batch` samples of one size, stacked along each argument's axis."""

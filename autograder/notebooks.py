@@ -1,0 +1,161 @@
+"""The nbgrader source notebook of a topic, generated from its lesson, solution and spec.
+
+`course/source/<topic>/<topic>.ipynb` reads top to bottom as:
+
+1. the topic's worker settings, when it has any (a locked cell that runs before JAX starts);
+2. the lesson, `course/lessons/<topic>.md`: its prose as markdown cells, its python blocks
+   as code cells to run;
+3. the exercises: the solution module's docstring, its given code as locked cells, and per
+   exercise a markdown heading with the checks and points, the answer cell (the solution
+   function, with nbgrader's solution markers; `nbgrader generate_assignment` cuts it to a
+   stub), and one locked grade cell per check worth that check's points.
+
+A grade cell calls `autograder.kernel.NotebookGrader.verdict`, the same engine as
+`grade grade`; its hidden-tests block switches it from the public cases to the hidden ones
+and is stripped from the students' copy. Cell ids are fixed, so a rebuild is byte-identical.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from autograder import checks, kernel
+from autograder.spec import Topic
+
+FENCE = re.compile(r"^```python\n(.*?)^```\n?", re.S | re.M)
+
+GRADING_NOTE = """\
+**How this notebook is graded.** Write each function in its answer cell, run it, then run the
+grade cells below it. A grade cell runs one check on your function, in separate worker
+processes, with the same engine as `grade check`: here on the public cases, and when your
+instructor autogrades, on fresh hidden cases and edge cases. It prints what it found and
+returns the points earned; a check that earns nothing prints FAILED and the reason (in red).
+Keep any helper your function needs inside its answer cell: the grader rebuilds your module from
+the answer cells you last ran.\
+"""
+
+GRADE_CELL = '''\
+# {check} ({points:g} {unit}): {summary}
+mode = "public"
+### BEGIN HIDDEN TESTS
+mode = "hidden"
+### END HIDDEN TESTS
+jaxlings.verdict("{exercise}", "{check}", mode)'''
+
+
+class NotebookError(Exception):
+    """The lesson or the solution cannot make a notebook (missing lesson, clashing names)."""
+
+
+def nbgrader_meta(grade_id: str, *, grade: bool = False, solution: bool = False, locked: bool = False,
+                  points: float | None = None) -> dict:
+    """nbgrader's cell metadata (schema version 3)."""
+    meta = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3, "solution": solution,
+            "task": False}
+    if points is not None:
+        meta["points"] = points
+    return {"nbgrader": meta}
+
+
+def lesson_cells(lesson: str) -> list[tuple[str, str]]:
+    """The lesson as ("markdown" | "code", source) pieces, in order."""
+    pieces, at = [], 0
+    for block in FENCE.finditer(lesson):
+        if text := lesson[at:block.start()].strip():
+            pieces.append(("markdown", text))
+        pieces.append(("code", block[1].rstrip()))
+        at = block.end()
+    if text := lesson[at:].strip():
+        pieces.append(("markdown", text))
+    return pieces
+
+
+def solution_pieces(source: str, exercises: list[str]) -> tuple[str, list[tuple[str | None, str]]]:
+    """The module docstring, and the module after it as (exercise name or None, source) pieces.
+
+    Each top-level statement takes the comments and blank lines above it; consecutive given
+    statements (imports, constants, registrations) merge into one piece.
+    """
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    body = tree.body
+    docstring = ast.get_docstring(tree) or ""
+    if docstring:
+        start, body = body[0].end_lineno, body[1:]
+    else:
+        start = 0
+    pieces: list[tuple[str | None, str]] = []
+    for node in body:
+        name = node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in exercises else None
+        end = kernel.statement_end(node, lines)
+        text = "\n".join(lines[start:end]).strip("\n")
+        start = end
+        if name is None and pieces and pieces[-1][0] is None:
+            pieces[-1] = (None, pieces[-1][1] + "\n" + text)
+        else:
+            pieces.append((name, text))
+    return docstring, pieces
+
+
+def make_notebook(topic: Topic, lesson: str, solution: str) -> nbformat.NotebookNode:
+    """The nbgrader source notebook of `topic`."""
+    names = [ex.name for ex in topic.exercises]
+    cells = []
+
+    def add(cell, cell_id: str):
+        cell.id = cell_id
+        cells.append(cell)
+
+    if topic.env:
+        env = "".join(f"os.environ[{k!r}] = {v!r}\n" for k, v in topic.env.items())
+        add(new_code_cell(f"# This topic's settings, the grader's too: they must run before JAX starts.\nimport os\n{env}".rstrip(),
+                          metadata=nbgrader_meta("settings", locked=True)), "settings")
+    for i, (kind, text) in enumerate(lesson_cells(lesson)):
+        if kind == "code" and (clash := kernel.top_level_names(text) & set(names)):
+            raise NotebookError(f"lesson {topic.name}: a code block defines {sorted(clash)}, an exercise's name")
+        add(new_markdown_cell(text) if kind == "markdown" else new_code_cell(text), f"lesson-{i:02d}")
+
+    docstring, pieces = solution_pieces(solution, names)
+    if not pieces or pieces[0][0] is not None:
+        raise NotebookError(f"solutions/{topic.name}.py must start with given code (its imports) before its exercises")
+    add(new_markdown_cell(f"## Exercises\n\n{docstring}\n\n{GRADING_NOTE}"), "exercises")
+    given = 0
+    setup = f"from autograder.kernel import NotebookGrader\n\njaxlings = NotebookGrader({topic.name!r})"
+    for name, text in pieces:
+        if name is None:
+            text = f"{text}\n\n{setup}" if given == 0 else text  # the grade cells' grader
+            add(new_code_cell(text, metadata=nbgrader_meta(f"given-{given}", locked=True)), f"given-{given}")
+            given += 1
+            continue
+        ex = topic.exercise(name)
+        number = names.index(name) + 1
+        rows = "\n".join(f"| `{c}` | {p:g} | {checks.SUMMARIES[c]} |" for c, p in ex.checks.items())
+        add(new_markdown_cell(f"### Exercise {number}: `{name}` ({sum(ex.checks.values()):g} points)\n\n"
+                              f"| check | points | what it checks |\n|---|---|---|\n{rows}"), f"{name}-task")
+        add(new_code_cell(text, metadata=nbgrader_meta(name, solution=True)), name)
+        for check, points in ex.checks.items():
+            source = GRADE_CELL.format(check=check, points=points, unit="point" if points == 1 else "points",
+                                       summary=checks.SUMMARIES[check], exercise=name)
+            add(new_code_cell(source, metadata=nbgrader_meta(f"{name}-{check}", grade=True, locked=True, points=points)),
+                f"{name}-{check}")
+    missing = set(names) - {n for n, _ in pieces if n}
+    if missing:
+        raise NotebookError(f"solutions/{topic.name}.py does not define {sorted(missing)} at top level")
+    nb = new_notebook(cells=cells, metadata={
+        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"},
+    })
+    nbformat.validate(nb)
+    return nb
+
+
+def render(topic: Topic, lesson_path: Path, solution: str) -> str:
+    """The notebook file's text (what `grade build` writes and `--check` compares)."""
+    if not lesson_path.is_file():
+        raise NotebookError(f"topic {topic.name} has no lesson at {lesson_path}")
+    return nbformat.writes(make_notebook(topic, lesson_path.read_text(), solution)) + "\n"
