@@ -10,6 +10,8 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[test]"
+	# JupyterHub's proxy, for the test that runs the course on a real hub (skipped without npm)
+	if command -v npm >/dev/null 2>&1; then npm install --silent --no-fund --no-audit --prefix $(VENV) configurable-http-proxy; fi
 	touch $(STAMP)
 
 setup: $(STAMP)

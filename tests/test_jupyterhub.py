@@ -1,40 +1,151 @@
-"""course/jupyterhub_config.py loads in JupyterHub and names only real settings and scopes."""
+"""course/jupyterhub_config.py on a real JupyterHub: the hub starts with it, and an
+instructor's formgrader (the course's service) generates, releases and autogrades a topic.
+
+The hub runs on loopback with JupyterHub's dummy authenticator and a probe service whose
+token stands in for an instructor; everything else is the course's own config. It needs
+configurable-http-proxy (npm), which `make setup` installs into .venv when npm is present.
+"""
 
 from __future__ import annotations
 
-import pytest
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
 
+import pytest
+import requests
+
+from autograder import topics
 from conftest import ROOT
 
 CONFIG = ROOT / "course" / "jupyterhub_config.py"
+TOPIC = "at_updates"
+TOKEN = "jaxlings-probe-token-0123456789"
+BIN = Path(sys.executable).parent
+PROXY_PATH = os.pathsep.join([str(BIN), str(BIN.parent / "node_modules" / ".bin"), os.environ["PATH"]])
 
 
-@pytest.fixture(scope="module")
-def hub():
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_every_setting_is_a_configurable_trait():
     from jupyterhub.app import JupyterHub
-
-    app = JupyterHub()
-    app.load_config_file(str(CONFIG))
-    return app
-
-
-def test_every_setting_is_a_configurable_trait(hub):
     from jupyterhub.auth import Authenticator
     from jupyterhub.spawner import Spawner
 
-    classes = {cls.__name__: cls for cls in [type(hub), Authenticator, Spawner]}
+    hub = JupyterHub()
+    hub.load_config_file(str(CONFIG))
+    classes = {cls.__name__: cls for cls in [JupyterHub, Authenticator, Spawner]}
     assert set(hub.config) <= set(classes), set(hub.config) - set(classes)
     for section, values in hub.config.items():
         known = classes[section].class_trait_names(config=True)
         assert set(values) <= set(known), f"{section}: unknown {set(values) - set(known)}"
 
 
-def test_roles_use_scopes_jupyterhub_knows_and_groups_follow_nbgrader(hub):
-    from jupyterhub.scopes import _check_scopes_exist
+TEST_CONFIG = '''
+c = get_config()
+load_subconfig({config!r})
+course = c.JupyterHub.services[0]
+course.pop("user")  # no system accounts here: the service runs as whoever runs the test
+course["cwd"] = {course!r}
+course["command"] = ["jupyterhub-singleuser", "--ServerApp.root_dir={course}"] + {root_flag!r}
+course["environment"]["PATH"] = {path!r}
+c.JupyterHub.services.append({{"name": "probe", "api_token": {token!r}}})
+c.JupyterHub.load_roles.append({{"name": "probe", "services": ["probe"], "scopes": [
+    "list:groups", "read:groups", "list:services", "read:services", "access:services!service=jaxlings"]}})
+c.JupyterHub.authenticator_class = "dummy"
+c.JupyterHub.spawner_class = "simple"
+c.JupyterHub.ip = "127.0.0.1"
+c.JupyterHub.port = {port}
+c.JupyterHub.hub_port = {hub_port}
+c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{proxy_port}"
+c.JupyterHub.db_url = "sqlite:///{tmp}/hub.sqlite"
+c.JupyterHub.cookie_secret_file = "{tmp}/cookie_secret"
+'''
 
-    cfg = hub.config.JupyterHub
-    for role in cfg.load_roles:
-        _check_scopes_exist(role["scopes"], who_for=f"role {role['name']}")
-    assert set(cfg.load_groups) == {"formgrade-jaxlings", "nbgrader-jaxlings"}
-    [service] = cfg.services
-    assert service["name"] == "jaxlings" and service["user"] == "grader-jaxlings"
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    """(base url of the course's formgrader API, course root, exchange) on a running hub."""
+    if not shutil.which("configurable-http-proxy", path=PROXY_PATH):
+        pytest.skip("configurable-http-proxy is not installed (npm install -g configurable-http-proxy)")
+    tmp = tmp_path_factory.mktemp("hub")
+    course, exchange = tmp / "course", tmp / "exchange"
+    shutil.copytree(ROOT / "course" / "source" / TOPIC, course / "source" / TOPIC)
+    exchange.mkdir()
+    config = (ROOT / "course" / "nbgrader_config.py").read_text() + f"\nc.Exchange.root = {str(exchange)!r}\n"
+    (course / "nbgrader_config.py").write_text(config)
+    port = free_port()
+    (tmp / "test_config.py").write_text(TEST_CONFIG.format(
+        config=str(CONFIG), course=str(course), path=PROXY_PATH, token=TOKEN, port=port, hub_port=free_port(),
+        proxy_port=free_port(), tmp=tmp, root_flag=["--allow-root"] if os.geteuid() == 0 else []))
+    log = open(tmp / "hub.log", "w")
+    proc = subprocess.Popen([str(BIN / "jupyterhub"), "-f", str(tmp / "test_config.py")], cwd=tmp, stdout=log,
+                            stderr=subprocess.STDOUT, env={**os.environ, "PATH": PROXY_PATH}, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    api = f"{base}/services/jaxlings/formgrader/api"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                if requests.get(f"{api}/assignments", headers=auth(), timeout=5).status_code == 200:
+                    break
+            except requests.ConnectionError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, (tmp / "hub.log").read_text()[-4000:]
+            time.sleep(1)
+        yield base, course, exchange
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
+
+
+def auth() -> dict:
+    return {"Authorization": f"token {TOKEN}"}
+
+
+def test_the_hub_loads_the_course_groups_and_service(hub):
+    base, _, _ = hub
+    groups = requests.get(f"{base}/hub/api/groups", headers=auth(), timeout=30).json()
+    members = {g["name"]: set(g["users"]) for g in groups}
+    assert members == {"formgrade-jaxlings": {"instructor1"}, "nbgrader-jaxlings": {"student1", "student2"}}
+    services = requests.get(f"{base}/hub/api/services", headers=auth(), timeout=30).json()
+    assert "jaxlings" in services
+
+
+@pytest.mark.slow
+def test_the_formgrader_releases_and_autogrades_a_topic(hub):
+    base, course, exchange = hub
+    api = f"{base}/services/jaxlings/formgrader/api"
+
+    def post(path: str) -> dict:
+        reply = requests.post(f"{api}/{path}", headers=auth(), timeout=900)
+        assert reply.status_code == 200, reply.text
+        body = reply.json()
+        assert body.get("success", True), body.get("log", body)
+        return body
+
+    post(f"assignment/{TOPIC}/assign")  # the formgrader's "Generate"
+    post(f"assignment/{TOPIC}/release")
+    assert (exchange / "jaxlings" / "outbound" / TOPIC / f"{TOPIC}.ipynb").is_file()
+    student = {"first_name": "Alice", "last_name": "A", "email": None, "lms_user_id": None}
+    assert requests.put(f"{api}/student/alice", json=student, headers=auth(), timeout=30).status_code == 200
+    submitted = course / "submitted" / "alice" / TOPIC
+    submitted.mkdir(parents=True)
+    shutil.copy(course / "source" / TOPIC / f"{TOPIC}.ipynb", submitted)  # the solutions, handed in
+    post(f"submission/{TOPIC}/alice/autograde")
+    [row] = requests.get(f"{api}/submissions/{TOPIC}", headers=auth(), timeout=30).json()
+    total = sum(sum(ex.checks.values()) for ex in topics.load(TOPIC).exercises)
+    assert (row["student"], row["autograded"], row["score"], row["max_score"]) == ("alice", True, total, total)
