@@ -22,7 +22,7 @@ demo: setup
 
 ## Run every test.
 test: setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=20
 
 ## Regenerate the student stubs from the solutions.
 build: setup

@@ -129,6 +129,27 @@ class Prints:
 
 
 @dataclass(frozen=True)
+class Vmc:
+    """Options of the `vmc` check: a variational Monte Carlo run `f(n, h, J, key)` for the
+    transverse-field Ising ring, returning the parameters of its RBM (`nk.models.RBM`).
+
+    The check draws its cases from the exercise's sampler at `size` (one per run, fresh keys),
+    runs the reference and the student `runs` times each (the first run compiles), computes
+    each returned RBM's energy exactly in the grader, and asks for a relative error below
+    `max_error` on every run. Half the points are for that accuracy, half for the time: CPU
+    time (wall time on a GPU) of each run against the reference's, full at `ratio <= full`,
+    none at `ratio >= zero`. A run past `max(min_timeout, 2·zero·T_ref)` is stopped.
+    """
+
+    size: int = 16
+    max_error: float = 2e-3
+    runs: int = 2
+    full: float = 2.0
+    zero: float = 10.0
+    min_timeout: float = 60.0
+
+
+@dataclass(frozen=True)
 class Exercise:
     """One function the student writes, and everything the grader checks about it.
 

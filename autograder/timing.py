@@ -29,7 +29,14 @@ class Timed:
 
 
 class CallFailed(Exception):
-    """The worker did not complete the call: `reason` says why (time-out, crash, error)."""
+    """The worker did not complete the call: `reason` says why (time-out, crash, error).
+
+    `error` is the exception the worker reported (type, message, where), when it reported one.
+    """
+
+    def __init__(self, reason: str, error: dict[str, str] | None = None) -> None:
+        super().__init__(reason)
+        self.error = error
 
 
 def timed_call(worker: Worker, fn: str, cases: list[Case], *, jit: bool, static_argnums: tuple[int, ...], timeout: float) -> Timed:
@@ -52,5 +59,5 @@ def timed_call(worker: Worker, fn: str, cases: list[Case], *, jit: bool, static_
 def _expect_ok(reply: dict[str, Any]) -> dict[str, Any]:
     if not reply["ok"]:
         err = reply["error"]
-        raise CallFailed(f"{err['type']}: {err['message']}")
+        raise CallFailed(f"{err['type']}: {err['message']}", err)
     return reply

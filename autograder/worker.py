@@ -128,10 +128,17 @@ class Harness:
         return self.jit(fn, static_argnums=tuple(req.get("static_argnums", ())))
 
     def export(self, out: Any) -> dict[str, Any]:
-        """An output pytree as data: its treedef string and its leaves as NumPy arrays."""
-        leaves, treedef = self.flatten(out)
+        """An output pytree as data: its treedef string and its leaves as NumPy arrays.
+
+        A quantum operator (a NetKet operator: it has a `hilbert` and `to_sparse()`) is one leaf,
+        sent as its matrix in its Hilbert space's basis (`to_sparse().toarray()`), so that the
+        grader compares what operators mean, not how they are stored.
+        """
+        leaves, treedef = self.flatten(out, is_leaf=_is_operator)
         exported = []
         for leaf in leaves:
+            if _is_operator(leaf):
+                leaf = leaf.to_sparse().toarray()
             if hasattr(leaf, "dtype") and self.is_key(leaf):
                 exported.append({"kind": "key", "impl": str(self.key_impl(leaf)), "data": self.asarray(self.key_data(leaf))})
                 continue
@@ -278,6 +285,11 @@ def _spec_per_dimension(spec: Any, ndim: int) -> str:
     `P('data')` and `P('data', None)` for a matrix, or `P(('data',))` and `P('data')`."""
     entries = [e[0] if isinstance(e, tuple) and len(e) == 1 else e for e in tuple(spec)]
     return str(tuple(entries + [None] * (ndim - len(entries))))
+
+
+def _is_operator(x: Any) -> bool:
+    """Whether `x` is a quantum operator on a Hilbert space (NetKet's have both attributes)."""
+    return hasattr(x, "hilbert") and callable(getattr(x, "to_sparse", None))
 
 
 def _tuples(value: Any) -> Any:

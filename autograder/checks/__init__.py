@@ -3,7 +3,8 @@
 `REGISTRY` maps a check name (as used in a topic spec's `Exercise.checks` and in result names
 `<topic>.<exercise>:<check>`) to its function. `correct` always runs first; the checks in
 `NEEDS_CORRECT` are judged only once `correct` has passed (a fast or key-clean function that
-computes the wrong thing earns nothing).
+computes the wrong thing earns nothing). The others (`correct`, `jit`, `vmc`) call the function
+themselves, so a stub fails them with "not implemented yet".
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import sys
 from typing import Callable
 
-from autograder.checks import compiles, correct, grad, jit, key_reuse, prints, sharding, speed, vmap
+from autograder.checks import compiles, correct, grad, jit, key_reuse, prints, sharding, speed, vmap, vmc
 from autograder.results import Outcome
 from autograder.session import ExerciseRun, TopicSession
 
@@ -27,6 +28,7 @@ REGISTRY: dict[str, Check] = {
     "compiles": compiles.run,
     "sharding": sharding.run,
     "prints": prints.run,
+    "vmc": vmc.run,
 }
 
 NEEDS_CORRECT = frozenset({"speed", "key_reuse", "grad", "vmap", "sharding", "prints", "compiles"})

@@ -14,6 +14,7 @@ follow the exercise's band (`Speed.score`).
 from __future__ import annotations
 
 import statistics
+from typing import Callable
 
 from autograder.compare import mismatch
 from autograder.results import Outcome
@@ -65,10 +66,17 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     return verdict(speed, ref_times, stu_times, size, backend)
 
 
+def clock_for(backend: str, times: list[Timed]) -> tuple[str, Callable[[Timed], float]]:
+    """The clock that judges `times`, and how to read it: the CPU time of the worker's process
+    tree on a CPU backend (when every measurement has one), wall time otherwise."""
+    if backend == "cpu" and all(t.cpu_seconds is not None for t in times):
+        return "cpu", lambda t: t.cpu_seconds
+    return "wall", lambda t: t.seconds
+
+
 def verdict(speed: Speed, ref_times: list[Timed], stu_times: list[Timed], size: int, backend: str) -> Outcome:
     """Band the best-time ratio on the backend's clock, with the guards against idling."""
-    clock = "cpu" if backend == "cpu" and all(t.cpu_seconds is not None for t in ref_times + stu_times) else "wall"
-    pick = (lambda t: t.cpu_seconds) if clock == "cpu" else (lambda t: t.seconds)
+    clock, pick = clock_for(backend, ref_times + stu_times)
     t_ref, t_stu = min(map(pick, ref_times)), min(map(pick, stu_times))
     ratio = t_stu / t_ref
     wall_ratio = min(t.seconds for t in stu_times) / min(t.seconds for t in ref_times)

@@ -10,7 +10,8 @@ import importlib
 
 from autograder.spec import Topic
 
-ORDER: tuple[str, ...] = ("prng", "at_updates", "static_args", "loops", "pytrees", "primitives", "sharding", "jit_basics")
+ORDER: tuple[str, ...] = ("prng", "at_updates", "static_args", "loops", "pytrees", "primitives", "sharding", "ising",
+                         "jit_basics")
 
 
 def load(name: str) -> Topic:

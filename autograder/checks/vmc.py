@@ -1,0 +1,173 @@
+"""`vmc`: a variational Monte Carlo run finds the ground state of the transverse-field Ising
+ring, on fresh keys, in a time comparable to the reference's.
+
+The exercise's function, `f(n, h, J, key)`, trains an RBM (`nk.models.RBM`) on the ring
+H = -J sum_i Z_i Z_{i+1} - h sum_i X_i and returns its parameters, `vstate.parameters`. None of
+the student's own estimates is trusted: the grader computes the returned RBM's energy
+<psi|H|psi> / <psi|psi> exactly, summing over all 2**n configurations with NumPy, and compares
+it with the exact ground-state energy, which it also computes (the chain maps to free
+fermions: a closed form). A Monte Carlo average cannot be faked this way, and the verdict does
+not depend on sampling noise.
+
+`Vmc.runs` runs, each on a case drawn from the exercise's sampler (a fresh key): the
+reference, then the student, both timed by the grader's clock (`timing.timed_call`: CPU time
+of the worker's process tree on a CPU, wall time on a GPU). The first run compiles NetKet's
+functions; the next ones reuse them. Half the points: every run's relative error below
+`Vmc.max_error`. The other half, only then: the time, banded on the worst run's ratio to the
+reference's (so a function that does its real work on the first call and memoises it gains
+nothing). Runs with different keys must not return identical parameters.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from autograder.checks.speed import clock_for
+from autograder.results import Outcome
+from autograder.sandbox import WorkerDied
+from autograder.session import REFERENCE_TIMEOUT, ExerciseRun, GraderError, StudentError, TopicSession, format_error
+from autograder.spec import Speed, Vmc
+from autograder.timing import CallFailed, Timed, timed_call
+
+SUMMARY = ("the RBM your VMC run returns has the ground-state energy (computed exactly, relative error within the "
+           "bound) on fresh keys; half the points for that, half for the time against the reference's.")
+"""What the check asks, in one line for students (notebooks, reports)."""
+
+MAX_HIDDEN_PER_SPIN = 8  # the exact sum costs 2**n * hidden units; more than alpha = 8 is refused
+CHUNK = 4096  # configurations per block of the exact sum
+
+
+def exact_energy(n: int, h: float, J: float) -> float:
+    """Ground-state energy of H = -J sum Z_i Z_{i+1} - h sum X_i on a ring of n sites (J > 0).
+
+    Jordan-Wigner makes the chain free fermions; the ground state lies in the even-parity
+    sector, where the momenta are k = (2m + 1) pi / n: E0 = -sum_k sqrt(J^2 + h^2 - 2 J h cos k).
+    (At h = J this is -2 / sin(pi / 2n), about -4n/pi.)
+    """
+    k = np.pi * (2 * np.arange(n) + 1) / n
+    return float(-np.sum(np.sqrt(J * J + h * h - 2 * J * h * np.cos(k))))
+
+
+def _log_cosh(x: np.ndarray) -> np.ndarray:
+    """log(cosh(x)) without overflow, for real or complex x."""
+    s = np.where(np.real(x) >= 0, 1.0, -1.0)
+    return s * x + np.log1p(np.exp(-2 * s * x)) - np.log(2.0)
+
+
+def rbm_energy(visible: np.ndarray, hidden: np.ndarray, kernel: np.ndarray, h: float, J: float) -> float:
+    """<psi|H|psi> / <psi|psi> for NetKet's RBM, log psi(s) = visible.s + sum_j log cosh(hidden_j + (s @ kernel)_j),
+    s in {-1, +1}^n, summed exactly over all 2**n configurations (real or complex parameters).
+
+    Configuration number c has s_i = 1 - 2·bit_i(c), so flipping spin i is c ^ (1 << i); the
+    order of the sum does not matter.
+    """
+    n = visible.shape[0]
+    configs = np.arange(2**n)
+    log_psi = np.empty(2**n, dtype=np.result_type(visible, hidden, kernel, np.float64))
+    for start in range(0, 2**n, CHUNK):
+        s = 1.0 - 2.0 * ((configs[start:start + CHUNK, None] >> np.arange(n)) & 1)
+        log_psi[start:start + CHUNK] = s @ visible + _log_cosh(s @ kernel + hidden).sum(axis=1)
+    psi = np.exp(log_psi - np.max(np.real(log_psi)))  # scaled: the largest |psi| is 1
+    weight = np.abs(psi) ** 2
+    s = 1.0 - 2.0 * ((configs[:, None] >> np.arange(n)) & 1)
+    energy = -J * np.sum(weight * np.sum(s * np.roll(s, -1, axis=1), axis=1))
+    for i in range(n):
+        energy = energy - h * np.sum(np.conj(psi) * psi[configs ^ (1 << i)])
+    return float(np.real(energy) / np.sum(weight))
+
+
+def rbm_of(out: dict, structure: str) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray] | None, str | None]:
+    """(visible, hidden, kernel) from an exported output shaped like the reference's RBM
+    parameters ({"Dense": {"bias", "kernel"}, "visible_bias"}: leaves in that order); or why not."""
+    if out["treedef"] != structure:
+        return None, (f"the output's structure is {out['treedef']}, but the task asks for the RBM's parameters, "
+                      f"`vstate.parameters`: {structure}")
+    if any(leaf["kind"] != "array" for leaf in out["leaves"]):
+        return None, "the parameters must be numeric arrays"
+    hidden, kernel, visible = (np.asarray(leaf["data"]) for leaf in out["leaves"])
+    if kernel.ndim != 2 or visible.shape != kernel.shape[:1] or hidden.shape != kernel.shape[1:]:
+        return None, (f"parameters of shapes kernel {kernel.shape}, bias {hidden.shape}, visible_bias {visible.shape} "
+                      "are not an RBM's: kernel (n, hidden), bias (hidden,), visible_bias (n,)")
+    if kernel.shape[1] > MAX_HIDDEN_PER_SPIN * kernel.shape[0]:
+        return None, f"{kernel.shape[1]} hidden units for {kernel.shape[0]} spins; at most alpha = {MAX_HIDDEN_PER_SPIN}"
+    if not all(np.isfinite(a).all() for a in (visible, hidden, kernel)):
+        return None, "some parameters are NaN or infinite: the optimisation diverged"
+    as_number = lambda a: a if a.dtype.kind in "fc" else a.astype(np.float64)  # noqa: E731
+    return (as_number(visible), as_number(hidden), as_number(kernel)), None
+
+
+def run(session: TopicSession, run: ExerciseRun) -> Outcome:
+    ex = run.exercise
+    opts: Vmc = ex.options["vmc"]
+    backend = session.platform["backend"]
+    refs: list[Timed] = []
+    stus: list[Timed] = []
+    errors: list[float] = []
+    ref_errors: list[float] = []
+    for i in range(opts.runs):
+        case = ex.sample(session.rng, opts.size)
+        n, h, J = case.args[:3]
+        exact = exact_energy(n, h, J)
+        which = f"run {i + 1} of {opts.runs} (n={n}, h={h:g}, J={J:g}, key=jax.random.key({case.args[3].seed}))"
+        try:
+            ref = timed_call(session.ref, ex.name, [case], jit=False, static_argnums=(), timeout=REFERENCE_TIMEOUT)
+        except (WorkerDied, CallFailed) as exc:
+            raise GraderError(f"the reference {session.topic.name}.{ex.name} failed, {which}: {exc}") from None
+        structure = ref.outs[0]["treedef"]
+        params, problem = rbm_of(ref.outs[0], structure)
+        ref_error = abs(rbm_energy(*params, h, J) - exact) / abs(exact) if params else float("inf")
+        if problem or not ref_error < opts.max_error:
+            raise GraderError(f"the reference {session.topic.name}.{ex.name} missed the ground state, {which}: "
+                              f"{problem or f'relative error {ref_error:.2e}'}")
+        limit = min(max(opts.min_timeout, 2 * opts.zero * ref.seconds), max(1.0, session.time_left()))
+        try:
+            stu = timed_call(session.student(), ex.name, [case], jit=False, static_argnums=(), timeout=limit)
+        except StudentError as exc:
+            return Outcome.fail(f"{which}: {exc}")
+        except CallFailed as exc:
+            reason = format_error(exc.error, f"{session.topic.name}.{ex.name}") if exc.error else str(exc)
+            return Outcome.fail(f"{which}: {reason}")
+        except WorkerDied as exc:
+            return Outcome.fail(f"{which} did not finish within {limit:.0f} s (the reference took {ref.seconds:.1f} s): {exc}")
+        params, problem = rbm_of(stu.outs[0], structure)
+        if problem:
+            return Outcome.fail(f"{which}: {problem}")
+        energy = rbm_energy(*params, h, J)
+        error = abs(energy - exact) / abs(exact)
+        refs.append(ref)
+        stus.append(stu)
+        errors.append(error)
+        ref_errors.append(ref_error)
+        data = {"errors": errors, "reference_errors": ref_errors, "energy": energy, "exact_energy": exact,
+                "max_error": opts.max_error}
+        if not error < opts.max_error:
+            return Outcome.fail(f"{which}: the returned RBM's energy is {energy:.6f}, the exact ground state's "
+                                f"{exact:.6f}: relative error {error:.2e}, more than {opts.max_error:g} (the reference "
+                                f"reaches {ref_error:.1e}). Optimise longer or better: stochastic reconfiguration, "
+                                "enough samples, a learning rate that converges", **data)
+    if len(stus) > 1 and all(np.array_equal(a["data"], b["data"]) for a, b in zip(stus[0].outs[0]["leaves"],
+                                                                                  stus[1].outs[0]["leaves"])):
+        return Outcome.fail("two runs with different keys returned identical parameters: take every random choice "
+                            "(the initial parameters, the Markov chains) from the key", **data)
+    return _with_time(opts, backend, refs, stus, data)
+
+
+def _with_time(opts: Vmc, backend: str, refs: list[Timed], stus: list[Timed], data: dict) -> Outcome:
+    """Accurate: half the points, plus half the time band's fraction on the worst run's ratio."""
+    clock, pick = clock_for(backend, refs + stus)
+    ratios = [pick(s) / pick(r) for r, s in zip(refs, stus)]
+    wall_ratios = [s.seconds / r.seconds for r, s in zip(refs, stus)]
+    band = Speed(size={backend: opts.size}, full=opts.full, zero=opts.zero)
+    ratio = max(ratios)
+    time_fraction = 0.0 if max(wall_ratios) >= opts.zero else band.score(ratio)
+    data.update({"ratios": [round(r, 3) for r in ratios], "wall_ratios": [round(r, 3) for r in wall_ratios],
+                 "clock": clock, "reference_seconds": [round(pick(r), 3) for r in refs],
+                 "student_seconds": [round(pick(s), 3) for s in stus], "time_fraction": round(time_fraction, 3)})
+    runs = ", ".join(f"x{r:.2f}" for r in ratios)
+    text = (f"relative energy error {', '.join(f'{e:.1e}' for e in data['errors'])} on {len(ratios)} runs (below "
+            f"{opts.max_error:g}; the reference's {', '.join(f'{e:.1e}' for e in data['reference_errors'])}); "
+            f"{clock} time against the reference's: {runs} (the first run compiles; {pick(refs[0]):.2f} s and "
+            f"{pick(refs[-1]):.2f} s for the reference), full marks up to x{opts.full:g}, none from x{opts.zero:g}")
+    if max(wall_ratios) >= opts.zero:
+        text += f"; but the wall time took x{max(wall_ratios):.1f} the reference's, past x{opts.zero:g}: no time points"
+    return Outcome(round(0.5 + 0.5 * time_fraction, 3), text, data)

@@ -1,0 +1,130 @@
+"""Topic `ising`: the transverse-field Ising ring with NetKet: the Hamiltonian, Lanczos, variational
+Monte Carlo with an RBM and SR, and ground-state observables.
+
+How it judges. `tfim_hamiltonian` returns a NetKet operator; the worker sends operators as
+their matrices (`to_sparse().toarray()`, see `worker.Harness.export`), so the grader compares
+what H is, however it was built (`nk.operator.Ising` or a sum of local operators). Energies and
+correlations are compared with the reference's on rings small enough for exact
+diagonalisation, odd rings included (there the sign of J changes the spectrum; on even rings a
+sublattice rotation hides it, but not from the matrix). `ground_state_energy` is also timed at
+n = 14, where Lanczos takes about 60 ms and a dense diagonalisation minutes (its matrix alone is
+2 GB); the band is wide (full marks up to x3) because building H from local operators costs
+more than `nk.operator.Ising` (about x1.6 there), which is not what this exercise is about.
+The VMC exercise has its own check, `vmc` (see `autograder.checks.vmc`): the RBM it returns is
+evaluated exactly in the grader against the exact energy, and its runs are timed against the
+reference's.
+
+Cost. Most of this topic's time is compilation: NetKet jits per operator shape (0.3 to 1 s for
+each new ring size, per worker) and per VMC set-up (about 6 s, once). The cases therefore reuse
+a few ring sizes, and the VMC runs twice per side (the first compiles). There is no speed check
+on `tfim_hamiltonian` or `correlations`: their time is that compilation, the same for every
+right answer. The whole topic grades in about 40 s on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from autograder.spec import Case, Exercise, Key, Speed, Topic, Vmc
+
+
+def _ring(rng: np.random.Generator, n: int) -> Case:
+    """A ring of n sites with J in [0.5, 1.5] and h/J in [0.4, 2.5] (both phases; the lower bound
+    keeps the ordered phase's two lowest states apart, so that the ground state is unique)."""
+    J = float(np.round(rng.uniform(0.5, 1.5), 3))
+    return Case((n, float(np.round(J * rng.uniform(0.4, 2.5), 3)), J))
+
+
+def _vmc(rng: np.random.Generator, n: int) -> Case:
+    return Case((n, 1.0, 1.0, Key(int(rng.integers(2**31)))))
+
+
+TOPIC = Topic(
+    name="ising",
+    title="The quantum Ising chain with NetKet",
+    env={"JAX_ENABLE_X64": "1"},
+    time_limit=300.0,
+    exercises=(
+        Exercise(
+            name="tfim_hamiltonian",
+            sample=_ring,
+            sizes=(3, 6, 8),
+            edge_cases=(
+                Case((4, 1.0, 1.0), "the docstring's example"),
+                Case((5, 0.5, 2.0), "an odd ring"),
+                Case((6, 0.0, 1.0), "no field (h = 0)"),
+            ),
+            rtol=1e-12,
+            atol=1e-12,
+            checks={"correct": 3},
+            hints=(
+                "Three objects: the graph (which sites are bonded), the Hilbert space (what lives on each site), and "
+                "the operator on that space. Mind signs: the task's H has -J in front of Z_i Z_{i+1}.",
+                "`g = nk.graph.Chain(length=n, pbc=True)`, `hi = nk.hilbert.Spin(s=1/2, N=n)`, then "
+                "`nk.operator.Ising(hilbert=hi, graph=g, h=h, J=...)`: NetKet's Ising is -h sum X + J sum ZZ.",
+                "return nk.operator.Ising(hilbert=hi, graph=g, h=h, J=-J)   (or: sum(-J * sigmaz(hi, i) @ "
+                "sigmaz(hi, (i + 1) % n) - h * sigmax(hi, i) for i in range(n)))",
+            ),
+        ),
+        Exercise(
+            name="ground_state_energy",
+            sample=_ring,
+            sizes=(6, 8, 10),
+            edge_cases=(
+                Case((4, 1.0, 1.0), "the docstring's example"),
+                Case((5, 0.7, 1.0), "an odd ring (frustrated if J has the wrong sign)"),
+                Case((6, 0.0, 1.0), "no field: -J n"),
+                Case((8, 3.0, 1.0), "a strong field (paramagnet)", hidden=True),
+            ),
+            rtol=1e-9,
+            atol=1e-9,
+            checks={"correct": 2, "speed": 2},
+            speed=Speed(size={"cpu": 14}, full=3.0, min_reps=3, max_reps=11, budget=0.5, jit=False),
+            hints=(
+                "You need the lowest eigenvalue only, and H is very sparse (n + 1 nonzeros per row): an iterative "
+                "eigensolver needs only products H @ v and never the dense 2**n x 2**n matrix.",
+                "`nk.exact.lanczos_ed(H)` returns an array of the k lowest eigenvalues (k=1 by default); "
+                "build H with your tfim_hamiltonian.",
+                "return nk.exact.lanczos_ed(tfim_hamiltonian(n, h, J))[0]",
+            ),
+        ),
+        Exercise(
+            name="vmc_ground_state",
+            sample=_vmc,
+            sizes=(),  # no value-by-value cases: the `vmc` check draws its own runs
+            checks={"vmc": 6},
+            options={"vmc": Vmc(size=16, max_error=2e-3, runs=2, full=2.0, zero=10.0)},
+            hints=(
+                "Variational Monte Carlo: a model (the RBM), a sampler that draws configurations from |psi|^2, a "
+                "variational state holding both, and a driver that steps the parameters downhill in energy. "
+                "Without stochastic reconfiguration (SR) plain gradient descent converges far too slowly.",
+                "`vstate = nk.vqs.MCState(nk.sampler.MetropolisLocal(hi), nk.models.RBM(alpha=1), n_samples=512, "
+                "seed=k1, sampler_seed=k2)` with k1, k2 = jax.random.split(key); `nk.driver.VMC(H, optax.sgd(0.1), "
+                "variational_state=vstate, preconditioner=nk.optimizer.SR(diag_shift=0.01))`.",
+                "driver.run(n_iter=100, out=None, show_progress=False); return vstate.parameters",
+            ),
+        ),
+        Exercise(
+            name="correlations",
+            sample=_ring,
+            sizes=(6, 8),
+            edge_cases=(
+                Case((4, 1.0, 1.0), "the docstring's example"),
+                Case((6, 0.0, 1.0), "no field: perfect order"),
+                Case((8, 2.5, 1.0), "a strong field: correlations decay", hidden=True),
+            ),
+            rtol=1e-7,
+            atol=1e-7,
+            checks={"correct": 3},
+            hints=(
+                "Get the ground-state vector from Lanczos, then each observable is a sandwich <psi|O|psi>, "
+                "with O's sparse matrix in the same basis as psi.",
+                "`E, V = nk.exact.lanczos_ed(H, compute_eigenvectors=True)`; psi = V[:, 0]; "
+                "`np.vdot(psi, O.to_sparse() @ psi)` with O = sum(sigmax(hi, i) for i in range(n)) / n, and "
+                "O = sigmaz(hi, 0) @ sigmaz(hi, r) (operators multiply with @).",
+                "expect = lambda O: np.real(np.vdot(psi, O.to_sparse() @ psi)); return expect(mx_operator), "
+                "np.array([expect(sigmaz(hi, 0) @ sigmaz(hi, r)) for r in range(n // 2 + 1)])",
+            ),
+        ),
+    ),
+)

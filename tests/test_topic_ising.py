@@ -1,0 +1,128 @@
+"""Topic `ising`: the reference passes (its VMC reaches the ground state, as the grader measures
+it, in the reference's own time), right answers written differently pass, and for every check
+a submission that deserves to fail it fails it, and only it.
+
+The grader's own physics (the closed-form ground-state energy, the exact energy of an RBM) is
+checked against NetKet. Verdicts asserted here rest on values, relative errors and time ratios
+of the two workers measured in the same grading run, never on wall time alone.
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import ROOT, failing, grade_variant, verdicts
+
+TOPIC = "ising"
+VMC = f"{TOPIC}.vmc_ground_state"
+
+
+def mine(result, exercise):
+    """The failing tests of one exercise."""
+    return {n for n in failing(result) if n.startswith(f"{TOPIC}.{exercise}:")}
+
+
+def data(result, name):
+    """The measured figures of one test."""
+    return next(t.extra_data for t in result.tests if t.name == f"{TOPIC}.{name}")
+
+
+def message(result, name):
+    return verdicts(result)[f"{TOPIC}.{name}"][2]
+
+
+def score(result, name):
+    score, max_score, _ = verdicts(result)[f"{TOPIC}.{name}"]
+    return score / max_score
+
+
+@pytest.fixture(scope="module")
+def faults(tmp_path_factory):
+    return grade_variant(tmp_path_factory, TOPIC, "one_fault_each")
+
+
+def test_reference_vmc_reaches_the_ground_state_in_its_own_time(graded_solutions):
+    """The solutions graded as a submission (the session's grading of every topic): the RBMs
+    both sides return are evaluated exactly, far below the bound, at a time ratio near 1."""
+    vmc = data(graded_solutions, "vmc_ground_state:vmc")
+    assert len(vmc["errors"]) == len(vmc["reference_errors"]) == 2
+    assert max(vmc["errors"] + vmc["reference_errors"]) < vmc["max_error"] / 4
+    assert vmc["clock"] == "cpu" and all(0.5 < r < 2 for r in vmc["ratios"]), vmc
+    assert vmc["exact_energy"] == pytest.approx(-20.404594474756, rel=1e-12)
+    assert data(graded_solutions, "ground_state_energy:speed")["size"] == 14
+
+
+def test_grader_physics_agrees_with_netket():
+    """The check's closed-form energy against Lanczos (odd and even rings, both phases), and its
+    exact RBM energy against nk.vqs.FullSumState (real and complex parameters, alpha 1 and 2)."""
+    script = textwrap.dedent("""
+        import jax, netket as nk, numpy as np
+        from autograder.checks.vmc import exact_energy, rbm_energy
+        for n, h, J in [(3, 0.5, 1.0), (4, 1.0, 1.0), (5, 0.7, 1.0), (7, 1.3, 0.5), (8, 2.0, 1.0), (10, 1.0, 2.0)]:
+            H = nk.operator.Ising(nk.hilbert.Spin(0.5, N=n), nk.graph.Chain(n, pbc=True), h=h, J=-J)
+            assert abs(exact_energy(n, h, J) - nk.exact.lanczos_ed(H)[0]) < 1e-10, (n, h, J)
+        for n, alpha, dtype in [(6, 1, float), (8, 2, complex)]:
+            hi = nk.hilbert.Spin(0.5, N=n)
+            H = nk.operator.Ising(hi, nk.graph.Chain(n, pbc=True), h=0.8, J=-1.0)
+            state = nk.vqs.FullSumState(hi, nk.models.RBM(alpha=alpha, param_dtype=dtype), seed=3)
+            state.parameters = jax.tree.map(lambda p: 3 * p, state.parameters)  # far from uniform
+            p = jax.tree.map(np.asarray, state.parameters)
+            mine = rbm_energy(p["visible_bias"], p["Dense"]["bias"], p["Dense"]["kernel"], 0.8, 1.0)
+            assert abs(mine - state.expect(H).mean.real) < 1e-10, (n, alpha, dtype)
+        print("ok")
+    """)
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+    assert run.returncode == 0 and run.stdout.strip().endswith("ok"), run.stderr[-3000:]
+
+
+def test_right_answers_written_differently_get_full_marks(tmp_path_factory):
+    """H as a sum of local operators (the worker sends any operator as its matrix), SciPy's eigsh
+    on it (timed too: within the band), and ZZ correlations from |psi|^2 of the basis states."""
+    names = [f"{TOPIC}.tfim_hamiltonian", f"{TOPIC}.ground_state_energy", f"{TOPIC}.correlations"]
+    result = grade_variant(tmp_path_factory, TOPIC, "written_differently", names)
+    assert failing(result) == set(), [t.output for t in result.tests if t.score < t.max_score]
+
+
+def test_netkets_sign_convention_taken_literally_fails_correct(faults):
+    assert mine(faults, "tfim_hamiltonian") == {f"{TOPIC}.tfim_hamiltonian:correct"}
+    assert "values are off" in message(faults, "tfim_hamiltonian:correct")
+
+
+def test_dense_diagonalisation_fails_speed_only(faults):
+    assert mine(faults, "ground_state_energy") == {f"{TOPIC}.ground_state_energy:speed"}
+    assert "did not finish" in message(faults, "ground_state_energy:speed")
+
+
+def test_vmc_without_sr_fails_vmc_on_its_energy(faults):
+    assert mine(faults, "vmc_ground_state") == {f"{VMC}:vmc"} and score(faults, "vmc_ground_state:vmc") == 0
+    vmc = data(faults, "vmc_ground_state:vmc")
+    assert vmc["errors"][0] > 2 * vmc["max_error"] and vmc["reference_errors"][0] < vmc["max_error"] / 4
+    assert "relative error" in message(faults, "vmc_ground_state:vmc")
+
+
+def test_a_sum_instead_of_an_average_fails_correct(faults):
+    assert mine(faults, "correlations") == {f"{TOPIC}.correlations:correct"}
+    assert "output leaf 0" in message(faults, "correlations:correct")
+
+
+def test_accurate_but_slow_vmc_loses_the_time_points(tmp_path_factory):
+    """1008 samples x 300 steps, about six times the reference's work: the energy half of the
+    points, and part of the time half."""
+    result = grade_variant(tmp_path_factory, TOPIC, "slow_vmc", [VMC])
+    vmc = data(result, "vmc_ground_state:vmc")
+    assert max(vmc["errors"]) < vmc["max_error"]
+    assert max(vmc["ratios"]) > 2.5 and vmc["time_fraction"] < 1
+    assert 0.5 <= score(result, "vmc_ground_state:vmc") < 1
+
+
+def test_vmc_that_ignores_its_key_fails_vmc(tmp_path_factory):
+    """Seeded with constants: accurate, but the same parameters for every key (which would let a
+    function memoise its first result and skip the work on the timed runs)."""
+    result = grade_variant(tmp_path_factory, TOPIC, "fixed_seed_vmc", [VMC])
+    assert max(data(result, "vmc_ground_state:vmc")["errors"]) < 2e-3
+    assert score(result, "vmc_ground_state:vmc") == 0
+    assert "identical parameters" in message(result, "vmc_ground_state:vmc")
