@@ -114,6 +114,11 @@ def test_a_student_runs_the_released_notebook_with_one_exercise_done(tmp_path):
     for cell, original in zip(released.cells, source.cells):
         if cell.id == "scatter_ops":
             cell.source = original.source  # the one exercise the student has done
+    no_reference = nbformat.v4.new_code_cell(  # a hub whose students may not read the solutions
+        'import os\nos.environ["JAXLINGS_SOLUTIONS"] = "/nonexistent"\njaxlings._results.clear()\n'
+        'jaxlings.verdict("scatter_ops", "correct")')
+    no_reference.id = "no-reference"
+    released.cells.append(no_reference)
     NotebookClient(released, timeout=600, kernel_name="python3", allow_errors=True,
                    resources={"metadata": {"path": str(tmp_path)}}).execute()
 
@@ -129,3 +134,5 @@ def test_a_student_runs_the_released_notebook_with_one_exercise_done(tmp_path):
     text, points = output("histogram-correct")
     assert text.startswith("FAILED at_updates.histogram:correct [public cases] 0/2") and "not implemented" in text
     assert points == ""
+    text, points = output("no-reference")
+    assert text.startswith("NOT GRADED at_updates.scatter_ops:correct") and "/nonexistent" in text and points == ""
