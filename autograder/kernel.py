@@ -70,17 +70,16 @@ def assemble(stub: str, cells: list[str], exercises: list[str]) -> str:
         for name in top_level_names(cell) & set(exercises):
             chosen[name] = index
     lines = stub.splitlines()
-    spans = {}
-    for node in ast.parse(stub).body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in chosen:
-            start = min([node.lineno] + [d.lineno for d in node.decorator_list])
-            spans[node.name] = (start - 1, statement_end(node, lines))
+    edits: list[tuple[int, int, list[str]]] = []
     placed: set[int] = set()
-    for name in sorted(spans, key=lambda n: spans[n][0]):
-        placed_here = chosen[name] not in placed
-        placed.add(chosen[name])
-        spans[name] = (*spans[name], cells[chosen[name]].rstrip("\n").splitlines() if placed_here else [])
-    for start, end, replacement in sorted(spans.values(), reverse=True):
+    for node in ast.parse(stub).body:  # in source order, so a shared cell lands at its first exercise
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in chosen:
+            start = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1
+            cell = chosen[node.name]
+            edits.append((start, statement_end(node, lines),
+                          [] if cell in placed else cells[cell].rstrip("\n").splitlines()))
+            placed.add(cell)
+    for start, end, replacement in reversed(edits):
         lines[start:end] = replacement
     return "\n".join(lines) + "\n"
 

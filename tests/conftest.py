@@ -63,6 +63,16 @@ def failing(result: Result) -> set[str]:
     return {t.name for t in result.tests if t.score < t.max_score}
 
 
+def failing_in(result: Result, topic: str, exercise: str) -> set[str]:
+    """Names of one exercise's tests that did not get full marks."""
+    return {n for n in failing(result) if n.startswith(f"{topic}.{exercise}:")}
+
+
+def extra_data(result: Result, name: str) -> dict:
+    """The measured figures of the test called `name` (`topic.exercise:check`)."""
+    return next(t.extra_data for t in result.tests if t.name == name)
+
+
 @pytest.fixture(scope="session")
 def graded_solutions() -> Result:
     return grade_dir(SOLUTIONS)

@@ -1,21 +1,20 @@
 """Every code block of every lesson runs on today's JAX, so the text cannot rot."""
 
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from autograder import notebooks
 from conftest import ROOT
 
 LESSONS = sorted((ROOT / "course" / "lessons").glob("*.md"))
-BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 
 
 def code_of(lesson: Path) -> str:
     """The lesson's python blocks, in order, as one script (later blocks use earlier names)."""
-    return "\n\n".join(BLOCK.findall(lesson.read_text()))
+    return "\n\n".join(notebooks.FENCE.findall(lesson.read_text()))
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])

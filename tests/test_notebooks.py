@@ -94,8 +94,7 @@ def test_a_lesson_block_may_not_define_an_exercise(tmp_path):
 
 
 def test_a_topic_without_a_lesson_is_a_build_error(tmp_path):
-    shutil_copy = (tmp_path / "course" / "lessons")
-    shutil_copy.mkdir(parents=True)
+    (tmp_path / "course" / "lessons").mkdir(parents=True)  # a course with no lessons in it
     with pytest.raises(build.BuildError, match="no lesson"):
         build.build(SOLUTIONS, tmp_path / "ex", tmp_path / "course", check=True)
 

@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from conftest import ROOT, failing, grade_variant, verdicts
+from conftest import ROOT, extra_data, failing, failing_in, grade_variant, verdicts
 
 TOPIC = "ising"
 VMC = f"{TOPIC}.vmc_ground_state"
@@ -22,12 +22,12 @@ VMC = f"{TOPIC}.vmc_ground_state"
 
 def mine(result, exercise):
     """The failing tests of one exercise."""
-    return {n for n in failing(result) if n.startswith(f"{TOPIC}.{exercise}:")}
+    return failing_in(result, TOPIC, exercise)
 
 
 def data(result, name):
     """The measured figures of one test."""
-    return next(t.extra_data for t in result.tests if t.name == f"{TOPIC}.{name}")
+    return extra_data(result, f"{TOPIC}.{name}")
 
 
 def message(result, name):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import SOLUTIONS, failing, grade_dir, grade_variant, verdicts, write_submission
+from conftest import SOLUTIONS, extra_data, failing, grade_dir, grade_variant, verdicts, write_submission
 
 TOPIC = "jit_basics"
 
@@ -49,7 +49,7 @@ def message(result, exercise: str, check: str) -> str:
 
 
 def data(result, exercise: str, check: str) -> dict:
-    return next(t.extra_data for t in result.tests if t.name == f"{TOPIC}.{exercise}:{check}")
+    return extra_data(result, f"{TOPIC}.{exercise}:{check}")
 
 
 # -- the reference ---------------------------------------------------------------------------

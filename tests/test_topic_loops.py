@@ -11,19 +11,19 @@ import pytest
 
 from autograder.requirements import CompileTimeAtMost, HloLinesAtMost, judge_all
 from autograder.topics import loops
-from conftest import SOLUTIONS, failing, grade_dir, grade_variant, verdicts
+from conftest import SOLUTIONS, extra_data, failing, failing_in, grade_dir, grade_variant, verdicts
 
 TOPIC = "loops"
 
 
 def mine(result, exercise):
     """The failing tests of one exercise."""
-    return {n for n in failing(result) if n.startswith(f"{TOPIC}.{exercise}:")}
+    return failing_in(result, TOPIC, exercise)
 
 
 def data(result, name):
     """The measured figures of one test."""
-    return next(t.extra_data for t in result.tests if t.name == f"{TOPIC}.{name}")
+    return extra_data(result, f"{TOPIC}.{name}")
 
 
 def graded(tmp_path_factory, variant, names):

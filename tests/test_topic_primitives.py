@@ -14,19 +14,19 @@ import textwrap
 
 import pytest
 
-from conftest import ROOT, SOLUTIONS, SUBMISSIONS, failing, grade_dir, grade_variant, verdicts, write_submission
+from conftest import ROOT, SOLUTIONS, SUBMISSIONS, extra_data, failing, failing_in, grade_dir, grade_variant, verdicts, write_submission
 
 TOPIC = "primitives"
 
 
 def mine(result, exercise):
     """The failing tests of one exercise."""
-    return {n for n in failing(result) if n.startswith(f"{TOPIC}.{exercise}:")}
+    return failing_in(result, TOPIC, exercise)
 
 
 def data(result, name):
     """The measured figures of one test."""
-    return next(t.extra_data for t in result.tests if t.name == f"{TOPIC}.{name}")
+    return extra_data(result, f"{TOPIC}.{name}")
 
 
 def message(result, name):

@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 
 from autograder.compare import shapes
-from conftest import SOLUTIONS, failing, grade_dir, grade_variant, verdicts, write_submission
+from conftest import SOLUTIONS, failing, failing_in, grade_dir, grade_variant, verdicts, write_submission
 
 TOPIC = "pytrees"
 
 
 def mine(result, exercise):
     """The failing tests of one exercise."""
-    return {n for n in failing(result) if n.startswith(f"{TOPIC}.{exercise}:")}
+    return failing_in(result, TOPIC, exercise)
 
 
 @pytest.fixture(scope="module")
