@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from autograder import wire
+from autograder.worker import wire
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 SANDBOX_GRADER_ROOT = "/opt/jaxlings-grader"

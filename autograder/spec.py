@@ -14,17 +14,9 @@ from typing import Any, Callable
 import numpy as np
 
 from autograder.requirements import Requirement
+from autograder.worker.wire import Key  # noqa: F401 - topic specs build key arguments with it
 
 
-@dataclass(frozen=True)
-class Key:
-    """A typed PRNG key argument, built in the worker as `jax.random.key(seed)`.
-
-    Graders hand students typed keys only: JAX's key-reuse checker tracks typed keys, not the
-    legacy uint32 ones.
-    """
-
-    seed: int
 
 
 @dataclass(frozen=True)

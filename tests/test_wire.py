@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, strategies as st
 from hypothesis.extra import numpy as hnp
 
-from autograder import wire
+from autograder.worker import wire
 from autograder.spec import Key
 
 arrays = hnp.arrays(

@@ -25,8 +25,8 @@ import traceback
 from collections import Counter
 from typing import Any, Callable, Iterator
 
-from autograder import wire
-from autograder.spec import Key
+from autograder.worker import wire
+from autograder.worker.wire import Key
 
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 # Collective operations as they appear in compiled HLO text (` all-gather(`, `all-reduce-start(`, ...).

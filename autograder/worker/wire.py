@@ -13,13 +13,24 @@ import os
 import select
 import struct
 import time
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 
-from autograder.spec import Key
 
 MAX_FRAME = 1 << 30
+
+
+@dataclass(frozen=True)
+class Key:
+    """A typed PRNG key argument, built in the worker as `jax.random.key(seed)`.
+
+    Graders hand students typed keys only: JAX's key-reuse checker tracks typed keys, not the
+    legacy uint32 ones.
+    """
+
+    seed: int
 _ALLOWED_KINDS = set("biufc")
 
 

@@ -1,0 +1,3 @@
+from autograder.worker.harness import main
+
+main()
