@@ -18,7 +18,7 @@ setup: $(STAMP)
 
 ## Grade the bundled example submission on this machine and print the score table.
 demo: setup
-	$(BIN)/grade grade demo/submission --topics prng --topics at_updates --json demo/results.json
+	$(BIN)/grade grade demo/submission --topics prng --topics at_updates --sandbox auto --json demo/results.json
 
 ## Run every test.
 test: setup

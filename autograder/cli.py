@@ -82,14 +82,19 @@ def grade(
     topic: list[str] = typer.Option(None, "--topics", "-t", help="Topics (or TOPIC.EXERCISE) to grade; default all."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write Gradescope's results.json here."),
     seed: Optional[int] = typer.Option(None, help="Seed of the random cases (default: fresh, recorded in the result)."),
-    sandbox: str = typer.Option("auto", help="auto (bubblewrap when available), on, or off."),
+    sandbox: str = typer.Option("on", help="on (the default: student code under bubblewrap, refused without it), "
+                                           "off (no sandbox: recorded in the result), or auto (on when available)."),
 ) -> None:
     """Run the hidden checks on a submission and print (and optionally write) the result."""
     if sandbox not in ("auto", "on", "off"):
-        raise ValueError("--sandbox takes auto, on or off")
+        raise ValueError("--sandbox takes on, off or auto")
     isolate = sandbox == "on" or (sandbox == "auto" and bwrap_available())
     if sandbox == "on" and not bwrap_available():
-        raise GraderError("--sandbox on needs bubblewrap (`apt-get install bubblewrap`)")
+        raise GraderError("the sandbox needs bubblewrap (`apt-get install bubblewrap`); to grade without it, say so "
+                          "with --sandbox off (the result records it)")
+    if not isolate:
+        console.print("[yellow]warning:[/] student code runs WITHOUT the sandbox (no file-system, network or "
+                      "process isolation); the result records it")
     with open_submission(submission) as folder:
         result = _run(folder, topic, public=False, seed=seed, isolate=isolate)
     report.result_tables(result, console)

@@ -1,8 +1,10 @@
 """Comparing a student's output with the reference's, in the grader's process.
 
-Both outputs arrive as data (`{"treedef": str, "leaves": [...]}`, see `worker.Harness.export`),
-so no student object takes part in the comparison. A mismatch message says *what* differs
-(structure, shape, dtype, how large the error is and where) and never the expected values.
+Both outputs arrive as data (`{"treedef": str, "leaves": [...]}`, see
+`worker.harness.Harness.export`), checked against their schema (`replies.output`), so no
+student object takes part in the comparison; the student's output must have the reference's
+structure, leaf for leaf. A mismatch message says *what* differs (structure, shape, dtype, how
+large the error is and where) and never the expected values.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ def mismatch(expected: Output, got: Output, rtol: float, atol: float) -> str | N
     """None when `got` matches `expected` within tolerance; else what is wrong, in one line."""
     if got["treedef"] != expected["treedef"]:
         return f"the output's structure is {got['treedef']}, but the task asks for {expected['treedef']}"
+    if len(got["leaves"]) != len(expected["leaves"]):
+        return (f"the output has {len(got['leaves'])} values where its structure, {expected['treedef']}, "
+                f"holds {len(expected['leaves'])}")
     for i, (e, g) in enumerate(zip(expected["leaves"], got["leaves"])):
         where = f"output leaf {i}: " if len(expected["leaves"]) > 1 else ""
         if (msg := _leaf_mismatch(e, g, rtol, atol)) is not None:

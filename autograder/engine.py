@@ -54,7 +54,11 @@ def grade(submission: Path, topics: list[Topic], *, reference_dir: Path, public:
             "max_score": round(sum(t.max_score for t in topic_tests), 4),
             "seconds": round(time.monotonic() - t0, 2),
         }
-    extra = {"seed": seed, "mode": "public" if public else "hidden", "platform": platform, "topics": summary}
+    extra = {"seed": seed, "mode": "public" if public else "hidden", "platform": platform, "topics": summary,
+             "sandbox": "on" if isolate else "off"}
+    if not isolate and not public:
+        extra["sandbox_warning"] = ("student code ran without the sandbox: it could read files and reach the "
+                                    "network, and its verdicts are not protected against a hostile submission")
     return Result(tests, time.monotonic() - started, extra)
 
 

@@ -1,12 +1,37 @@
-"""Structural requirements on a jitted function, judged in the grader from counted facts.
+"""Structural requirements on a jitted function, judged in the grader from trusted facts.
 
-The worker traces and compiles the student's function and reports *facts*: the primitives of
-its jaxpr (counted, sub-jaxprs included), the number of equations (also at a second input
-size), the custom-call targets of the compiled HLO, XLA's cost analysis, and how many
-compilations each call caused. The reference is traced on the same inputs, so a requirement
-may compare the two. A requirement is a predicate on those facts, evaluated here, in the
-trusted process. Counts are exact on every machine, so these verdicts never depend on the
-machine's speed.
+The student's worker exports its jitted call as a program (`jax.export`'s StableHLO,
+`autograder.worker.program`); the REFERENCE worker refuses unsafe programs, counts the
+program's operations, compiles it, and runs it on the same inputs, and the grader checks that
+its outputs are the function's. The facts therefore describe a program that the data shows to
+compute the function, whatever the student's process did (see `autograder.structure`):
+
+  ops            {StableHLO op: count} over every function and region: `add`, `while`, `case`,
+                 `scatter` (and its kind: `scatter-add`, `scatter-set`, ...), `call`,
+                 `custom_call`, `manual_computation` (a shard_map), `sharding_constraint`, ...
+  n_ops          the operations the program runs, every `call` replaced by its callee's body
+                 (the size XLA compiles), less structure and constants; `n_ops_written` counts
+                 each function once, as written (a Python loop over one jitted helper, or over
+                 `jax.random` draws, adds a `call` per step there, its whole body to `n_ops`)
+  n_ops_other    n_ops of the program exported at the exercise's smallest size
+  custom_calls   distinct custom-call targets (`lapack_sgetrf_ffi`, ...)
+  fingerprint    sha256 of the program without locations; `fingerprint_again`: of the program
+                 exported for a second input of the same shapes
+  hlo_lines, collectives, flops, bytes_accessed, compile_seconds, loops, counted_loops
+                 from compiling the program on the trusted side (`counted_loops`: while loops
+                 whose trip count XLA knows)
+
+The vocabulary is StableHLO's, not the jaxpr's: `lax.scan` and `lax.fori_loop` with static
+bounds both become a `while` with a known trip count, `lax.cond` a `case`, `jnp.where` a
+`select`, a custom primitive lowered with `mlir.lower_fun` the operations of its lowering.
+
+Every requirement has `trusted = True`, except the ADVISORY ones (`trusted = False`), which
+read jaxpr facts the student's own process reports under `facts["advisory"]` (primitive names
+such as `multiply_add` or `custom_jvp_call`, `pmap` use): a StableHLO program does not carry
+those names, and the student's process can fake them. They add a note, never cost points:
+callers split requirements by `trusted` before judging (`autograder.checks.jit.judged`).
+
+Counts are exact on every machine; `compile_seconds` is the one timed fact, with wide margins.
 """
 
 from __future__ import annotations
@@ -16,7 +41,6 @@ from typing import Any, ClassVar, Protocol
 
 Facts = dict[str, Any]
 
-HOST_CALLBACK_PRIMITIVES = ("pure_callback", "io_callback", "debug_callback", "debug_print", "callback")
 HOST_CALLBACK_TARGET_WORDS = ("callback",)
 
 
@@ -24,106 +48,164 @@ def _because(message: str, why: str) -> str:
     return f"{message}: {why}" if why else message
 
 
+def _ops(facts: Facts) -> dict[str, int]:
+    return facts.get("ops") or {}
+
+
+def _advisory(facts: Facts) -> dict[str, Any]:
+    return facts.get("advisory") or {}
+
+
 class Requirement(Protocol):
     """A predicate on the student's facts (and the reference's, `ref`, on the same inputs);
-    `judge` returns an error message, or None when met."""
+    `judge` returns an error message, or None when met. `trusted` is False for an advisory
+    requirement, which judges what the student's process reports about itself."""
+
+    trusted: ClassVar[bool]
 
     def judge(self, facts: Facts, ref: Facts) -> str | None: ...
 
 
+# -- trusted: the exported program -------------------------------------------------------------
+
+
 @dataclass(frozen=True)
 class NoHostCallbacks:
-    """No host callback: jitted code must stay on the device (no `pure_callback` to NumPy)."""
+    """No host callback: jitted code must stay on the device (no `pure_callback` to NumPy).
+
+    `jax.export` cannot serialize host callbacks at all, so such a function already fails to
+    export, and the trusted side refuses a forged callback custom call before compiling; this
+    check on the custom-call targets is a second line of defence.
+    """
+
+    trusted: ClassVar[bool] = True
 
     def judge(self, facts: Facts, ref: Facts) -> str | None:
-        prims = facts["primitives"]
-        found = sorted(p for p in prims if p in HOST_CALLBACK_PRIMITIVES)
         targets = sorted(t for t in facts.get("custom_calls", ()) if any(w in t.lower() for w in HOST_CALLBACK_TARGET_WORDS))
-        if found or targets:
-            what = ", ".join(found + targets)
-            return f"the jitted function calls back to the host ({what}); compute with jax.numpy / lax instead"
+        if targets:
+            return f"the jitted function calls back to the host ({', '.join(targets)}); compute with jax.numpy / lax instead"
         return None
 
 
 @dataclass(frozen=True)
 class NoRetrace:
-    """A second call with fresh, same-shaped inputs must hit the compilation cache."""
+    """The program exported for a second input of the same shapes (and the same static
+    arguments) is the same program: nothing of the input's values is baked into it."""
+
+    trusted: ClassVar[bool] = True
 
     def judge(self, facts: Facts, ref: Facts) -> str | None:
-        again = facts["compiles_again"] + facts["traces_again"]
-        if again:
-            return (
-                "calling the jitted function again with new values of the same shapes re-traced it "
-                f"({facts['traces_again']} traces, {facts['compiles_again']} compilations); "
-                "do not make Python decisions on array values or build a new jit per call"
-            )
+        again = facts.get("fingerprint_again")
+        if "fingerprint_again" in facts and again != facts.get("fingerprint"):
+            return ("jitting the function again for new values of the same shapes gave a different program, "
+                    "so every new value re-traces and compiles it; keep arguments that change with the data "
+                    "traced (not static), and do not build a new jitted function per call")
         return None
 
 
 @dataclass(frozen=True)
-class UsesPrimitive:
-    """The jaxpr must contain `primitive` (for example `scatter-add` for an `.at[].add`)."""
+class UsesOp:
+    """The program contains the StableHLO op `op` (e.g. `scatter-add` for an `.at[].add`,
+    `case` for a `lax.cond`, `while` for any rolled loop)."""
 
-    primitive: str
+    op: str
     why: str = ""
+    trusted: ClassVar[bool] = True
 
     def judge(self, facts: Facts, ref: Facts) -> str | None:
-        if facts["primitives"].get(self.primitive, 0) == 0:
-            return _because(f"the jaxpr has no `{self.primitive}`", self.why)
+        if not _ops(facts).get(self.op, 0):
+            return _because(f"the compiled program has no `{self.op}`", self.why)
         return None
 
 
 @dataclass(frozen=True)
-class AvoidsPrimitives:
-    """The jaxpr must not contain any of `primitives`."""
+class AvoidsOps:
+    """The program contains none of `ops` (e.g. `case`/`select` where a static flag decides)."""
 
-    primitives: tuple[str, ...]
+    ops: tuple[str, ...]
     why: str = ""
+    trusted: ClassVar[bool] = True
 
     def judge(self, facts: Facts, ref: Facts) -> str | None:
-        found = sorted(p for p in self.primitives if facts["primitives"].get(p, 0))
+        found = sorted(o for o in self.ops if _ops(facts).get(o, 0))
         if found:
-            return _because(f"the jaxpr uses {', '.join(found)}", self.why)
+            return _because(f"the compiled program has {', '.join(f'`{o}`' for o in found)}", self.why)
         return None
 
 
 @dataclass(frozen=True)
-class MaxEquations:
-    """At most `limit` jaxpr equations (sub-jaxprs included): catches unrolled Python loops."""
+class UsesAnyOp:
+    """The program contains at least one of `ops`, counting custom-call targets as ops too
+    (a shard_map is an `sdy` `manual_computation` under Shardy, `SPMDFullToShardShape`
+    custom calls under GSPMD)."""
+
+    ops: tuple[str, ...]
+    why: str = ""
+    trusted: ClassVar[bool] = True
+
+    def judge(self, facts: Facts, ref: Facts) -> str | None:
+        targets = set(facts.get("custom_calls", ()))
+        if not any(_ops(facts).get(o, 0) or o in targets for o in self.ops):
+            return _because(f"the compiled program has none of {', '.join(f'`{o}`' for o in self.ops)}", self.why)
+        return None
+
+
+@dataclass(frozen=True)
+class MaxOps:
+    """At most `limit` operations run (`n_ops`): catches Python loops unrolled while tracing."""
 
     limit: int
     why: str = ""
+    trusted: ClassVar[bool] = True
 
     def judge(self, facts: Facts, ref: Facts) -> str | None:
-        if facts["n_eqns"] > self.limit:
-            return _because(f"the jaxpr has {facts['n_eqns']} equations, more than {self.limit}", self.why)
+        n = facts.get("n_ops", 0)
+        if n > self.limit:
+            return _because(f"the compiled program has {n} operations, more than {self.limit}", self.why)
         return None
 
 
 @dataclass(frozen=True)
-class UsesAnyPrimitive:
-    """The jaxpr must contain at least one of `primitives` (e.g. `scan` or `while`)."""
+class OpsDoNotGrow:
+    """The program at the largest size has at most `factor` times the operations of the
+    program at the smallest size, plus `slack`: a loop stays a loop (`while`) instead of being
+    unrolled by Python, one copy of its body per step.
 
-    primitives: tuple[str, ...]
+    Not strict equality: a legitimate `unroll=k` repeats the body up to k times, fewer when the
+    trip count is below k (loops.power_iteration with unroll=4: 25 operations at 2 steps, 44 at
+    200), while a Python loop grows with the trip count (the same function: 25 and 1,609; a
+    Python loop of 16 Monte Carlo trials against one: 350 and 4,461). The default margin, x3
+    plus 20, sits between those (measured figures: `autograder.topics.loops`, `.prng`).
+    """
+
     why: str = ""
+    factor: float = 3.0
+    slack: int = 20
+    trusted: ClassVar[bool] = True
 
     def judge(self, facts: Facts, ref: Facts) -> str | None:
-        if not any(facts["primitives"].get(p, 0) for p in self.primitives):
-            return _because(f"the jaxpr has none of {', '.join(self.primitives)}", self.why)
+        small, large = facts.get("n_ops_other"), facts.get("n_ops")
+        if small is not None and large is not None and large > self.factor * small + self.slack:
+            return _because(f"the compiled program grows with the input ({small} operations for the small case, "
+                            f"{large} for the large one)", self.why)
         return None
 
 
 @dataclass(frozen=True)
-class EquationsDoNotGrow:
-    """The jaxpr has as many equations at the smallest size as at the largest: a loop stays a
-    loop (`scan`/`while`) instead of being unrolled by Python."""
+class DataDependentLoop:
+    """The compiled program has a while loop whose trip count XLA does not know: the number
+    of steps depends on the data (`lax.while_loop` on a computed condition). A `fori_loop` or
+    `scan` with static bounds, or a while loop on a counter alone, has a known trip count."""
 
     why: str = ""
+    trusted: ClassVar[bool] = True
 
     def judge(self, facts: Facts, ref: Facts) -> str | None:
-        small, large = facts.get("n_eqns_other"), facts["n_eqns"]
-        if small is not None and large > small:
-            return _because(f"the jaxpr grows with the input ({small} equations for the small case, {large} for the large one)", self.why)
+        loops, counted = facts.get("loops", 0), facts.get("counted_loops", 0)
+        if loops - counted <= 0:
+            what = ("it has no loop" if not loops else "its loop runs a number of steps fixed before it starts" if loops == 1
+                    else f"each of its {loops} loops runs a number of steps fixed before it starts")
+            return _because(f"the compiled program has no data-dependent loop ({what})", self.why)
         return None
 
 
@@ -136,6 +218,7 @@ class _AtMostReference:
     why: str = ""
     fact: ClassVar[str]
     template: ClassVar[str]
+    trusted: ClassVar[bool] = True
 
     def judge(self, facts: Facts, ref: Facts) -> str | None:
         if self.fact not in facts or self.fact not in ref:
@@ -157,7 +240,8 @@ class FlopsAtMost(_AtMostReference):
 
 @dataclass(frozen=True)
 class CompileTimeAtMost(_AtMostReference):
-    """A cold trace + lower + compile takes at most `factor` times the reference's (plus `slack` s)."""
+    """A cold compile of the program (on the trusted side) takes at most `factor` times the
+    reference's (plus `slack` s)."""
 
     factor: float = 3.0
     slack: float = 0.25
@@ -170,8 +254,9 @@ class HloLinesAtMost(_AtMostReference):
     """The compiled HLO has at most `factor` times the reference's lines (plus `slack`).
 
     A loop that reaches XLA unrolled grows the program with its trip count, also where the
-    jaxpr does not show it (`lax.scan(..., unroll=True)` stays one `scan` equation). Unlike
-    the compile time this costs, a line count is exact on every machine.
+    StableHLO counts grow less (a Python loop that calls one jitted helper per step adds one
+    `call` per step; XLA inlines every copy). Unlike the compile time this costs, a line count
+    is exact on every machine.
     """
 
     factor: float = 4.0
@@ -186,6 +271,7 @@ class CollectivesAtMostReference:
     the reference has: an accidental all-gather or resharding loses the points."""
 
     why: str = ""
+    trusted: ClassVar[bool] = True
 
     def judge(self, facts: Facts, ref: Facts) -> str | None:
         mine, theirs = facts.get("collectives", {}), ref.get("collectives", {})
@@ -197,9 +283,78 @@ class CollectivesAtMostReference:
         return None
 
 
+# -- advisory: what the student's process reports about its jaxpr ------------------------------
+
+
+@dataclass(frozen=True)
+class AdvisedPrimitive:
+    """ADVISORY: the student's jaxpr (as their process reports it) binds `primitive`, e.g. a
+    custom primitive's name, which no compiled program shows (`mlir.lower_fun` inlines it)."""
+
+    primitive: str
+    why: str = ""
+    trusted: ClassVar[bool] = False
+
+    def judge(self, facts: Facts, ref: Facts) -> str | None:
+        prims = _advisory(facts).get("primitives")
+        if prims is not None and not prims.get(self.primitive, 0):
+            return _because(f"the jaxpr has no `{self.primitive}`", self.why)
+        return None
+
+
+@dataclass(frozen=True)
+class AdvisedAnyPrimitive:
+    """ADVISORY: the reported jaxpr binds at least one of `primitives` (e.g. `custom_jvp_call`
+    or `custom_vjp_call`: a custom derivative leaves no trace in the compiled program)."""
+
+    primitives: tuple[str, ...]
+    why: str = ""
+    trusted: ClassVar[bool] = False
+
+    def judge(self, facts: Facts, ref: Facts) -> str | None:
+        prims = _advisory(facts).get("primitives")
+        if prims is not None and not any(prims.get(p, 0) for p in self.primitives):
+            return _because(f"the jaxpr has none of {', '.join(self.primitives)}", self.why)
+        return None
+
+
+@dataclass(frozen=True)
+class AdvisedAvoidPrimitives:
+    """ADVISORY: the reported jaxpr binds none of `primitives` (e.g. `random_wrap` /
+    `random_unwrap`: legacy uint32 keys look like typed ones in a compiled program)."""
+
+    primitives: tuple[str, ...]
+    why: str = ""
+    trusted: ClassVar[bool] = False
+
+    def judge(self, facts: Facts, ref: Facts) -> str | None:
+        prims = _advisory(facts).get("primitives") or {}
+        found = sorted(p for p in self.primitives if prims.get(p, 0))
+        if found:
+            return _because(f"the jaxpr uses {', '.join(found)}", self.why)
+        return None
+
+
+@dataclass(frozen=True)
+class AdvisedNoPmap:
+    """ADVISORY: `jax.pmap` is not used (the reported `pmap_calls`). Since pmap became `jit` of
+    `shard_map`, its program is a shard_map's (a `manual_computation`); only the traceback of
+    the equations it binds, in the student's process, tells it apart."""
+
+    trusted: ClassVar[bool] = False
+
+    def judge(self, facts: Facts, ref: Facts) -> str | None:
+        if _advisory(facts).get("pmap_calls", 0):
+            return ("the function uses jax.pmap, the old per-device API; lay arrays out with "
+                    "jax.device_put and a NamedSharding, or write per-device code with jax.shard_map")
+        return None
+
+
 DEFAULT_JIT_REQUIREMENTS: tuple[Requirement, ...] = (NoHostCallbacks(), NoRetrace())
 
 
 def judge_all(requirements: tuple[Requirement, ...], facts: Facts, ref: Facts) -> list[str]:
-    """Every unmet requirement's message, in order."""
+    """Every unmet requirement's message, in order, advisory ones included: a caller that
+    scores splits them by `trusted` first (`autograder.checks.jit.judged`), so that nothing
+    the student's process reports about itself costs or earns points."""
     return [msg for req in requirements if (msg := req.judge(facts, ref)) is not None]

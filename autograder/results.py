@@ -55,7 +55,7 @@ class TestResult:
             name=f"{topic}.{exercise}:{check}",
             score=score,
             max_score=points,
-            status="passed" if score >= points else "failed",
+            status="passed" if outcome.fraction >= 1.0 else "failed",
             output=outcome.message,
             visibility=visibility,
             tags=[topic, exercise, check],

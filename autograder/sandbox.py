@@ -2,72 +2,220 @@
 
 `Worker` starts `python -m autograder.worker` on one module and talks to it over private pipes.
 Whatever the module does (crash, `sys.exit`, `os._exit`, spin forever, allocate without end,
-print without end, fork), the cost stays inside the worker: each request has a deadline, a
-watchdog kills the process tree past a memory or output cap, and `close()` leaves no process
-behind. With `isolate=True` the worker also runs under bubblewrap: no network, a read-only
-view of the Python installation and the grader's own code, the submission alone in a fresh
-directory, and nothing else of the file system (so no solutions, no hidden tests, no result
-file to overwrite).
+print without end, fork, double-fork into a daemon, work in threads or children that end
+before the call returns), the cost stays inside the worker: each request has a deadline, a
+watchdog kills the worker past a memory or output cap, a worker that exits is noticed at once
+(a pidfd, even while a grandchild keeps its reply pipe open), and `close()` leaves no process
+behind.
+
+**Accounting and caps by cgroup** (`Worker.accounting == "cgroup"`). Where the grader may write
+the cgroup v1 controllers (root on this project's machines and CI), every worker gets its own
+group `jaxlings/<grader pid>-<grader start time>-<random>` in the hierarchies cpuacct, memory,
+pids and freezer (and in the v2 hierarchy when one is mounted at `unified/`, for `cgroup.kill`),
+below the grader's own group in each, and the worker enters it before it runs anything. Then:
+
+- `cpu_seconds()` is the group's `cpuacct.usage`: every thread and process that ever ran in
+  it, including those that ended before the call returned;
+- the memory watchdog reads the group's resident anonymous memory plus shmem/tmpfs (plus
+  swap): what the worker holds, its private /tmp included, not the page cache of the
+  libraries it maps; `memory.limit_in_bytes` is a hard backstop a little above the cap;
+- `pids.max` caps tasks (processes *and* threads; `Limits.max_processes`);
+- killing the worker kills every task of the group (`cgroup.kill`, or freeze + SIGKILL), a
+  double-forked daemon in its own session included.
+
+The groups are removed at `close()`; groups left by graders that died (by pid and start time)
+are cleaned up when the next grader starts its first worker. `JAXLINGS_CGROUP_ROOT` names the
+directory where the cgroup hierarchies are mounted (default `/sys/fs/cgroup`); set it to `off`
+to do without. Where cgroups are not writable (not root, or a pure cgroup v2 host), the worker
+falls back to per-process accounting (`accounting == "process"`): resident memory of the live
+process tree, kills by process tree and group, no process cap, and `cpu_seconds()` returns
+None, since live threads' counters cannot see work done by threads or children that ended;
+callers then time by the wall clock.
+
+**Sandbox** (`isolate=True`): bubblewrap, with no network and its own IPC, PID, UTS and cgroup
+namespaces; a read-only view of the system, the Python installation and the worker subpackage
+`autograder/worker/` alone (the only grader code that runs in the student's process: the
+grading core and the topics with their hidden cases are not in the sandbox's file system); a
+copy of the submission's module alone in `/submission`; a private, size-capped `/tmp` and
+`/dev/shm` (`Limits.tmp_bytes`; their pages also count as the worker's memory). Code inside
+runs as uid/gid 65534 with no capabilities (bounding set empty) and `no_new_privs`.
+
+When the grader is root, that is the host's own uid 65534: as root, bubblewrap's
+`--unshare-user --uid 65534` maps the sandbox's uid to the host's uid 0, which, capabilities
+dropped or not, owns root's files and may write `/proc/sys` (e.g. `kernel.core_pattern`, a way
+out of any sandbox). So a root grader's bubblewrap makes no user namespace, keeps only the
+setuid/setgid/setpcap capabilities, and a small launcher (`_DROP_PRIVILEGES`) drops to 65534
+for good before the worker starts. (Code inside may then still create unprivileged user
+namespaces where the host allows them; a grading server that only grades as root can set
+`user.max_user_namespaces = 0`.) When the grader is not root, bubblewrap maps 65534 to the
+grader's own uid in a user namespace that may not create further ones.
+
+NVIDIA device nodes (`/dev/nvidia*`), when present, are bound into the sandbox, with `/sys`
+read-only; untested here (no GPU machine), and the nodes must be usable by uid 65534 (the
+driver's default mode is 0666).
 """
 
 from __future__ import annotations
 
+import fcntl
+import glob
 import os
+import re
+import select
 import shutil
 import signal
+import struct
 import subprocess
 import sys
+import tempfile
+import termios
 import threading
 import time
+import uuid
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from autograder.worker import wire
 
 PACKAGE_DIR = Path(__file__).resolve().parent
+WORKER_DIR = PACKAGE_DIR / "worker"
 SANDBOX_GRADER_ROOT = "/opt/jaxlings-grader"
 SANDBOX_SUBMISSION = "/submission"
+SANDBOX_UID = SANDBOX_GID = 65534
 # One XLA CPU thread per worker: a timed call then needs one core, not all of them, so times
 # stay comparable when the machine is busy. (GPU kernels are unaffected.)
 CPU_TIMING_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 
+CGROUP_ROOT_ENV = "JAXLINGS_CGROUP_ROOT"
+DEFAULT_CGROUP_ROOT = "/sys/fs/cgroup"
+CGROUP_PARENT = "jaxlings"
+STDOUT_CAPTURE_LIMIT = 256 << 10  # bytes of stdout kept while a check captures it
+
 
 @dataclass(frozen=True)
 class Limits:
-    """Caps for one worker process tree."""
+    """Caps for one worker and everything it starts.
+
+    `max_processes` caps tasks, threads included (cgroup accounting only). A JAX worker on a
+    CPU uses about 9 + 5 per core (14 on 1 core, 19 to 21 on 2, sandbox included), so None
+    means max(512, 16 per core). `tmp_bytes` sizes the sandbox's private /tmp and /dev/shm.
+    """
 
     memory_bytes: int = 8 << 30
     output_bytes: int = 1 << 20
     reply_bytes: int = 512 << 20
     call_timeout: float = 90.0
+    max_processes: int | None = None
+    tmp_bytes: int = 256 << 20
+
+    def tasks_cap(self) -> int:
+        return self.max_processes or max(512, 16 * (os.cpu_count() or 1))
+
+    def memory_backstop(self) -> int:
+        """The cgroup's hard limit: past the watchdog's cap, for what a 0.1 s poll can miss."""
+        return self.memory_bytes + max(self.memory_bytes // 4, 256 << 20)
 
 
 class WorkerDied(Exception):
     """The worker is gone or had to be killed; the message says why, in the student's terms."""
 
 
+# -- sandbox ----------------------------------------------------------------------------------
+
+@lru_cache(maxsize=1)
 def bwrap_available() -> bool:
-    """Whether bubblewrap exists and can build a sandbox here."""
+    """Whether bubblewrap exists and can build a sandbox here, with the options `Worker` uses."""
     exe = shutil.which("bwrap")
     if not exe:
         return False
-    probe = subprocess.run([exe, "--ro-bind", "/", "/", "--unshare-all", "--dev", "/dev", "true"], capture_output=True)
+    probe = subprocess.run([exe, "--ro-bind", "/", "/", *_bwrap_namespaces(), "--dev", "/dev",
+                            "--perms", "1777", "--size", str(1 << 20), "--tmpfs", "/tmp", "true"],
+                           capture_output=True)
     return probe.returncode == 0
 
 
-def _bwrap_argv(module_dir: Path) -> list[str]:
-    """bubblewrap arguments: system and Python read-only, grader code and submission apart."""
-    argv = ["bwrap", "--unshare-all", "--die-with-parent", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    for path in ("/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc"):
-        if os.path.exists(path):
-            argv += ["--ro-bind", path, path]
-    for path in {sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable))}:
-        argv += ["--ro-bind", path, path]
-    argv += ["--ro-bind", str(PACKAGE_DIR), f"{SANDBOX_GRADER_ROOT}/autograder"]
-    argv += ["--ro-bind", str(module_dir), SANDBOX_SUBMISSION, "--chdir", SANDBOX_SUBMISSION]
+def _bwrap_namespaces() -> list[str]:
+    """Every namespace but, for a root grader, the user one (see the module's docstring)."""
+    argv = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+            "--die-with-parent", "--new-session"]
+    if os.geteuid() == 0:
+        return argv + ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
+                       "--cap-add", "CAP_SETPCAP"]
+    return argv + ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID), "--disable-userns",
+                   "--cap-drop", "ALL"]
+
+
+# Run by the sandbox's Python before the worker (as root only): drop to SANDBOX_UID for good.
+_DROP_PRIVILEGES = """\
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+for cap in range(64):
+    libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP (EINVAL past the last capability)
+uid, gid = int(sys.argv[1]), int(sys.argv[2])
+os.setgroups([])
+os.setresgid(gid, gid, gid)
+os.setresuid(uid, uid, uid)
+libc.capset((ctypes.c_uint32 * 2)(0x20080522, 0), (ctypes.c_uint32 * 6)())  # inheritable ones too
+if libc.prctl(38, 1, 0, 0, 0) != 0 or os.getresuid() != (uid,) * 3:  # PR_SET_NO_NEW_PRIVS
+    sys.exit("could not drop privileges")
+os.execv(sys.argv[3], sys.argv[3:])
+"""
+
+
+def _bwrap_argv(submission_dir: Path, limits: Limits = Limits()) -> list[str]:
+    """bubblewrap arguments, up to the command: system and Python read-only, the worker
+    subpackage alone, the submission's copy alone, bounded private /tmp, nobody's uid."""
+    argv = ["bwrap", *_bwrap_namespaces(), "--dev", "/dev", "--proc", "/proc"]
+    for path in ("/tmp", "/dev/shm"):
+        argv += ["--perms", "1777", "--size", str(limits.tmp_bytes), "--tmpfs", path]
+    system = [p for p in ("/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc") if os.path.exists(p)]
+    python = {sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable))}
+    trees = [p for p in system + sorted(python)  # a tree inside another bound one is there already
+             if not any(other != p and Path(p).is_relative_to(other) for other in system + sorted(python))]
+    binds = [(p, p) for p in trees]
+    binds += [(str(WORKER_DIR), f"{SANDBOX_GRADER_ROOT}/autograder/worker"), (str(submission_dir), SANDBOX_SUBMISSION)]
+    # Directories on the way to each mount point, readable by the sandbox's uid (bwrap's own
+    # are root's, mode 0700).
+    dirs = sorted({str(a) for _, dest in binds for a in Path(dest).parents
+                   if str(a) != "/" and not any(a.is_relative_to(d) for _, d in binds)})
+    for path in dirs:
+        argv += ["--perms", "0755", "--dir", path]
+    for src, dest in binds:
+        argv += ["--ro-bind", src, dest]
+    # A non-editable install puts the whole package (topics included) under a bound prefix:
+    # hide it there; only its worker subpackage is bound.
+    if any(PACKAGE_DIR.is_relative_to(tree) for tree in trees):
+        argv += ["--tmpfs", str(PACKAGE_DIR), "--remount-ro", str(PACKAGE_DIR)]
+    gpu = sorted(glob.glob("/dev/nvidia*"))
+    for dev in gpu:
+        argv += ["--dev-bind", dev, dev]
+    if gpu and os.path.isdir("/sys"):
+        argv += ["--ro-bind", "/sys", "/sys"]
+    argv += ["--chdir", SANDBOX_SUBMISSION, "--remount-ro", "/"]
     return argv + ["--setenv", "PYTHONPATH", SANDBOX_GRADER_ROOT, "--setenv", "HOME", "/tmp"]
 
+
+def _sandboxed(argv: list[str], submission_dir: Path, limits: Limits) -> list[str]:
+    """`argv` (a Python command) run in the sandbox, as SANDBOX_UID."""
+    prefix = _bwrap_argv(submission_dir, limits)
+    if os.geteuid() == 0:
+        prefix += [sys.executable, "-I", "-S", "-c", _DROP_PRIVILEGES, str(SANDBOX_UID), str(SANDBOX_GID)]
+    return prefix + argv
+
+
+def _stage_submission(module_path: Path) -> Path:
+    """A fresh directory, readable by the sandbox's uid, holding a copy of the module alone."""
+    staging = Path(tempfile.mkdtemp(prefix="jaxlings-submission-"))
+    staging.chmod(0o755)
+    copy = staging / module_path.name
+    shutil.copyfile(module_path, copy)
+    copy.chmod(0o644)
+    return staging
+
+
+# -- process trees (the fallback without cgroups) ---------------------------------------------
 
 def _per_thread(pid: int, name: str) -> list[str]:
     """The contents of /proc/PID/task/TID/NAME for each thread of `pid` (vanished ones skipped)."""
@@ -126,8 +274,234 @@ def _rss_bytes(pids: list[int]) -> int:
     return total
 
 
+def _start_time(pid: int) -> int | None:
+    """The process's start time (clock ticks since boot): with the pid, it names one process."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _pidfd(pid: int) -> int | None:
+    """A descriptor that becomes readable when process `pid` exits (None if unsupported)."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+# -- cgroups ----------------------------------------------------------------------------------
+
+# Enters the groups whose cgroup.procs files follow the count, then runs the command.
+_ENTER_CGROUP = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n - 1)); done; exec "$@"'
+_V1_REQUIRED = ("cpuacct", "memory", "pids")
+_GROUP_NAME = re.compile(r"(\d+)-(\d+)-[0-9a-f]+")
+_stale_cleaned = threading.Lock(), []  # (lock, [True] once done)
+
+
+def _read(path: Path) -> str:
+    with open(path) as f:
+        return f.read()
+
+
+def _write(path: Path, value: str) -> None:
+    with open(path, "w") as f:
+        f.write(value)
+
+
+class _Cgroup:
+    """One worker's group in each hierarchy: `dirs` maps cpuacct, memory, pids, freezer (v1)
+    and unified (v2, where mounted) to the group's directory."""
+
+    def __init__(self, dirs: dict[str, Path]) -> None:
+        self.dirs = dirs
+
+    @staticmethod
+    def parents() -> dict[str, Path]:
+        """The `jaxlings` directory below the grader's own group, per hierarchy (OSError if
+        cgroup accounting is not possible here)."""
+        root = os.environ.get(CGROUP_ROOT_ENV) or DEFAULT_CGROUP_ROOT
+        if root.lower() in ("off", "none", "0", "no"):
+            raise OSError(f"cgroups turned off by {CGROUP_ROOT_ENV}={root}")
+        own: dict[str, str] = {}
+        for line in _read(Path("/proc/self/cgroup")).splitlines():
+            hid, controllers, path = line.split(":", 2)
+            if hid == "0" and not controllers:
+                own["unified"] = path
+            for name in filter(None, controllers.split(",")):
+                own[name] = path
+        parents = {}
+        for name in (*_V1_REQUIRED, "freezer", "unified"):
+            base = Path(root) / name / own.get(name, "/").lstrip("/")
+            if name in own and (base / "cgroup.procs").exists():
+                parents[name] = base / CGROUP_PARENT
+        missing = [name for name in _V1_REQUIRED if name not in parents]
+        if missing or not {"freezer", "unified"} & parents.keys():
+            raise OSError(f"no cgroup v1 hierarchies {', '.join(missing) or 'freezer'} under {root}")
+        if not os.access(parents["memory"].parent, os.W_OK):
+            raise OSError(f"cannot create cgroups under {parents['memory'].parent}")
+        return parents
+
+    @classmethod
+    def create(cls, limits: Limits) -> "_Cgroup":
+        """A new, empty group with the limits set (OSError if cgroups cannot be used here)."""
+        parents = cls.parents()
+        _clean_stale(parents)
+        name = f"{os.getpid()}-{_start_time(os.getpid())}-{uuid.uuid4().hex[:12]}"
+        group = cls({})
+        try:
+            for hierarchy, parent in parents.items():
+                for attempt in range(5):
+                    parent.mkdir(exist_ok=True)
+                    try:
+                        (parent / name).mkdir()
+                        break
+                    except FileNotFoundError:  # another grader removed the empty parent meanwhile
+                        if attempt == 4:
+                            raise
+                group.dirs[hierarchy] = parent / name
+            if not (group.dirs.get("unified", Path("/nonexistent")) / "cgroup.kill").exists():
+                group.dirs.pop("unified", None)  # a v2 hierarchy without cgroup.kill (Linux < 5.14)
+                if "freezer" not in group.dirs:
+                    raise OSError("neither cgroup.kill nor a freezer hierarchy to kill a group with")
+            memory = group.dirs["memory"]
+            _write(memory / "memory.limit_in_bytes", str(limits.memory_backstop()))
+            try:  # with swap accounting, swap does not extend the limit
+                _write(memory / "memory.memsw.limit_in_bytes", str(limits.memory_backstop()))
+            except OSError:
+                pass
+            _write(group.dirs["pids"] / "pids.max", str(limits.tasks_cap()))
+            return group
+        except BaseException:
+            group.remove()
+            raise
+
+    def enter_argv(self) -> list[str]:
+        """A prefix that makes a command join this group before it runs."""
+        files = [str(d / "cgroup.procs") for d in self.dirs.values()]
+        return ["/bin/sh", "-c", _ENTER_CGROUP, "jaxlings-cgroup", str(len(files)), *files]
+
+    def cpu_ns(self) -> int:
+        return int(_read(self.dirs["cpuacct"] / "cpuacct.usage"))
+
+    def memory_bytes(self) -> int:
+        """Resident anonymous memory + shmem/tmpfs + swap of the group (no page cache)."""
+        stat = dict(line.split() for line in _read(self.dirs["memory"] / "memory.stat").splitlines())
+        return sum(int(stat.get(f"total_{k}", stat.get(k, 0))) for k in ("rss", "shmem", "swap"))
+
+    def oom_kills(self) -> int:
+        """How many tasks the kernel killed at the group's hard memory limit."""
+        try:
+            text = _read(self.dirs["memory"] / "memory.oom_control")
+        except OSError:
+            return 0
+        return next((int(line.split()[1]) for line in text.splitlines() if line.startswith("oom_kill ")), 0)
+
+    def pids(self) -> set[int]:
+        found = set()
+        for d in self.dirs.values():
+            try:
+                found.update(int(p) for p in _read(d / "cgroup.procs").split())
+            except (OSError, ValueError):
+                pass
+        return found
+
+    def kill(self) -> None:
+        """SIGKILL every task of the group, those it forks meanwhile included."""
+        if "unified" in self.dirs:
+            try:
+                _write(self.dirs["unified"] / "cgroup.kill", "1")
+                return
+            except OSError:
+                pass
+        if "freezer" not in self.dirs:
+            for pid in self.pids():
+                _sigkill(pid)
+            return
+        state = self.dirs["freezer"] / "freezer.state"
+        for _ in range(100):
+            if not self.pids():
+                return
+            try:  # frozen, nothing can fork between listing and killing
+                _write(state, "FROZEN")
+                deadline = time.monotonic() + 1.0
+                while _read(state).strip() != "FROZEN" and time.monotonic() < deadline:
+                    time.sleep(0.005)
+                for pid in self.pids():
+                    _sigkill(pid)
+            except OSError:
+                pass
+            finally:
+                try:
+                    _write(state, "THAWED")
+                except OSError:
+                    pass
+            time.sleep(0.01)
+
+    def await_empty(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while self.pids():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.01)
+        return True
+
+    def remove(self) -> None:
+        """Remove the group's directories (after `kill`), and the parents left empty."""
+        for d in self.dirs.values():
+            for _ in range(100):
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:  # EBUSY while the last tasks are being reaped
+                    time.sleep(0.02)
+            try:
+                d.parent.rmdir()
+            except OSError:
+                pass
+
+
+def _sigkill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _clean_stale(parents: dict[str, Path]) -> None:
+    """Kill and remove the groups of graders that died (once per grader process)."""
+    lock, done = _stale_cleaned
+    with lock:
+        if done:
+            return
+        done.append(True)
+        names: set[str] = set()
+        for parent in parents.values():
+            try:
+                names.update(e.name for e in os.scandir(parent) if e.is_dir() and _GROUP_NAME.fullmatch(e.name))
+            except OSError:
+                pass
+        for name in names:
+            pid, start = (int(x) for x in _GROUP_NAME.fullmatch(name).groups())
+            if pid == os.getpid() or _start_time(pid) == start:
+                continue  # ours, or its grader is alive
+            stale = _Cgroup({h: p / name for h, p in parents.items() if (p / name).is_dir()})
+            stale.kill()
+            stale.await_empty(2.0)
+            stale.remove()
+
+
+# -- the worker -------------------------------------------------------------------------------
+
 class Worker:
-    """One worker process on one module file; `request()` sends a message and awaits the reply."""
+    """One worker process on one module file; `request()` sends a message and awaits the reply.
+
+    `accounting` is "cgroup" (own cgroup: CPU time of everything it ran, memory with tmpfs,
+    task cap, kill of every task) or "process" (the fallback; `cpu_seconds()` is then None).
+    """
 
     def __init__(self, module_path: Path, module_name: str, *, env: dict[str, str] | None = None,
                  isolate: bool = False, limits: Limits = Limits(), start_timeout: float = 120.0) -> None:
@@ -136,36 +510,66 @@ class Worker:
         self.killed_for: str | None = None
         self.output = bytearray()
         self.output_total = 0
+        self._output_lock = threading.Lock()
+        self._stdout_log: bytearray | None = None  # what the worker writes to stdout, while `capture_stdout`
+        self.accounting = "process"
+        self.cgroup_error: str | None = None  # why accounting is "process"
+        self._cgroup: _Cgroup | None = None
+        self._cpu_final: float | None = None
+        self._staging: Path | None = None
+        self._pidfd: int | None = None
         self._start(env or {})
-        self.platform: dict[str, Any] = self._await_hello(start_timeout)
+        try:
+            self.platform: dict[str, Any] = self._await_hello(start_timeout)
+        except BaseException:
+            self.close()
+            raise
 
     # -- life cycle ------------------------------------------------------------------------
 
     def _start(self, extra_env: dict[str, str]) -> None:
-        req_r, req_w = os.pipe()
-        rep_r, rep_w = os.pipe()
         env = {k: v for k, v in os.environ.items() if not k.startswith("JAXLINGS_")}
         env.update({"PYTHONUNBUFFERED": "1", "XLA_PYTHON_CLIENT_PREALLOCATE": "false"})
         env.update(extra_env)
         env["XLA_FLAGS"] = " ".join(filter(None, [env.get("XLA_FLAGS", ""), CPU_TIMING_FLAGS]))
+        try:
+            self._cgroup = _Cgroup.create(self.limits)
+            self.accounting = "cgroup"
+        except OSError as exc:
+            self.cgroup_error = str(exc)
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
         env["JAXLINGS_WORKER_FDS"] = f"{req_r},{rep_w}"
-        if self.isolate:
-            module_arg = f"{SANDBOX_SUBMISSION}/{self.module_path.name}"
-            argv = _bwrap_argv(self.module_path.parent) + [sys.executable, "-m", "autograder.worker", module_arg, self.module_name]
-            cwd = None
-        else:
-            argv = [sys.executable, "-m", "autograder.worker", str(self.module_path), self.module_name]
-            env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_DIR.parent), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-            cwd = str(self.module_path.parent)
-        self.proc = subprocess.Popen(
-            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            pass_fds=(req_r, rep_w), start_new_session=True,
-        )
+        try:
+            if self.isolate:
+                self._staging = _stage_submission(self.module_path)
+                module_arg = f"{SANDBOX_SUBMISSION}/{self.module_path.name}"
+                argv = _sandboxed([sys.executable, "-m", "autograder.worker", module_arg, self.module_name],
+                                  self._staging, self.limits)
+                cwd = None
+            else:
+                argv = [sys.executable, "-m", "autograder.worker", str(self.module_path), self.module_name]
+                path = [str(PACKAGE_DIR.parent), env.get("PYTHONPATH", "")]
+                env["PYTHONPATH"] = os.pathsep.join(path).rstrip(os.pathsep)
+                cwd = str(self.module_path.parent)
+            if self._cgroup is not None:
+                argv = self._cgroup.enter_argv() + argv
+            self.proc = subprocess.Popen(
+                argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                pass_fds=(req_r, rep_w), start_new_session=True,
+            )
+        except BaseException:
+            for fd in (req_r, req_w, rep_r, rep_w):
+                os.close(fd)
+            self._release()
+            raise
+        self._pidfd = _pidfd(self.proc.pid)
         os.close(req_r)
         os.close(rep_w)
         self._req, self._rep = req_w, rep_r
         self._closed = threading.Event()
-        threading.Thread(target=self._drain_output, daemon=True).start()
+        for stream in (self.proc.stdout, self.proc.stderr):
+            threading.Thread(target=self._drain_output, args=(stream,), daemon=True).start()
         threading.Thread(target=self._watch_memory, daemon=True).start()
 
     def _await_hello(self, timeout: float) -> dict[str, Any]:
@@ -187,21 +591,36 @@ class Worker:
         except subprocess.TimeoutExpired:
             pass
         self.kill()
-        for fd in (self._req, self._rep):
+        for fd in (self._req, self._rep, self._pidfd):
             try:
-                os.close(fd)
+                if fd is not None:
+                    os.close(fd)
             except OSError:
                 pass
+        self._release()
+
+    def _release(self) -> None:
+        """Remove the worker's cgroups (after a final CPU reading) and its staging directory."""
+        if self._cgroup is not None:
+            try:
+                self._cpu_final = self._cgroup.cpu_ns() / 1e9
+            except (OSError, ValueError):
+                pass
+            self._cgroup.kill()
+            self._cgroup.await_empty(2.0)
+            self._cgroup.remove()
+        if self._staging is not None:
+            shutil.rmtree(self._staging, ignore_errors=True)
 
     def kill(self, reason: str | None = None) -> None:
-        """SIGKILL the whole process tree (by parent links and by process group)."""
+        """SIGKILL everything the worker started: every task of its cgroup, and its process tree
+        (by parent links and by process group)."""
         if reason and not self.killed_for:
             self.killed_for = reason
+        if self._cgroup is not None:
+            self._cgroup.kill()
         for pid in reversed(_descendants(self.proc.pid)):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            _sigkill(pid)
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -210,7 +629,10 @@ class Worker:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
-        _await_group_exit(self.proc.pid)
+        if self._cgroup is not None:
+            self._cgroup.await_empty(2.0)
+        else:
+            _await_group_exit(self.proc.pid)
 
     def __enter__(self) -> "Worker":
         return self
@@ -219,14 +641,19 @@ class Worker:
         self.close()
 
     def cpu_seconds(self) -> float | None:
-        """CPU time used so far by the worker's whole process tree (None if not measurable).
+        """CPU time used so far by everything the worker ran, or None where that is not
+        measurable (the "process" fallback: callers then use the wall clock).
 
-        Read from the kernel's per-thread scheduler statistics (nanoseconds), by the grader:
-        the student's process cannot fake it.
+        The kernel's count for the worker's cgroup (`cpuacct.usage`, nanoseconds), read by the
+        grader: every thread and process of the worker, those that already ended included; the
+        student's process cannot fake it. After `close()`, the last reading.
         """
-        if not os.path.exists("/proc/self/schedstat"):
+        if self._cgroup is None:
             return None
-        return sum(int(stat.split()[0]) for pid in _descendants(self.proc.pid) for stat in _per_thread(pid, "schedstat")) / 1e9
+        try:
+            return self._cgroup.cpu_ns() / 1e9
+        except (OSError, ValueError):
+            return self._cpu_final
 
     @property
     def alive(self) -> bool:
@@ -234,24 +661,72 @@ class Worker:
 
     # -- watchdogs -------------------------------------------------------------------------
 
-    def _drain_output(self) -> None:
-        """Keep the first bytes of stdout/stderr; past the cap, kill the worker."""
-        stream = self.proc.stdout
-        while chunk := stream.read1(65536):
-            self.output_total += len(chunk)
-            if len(self.output) < 16384:
-                self.output += chunk[: 16384 - len(self.output)]
+    def _drain_output(self, stream: Any) -> None:
+        """Keep the first bytes of stdout and stderr (for messages), and stdout whole while it is
+        captured; past the output cap, kill the worker. Each chunk is read and recorded under
+        one lock, so that `stdout_settled` can tell when nothing written is left unrecorded."""
+        fd, is_stdout = stream.fileno(), stream is self.proc.stdout
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLHUP)
+        while True:
+            poller.poll()
+            with self._output_lock:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    return
+                self.output_total += len(chunk)
+                if len(self.output) < 16384:
+                    self.output += chunk[: 16384 - len(self.output)]
+                if is_stdout and self._stdout_log is not None and len(self._stdout_log) < STDOUT_CAPTURE_LIMIT:
+                    self._stdout_log += chunk[: STDOUT_CAPTURE_LIMIT - len(self._stdout_log)]
             if self.output_total > self.limits.output_bytes:
                 self.kill(f"printed more than {self.limits.output_bytes // 1024} KiB of output")
                 return
 
+    def capture_stdout(self) -> None:
+        """From now on, record what the worker writes to its stdout (see `stdout_since`)."""
+        with self._output_lock:
+            self._stdout_log = bytearray()
+
+    def stdout_mark(self, timeout: float = 2.0) -> int:
+        """The position in the captured stdout once everything written so far is recorded.
+
+        The worker's pipe is empty (FIONREAD) and no chunk is between read and record (the
+        drain threads read under the lock), so the bytes a call printed before its reply
+        arrived are all in the log. Waits at most `timeout` for the pipe to drain.
+        """
+        fd, deadline = self.proc.stdout.fileno(), time.monotonic() + timeout
+        while True:
+            with self._output_lock:
+                pending = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+                if pending == 0 or time.monotonic() > deadline:
+                    return len(self._stdout_log or b"")
+            time.sleep(0.001)
+
+    def stdout_since(self, mark: int) -> str:
+        """What the worker wrote to stdout from `mark` up to a fresh `stdout_mark()`."""
+        end = self.stdout_mark()
+        with self._output_lock:
+            return bytes((self._stdout_log or b"")[mark:end]).decode(errors="replace")
+
+    def _memory_message(self) -> str:
+        return f"used more than {self.limits.memory_bytes >> 20} MiB of memory"
+
     def _watch_memory(self) -> None:
-        """Poll the tree's resident memory; past the cap, kill the worker."""
+        """Poll the worker's memory (its cgroup's, or its live process tree's resident set);
+        past the cap, kill the worker."""
         while not self._closed.wait(0.1):
             if self.proc.poll() is not None:
                 return
-            if _rss_bytes(_descendants(self.proc.pid)) > self.limits.memory_bytes:
-                self.kill(f"used more than {self.limits.memory_bytes >> 20} MiB of memory")
+            if self._cgroup is not None:
+                try:
+                    used = self._cgroup.memory_bytes()
+                except (OSError, ValueError):
+                    return
+            else:
+                used = _rss_bytes(_descendants(self.proc.pid))
+            if used > self.limits.memory_bytes:
+                self.kill(self._memory_message())
                 return
 
     # -- requests --------------------------------------------------------------------------
@@ -275,7 +750,7 @@ class Worker:
 
     def _receive(self, deadline: float, what: str) -> dict[str, Any]:
         try:
-            return wire.read_frame(self._rep, deadline, self.limits.reply_bytes)
+            return wire.read_frame(self._rep, deadline, self.limits.reply_bytes, watch_fd=self._pidfd)
         except wire.Timeout:
             self.kill(f"did not finish in time ({what})")
         except wire.Closed:
@@ -290,6 +765,8 @@ class Worker:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             self.kill()
+        if not self.killed_for and self._cgroup is not None and self._cgroup.oom_kills():
+            self.killed_for = self._memory_message()  # the kernel's hard limit struck first
         if self.killed_for:
             return f"the process {self.killed_for} and was stopped"
         code = self.proc.returncode

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from autograder import replies
 from autograder.compare import mismatch
 from autograder.sandbox import Limits, Worker, WorkerDied
 from autograder.spec import Case, Exercise, Topic
@@ -93,6 +94,12 @@ class TopicSession:
             return None, f"importing {self.module.name} failed: {format_error(stu.load_reply['error'])}"
         return stu, None
 
+    def restart_reference(self) -> None:
+        """A fresh reference worker, after a student's exported program took the old one down
+        while it was being analysed (the reference worker is the trusted side's only process)."""
+        self.ref.close()
+        self.ref = self._start_reference()
+
     @property
     def platform(self) -> dict[str, Any]:
         return self.ref.platform
@@ -121,13 +128,21 @@ class TopicSession:
     # -- calls ---------------------------------------------------------------------------
 
     def call_student(self, op: str, **fields: Any) -> dict[str, Any]:
-        """One request to the student; StudentError carries a message when it did not return."""
+        """One request to the student; StudentError carries a message when it did not return.
+
+        The reply is checked against the schema of `op` first: a malformed one (the student's
+        process can write any frame on its pipe) stops the worker, as a crash does.
+        """
         worker = self.student()
         try:
-            reply = worker.request(op, min(self.limits.call_timeout, max(1.0, self.time_left())), **fields)
+            reply = replies.check(op, worker.request(op, min(self.limits.call_timeout, max(1.0, self.time_left())), **fields))
         except WorkerDied as exc:
             self.deaths += 1
             raise StudentError(str(exc)) from None
+        except replies.MalformedReply as exc:
+            self.deaths += 1
+            worker.kill(f"sent a malformed reply ({exc})")
+            raise StudentError(f"the worker's reply was malformed: {exc}") from None
         if not reply["ok"]:
             raise StudentError(format_error(reply["error"], f"{self.topic.name}.{fields['fn']}" if "fn" in fields else None))
         return reply
@@ -135,8 +150,8 @@ class TopicSession:
     def call_reference(self, op: str, **fields: Any) -> dict[str, Any]:
         """One request to the reference; any failure is the grader's, not the student's."""
         try:
-            reply = self.ref.request(op, REFERENCE_TIMEOUT, **fields)
-        except WorkerDied as exc:
+            reply = replies.check(op, self.ref.request(op, REFERENCE_TIMEOUT, **fields))
+        except (WorkerDied, replies.MalformedReply) as exc:
             raise GraderError(f"the reference {self.topic.name}.{fields.get('fn')} failed: {exc}") from None
         if not reply["ok"]:
             raise GraderError(f"the reference {self.topic.name}.{fields.get('fn')} failed: {reply['error']}")
@@ -155,7 +170,7 @@ class TopicSession:
     def start_exercise(self, ex: Exercise) -> ExerciseRun:
         """Draw this run's cases and compute the reference's outputs for them."""
         cases = ex.cases(self.rng, self.public)
-        expected = [self.call_reference("call", fn=ex.name, args=c.args)["out"] for c in cases]
+        expected = [self.call_reference("call", fn=ex.name, args=c.args, operators=ex.operator_outputs)["out"] for c in cases]
         return ExerciseRun(ex, cases, expected)
 
     def __enter__(self) -> "TopicSession":
@@ -171,6 +186,8 @@ def format_error(error: dict[str, str], exercise: str | None = None) -> str:
     A NotImplementedError is a stub's ("...: your code here"), or JAX's own for a rule a custom
     primitive lacks ("Batching rule for 'p' not implemented"); the latter's text is kept.
     """
+    if error["type"] in ("ProgramRefused", "OutputRefused"):
+        return error["message"].strip()
     if error["type"] == "NotImplementedError":
         detail = error["message"].strip()
         what = "" if not detail or detail.endswith("your code here") else f": {detail}"

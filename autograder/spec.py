@@ -101,13 +101,19 @@ class Stream:
     `jit=False` calls the function as written (it manages its own jit). `stage=True` puts every
     call's arguments on the device before the stream starts, so that only the function's own
     compilations count: converting a NumPy argument of a new shape compiles too (jax 0.10),
-    which a stream of varying shapes would otherwise charge to the function."""
+    which a stream of varying shapes would otherwise charge to the function.
+
+The compilation count is the student's process's own (advisory); the trusted bound is the
+stream's cost on the grader's clock: at most `cost_factor` times the reference's stream, plus
+`cost_slack` seconds (see `autograder.checks.compiles`)."""
 
     make: StreamSampler
     max_compiles: int
     calls: int = 100
     jit: bool = False
     stage: bool = False
+    cost_factor: float = 3.0
+    cost_slack: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -150,6 +156,8 @@ class Exercise:
     check name (`correct`, `jit`, `speed`, or a topic check such as `key_reuse`) to its points;
     a check not named there is not run. `options` holds per-check settings for the checks
     that need them (`options["grad"] = Grad(...)`, see `autograder.checks`).
+    `operator_outputs`: the function returns quantum operators (NetKet's), which the workers
+    send as their matrices; any other output leaf must be an array or a number.
     """
 
     name: str
@@ -164,6 +172,7 @@ class Exercise:
     requirements: tuple[Requirement, ...] = ()
     speed: Speed | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    operator_outputs: bool = False
 
     def __post_init__(self) -> None:
         if len(self.hints) < 2:

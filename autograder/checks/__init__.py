@@ -33,5 +33,8 @@ REGISTRY: dict[str, Check] = {
 
 NEEDS_CORRECT = frozenset({"speed", "key_reuse", "grad", "vmap", "sharding", "prints", "compiles"})
 
+ADVISORY = frozenset(name for name, check in REGISTRY.items() if getattr(sys.modules[check.__module__], "ADVISORY", False))
+"""Checks that report facts the student's process could fake: shown, worth no points."""
+
 SUMMARIES: dict[str, str] = {name: sys.modules[check.__module__].SUMMARY for name, check in REGISTRY.items()}
 """Check name -> what it asks, in one line for students (each check module's `SUMMARY`)."""

@@ -21,7 +21,7 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     first_problem = None
     for i, (case, expected) in enumerate(zip(run.cases, run.expected)):
         try:
-            got = session.call_student("call", fn=ex.name, args=case.args)["out"]
+            got = session.call_student("call", fn=ex.name, args=case.args, operators=ex.operator_outputs)["out"]
         except StudentError as exc:
             return Outcome.fail(f"{case.label} {shapes(case.args)}: {exc}")
         run.eager[i] = got

@@ -3,9 +3,11 @@ it gives without jit, and has the structure the exercise requires.
 
 Jitted outputs are compared with the reference's, or, where the function is wrong, with the
 student's own un-jitted outputs: jit-ability is judged apart from correctness, so a wrong
-answer costs `correct` and a jit failure costs `jit`. Structure is read from facts the worker
-counts (see `autograder.requirements`): no host callbacks, no re-tracing when called again
-with fresh same-shaped inputs, and the exercise's own requirements.
+answer costs `correct` and a jit failure costs `jit`. Structure is judged from trusted facts
+(`autograder.structure`): the jitted call exported as a program, analysed and run by the
+reference's worker, and shown to compute the function. Requirements marked advisory
+(`trusted = False`: jaxpr primitive names the student's process reports) add a note to the
+message and never change the score.
 """
 
 from __future__ import annotations
@@ -14,32 +16,48 @@ from autograder.compare import mismatch, shapes
 from autograder.requirements import DEFAULT_JIT_REQUIREMENTS, judge_all
 from autograder.results import Outcome
 from autograder.session import ExerciseRun, StudentError, TopicSession
+from autograder.structure import traced_facts
 
 
-MEASURED = ("n_eqns", "n_eqns_other", "hlo_lines", "compiles_again", "traces_again", "flops", "compile_seconds",
-            "collectives", "primitives")
+MEASURED = ("n_ops", "n_ops_other", "hlo_lines", "loops", "counted_loops", "flops", "compile_seconds",
+            "collectives", "ops")
 
 SUMMARY = "runs under jax.jit, gives the same values, and has the required structure (no host callbacks, no re-tracing, ...)."
 """What the check asks, in one line for students (notebooks, reports)."""
 
 
-def trace_facts(session: TopicSession, run: ExerciseRun) -> tuple[dict, dict]:
-    """Facts of the student's and the reference's jitted function on the same inputs (cached).
+def trace_request(session: TopicSession, run: ExerciseRun) -> dict:
+    """The `trace` request of an exercise: samples of its largest size (where an unrolled loop
+    shows most), a second one keeping the first's static arguments so that only array values
+    change, and one of its smallest size."""
+    ex = run.exercise
+    first, again = ex.sample(session.rng, ex.sizes[-1]).args, list(ex.sample(session.rng, ex.sizes[-1]).args)
+    for i in ex.static_argnums:
+        again[i] = first[i]
+    return {"fn": ex.name, "args": first, "args_again": tuple(again), "static_argnums": ex.static_argnums,
+            "args_other": ex.sample(session.rng, ex.sizes[0]).args}
 
-    The two calls use samples of the exercise's largest size (where an unrolled loop shows
-    most), the second keeping the first's static arguments so that only array values change;
-    equation counts are also taken at the smallest size.
-    """
+
+def trace_facts(session: TopicSession, run: ExerciseRun) -> tuple[dict, dict]:
+    """Trusted facts of the student's and the reference's jitted function (cached per run)."""
     if run.facts is None:
         ex = run.exercise
-        first, again = ex.sample(session.rng, ex.sizes[-1]).args, list(ex.sample(session.rng, ex.sizes[-1]).args)
-        for i in ex.static_argnums:
-            again[i] = first[i]
-        request = {"fn": ex.name, "args": first, "args_again": tuple(again), "static_argnums": ex.static_argnums,
-                   "args_other": ex.sample(session.rng, ex.sizes[0]).args}
-        run.ref_facts = session.call_reference("trace", **request)["facts"]
-        run.facts = session.call_student("trace", **request)["facts"]
+        run.facts, run.ref_facts = traced_facts(session, trace_request(session, run), ex.rtol, ex.atol,
+                                                verify_against_reference=run.passed.get("correct", True))
     return run.facts, run.ref_facts
+
+
+def judged(requirements: tuple, facts: dict, ref: dict) -> tuple[list[str], list[str]]:
+    """(problems that cost the points, advisory notes): trusted requirements decide, the others
+    (facts the student's process reports about itself) only advise."""
+    trusted = tuple(r for r in requirements if getattr(r, "trusted", True))
+    advisory = tuple(r for r in requirements if not getattr(r, "trusted", True))
+    return judge_all(trusted, facts, ref), judge_all(advisory, facts, ref)
+
+
+def with_notes(text: str, notes: list[str]) -> str:
+    """A message with the advisory notes after it."""
+    return text + "".join(f" (advice, no points: {n})" for n in notes)
 
 
 def run(session: TopicSession, run: ExerciseRun) -> Outcome:
@@ -62,7 +80,9 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
         return Outcome.fail(f"under jax.jit: {exc}")
     measured = {k: facts[k] for k in MEASURED if k in facts}
     measured.update({f"reference_{k}": ref[k] for k in MEASURED if k in ref})
-    problems = judge_all(DEFAULT_JIT_REQUIREMENTS + ex.requirements, facts, ref)
+    measured["advisory"] = facts.get("advisory", {})
+    problems, notes = judged(DEFAULT_JIT_REQUIREMENTS + ex.requirements, facts, ref)
     if problems:
-        return Outcome.fail("; ".join(problems), **measured)
-    return Outcome.ok(f"jits, {facts['n_eqns']} jaxpr equations, no host callbacks, no re-tracing", **measured)
+        return Outcome.fail(with_notes("; ".join(problems), notes), **measured)
+    return Outcome.ok(with_notes(f"jits; the exported program has {facts.get('n_ops')} operations, no host callbacks, "
+                                 "no re-tracing", notes), **measured)

@@ -1,25 +1,28 @@
-"""`key_reuse`: no PRNG key is consumed twice, and no key is smuggled through legacy uint32s.
+"""`key_reuse` (ADVISORY: worth no points): no PRNG key is consumed twice, and no key is
+smuggled through legacy uint32s.
 
 The function runs under `jax.debug_key_reuse(True)`, as written and under `jax.jit`, on the
-run's cases (the grader hands it typed keys, which the checker tracks). A function that
-unwraps its key into raw uint32 data (`key_data` / `wrap_key_data`, legacy `PRNGKey` style)
-hides reuse from the checker, so the jaxpr must not contain `random_unwrap`/`random_wrap`.
+run's cases (the grader hands it typed keys, which the checker tracks), and its jaxpr must not
+contain `random_unwrap`/`random_wrap` (raw uint32 keys hide reuse from the checker). Both
+facts come from the student's own process, where a module can switch the checker off or patch
+the tracer, so the check teaches but does not score: the points of a PRNG exercise rest on
+`correct`, whose exact comparison with the reference's random draws already fails a function
+that reuses a key (its numbers are not the reference's).
 """
 
 from __future__ import annotations
 
 from autograder.checks.jit import trace_facts
 from autograder.compare import shapes
-from autograder.requirements import AvoidsPrimitives
 from autograder.results import Outcome
 from autograder.session import ExerciseRun, StudentError, TopicSession
 
-LEGACY_KEYS = AvoidsPrimitives(
-    ("random_unwrap", "random_wrap"),
-    "raw uint32 keys hide reuse from JAX's checker; keep keys typed and use split / fold_in",
-)
+ADVISORY = True
+"""Reported, never scored: topic specs give this check 0 points (checked when a topic loads)."""
 
-SUMMARY = "never uses a PRNG key twice (checked with jax.debug_key_reuse), and keeps keys typed."
+LEGACY_KEY_PRIMITIVES = ("random_unwrap", "random_wrap")
+
+SUMMARY = "advice, no points: never use a PRNG key twice (jax.debug_key_reuse), and keep keys typed."
 """What the check asks, in one line for students (notebooks, reports)."""
 
 
@@ -32,11 +35,13 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
                                      static_argnums=ex.static_argnums)
             except StudentError as exc:
                 mode = "under jax.jit" if jit else "called directly"
-                return Outcome.fail(f"{mode}, {case.label} {shapes(case.args)}: {exc}")
+                return Outcome.fail(f"{mode}, {case.label} {shapes(case.args)}: {exc}", advisory=True)
     try:
-        facts, ref = trace_facts(session, run)
+        facts, _ = trace_facts(session, run)
     except StudentError as exc:
-        return Outcome.fail(f"could not trace the function: {exc}")
-    if (problem := LEGACY_KEYS.judge(facts, ref)) is not None:
-        return Outcome.fail(problem)
-    return Outcome.ok("every key is used once")
+        return Outcome.fail(f"could not trace the function: {exc}", advisory=True)
+    primitives = facts.get("advisory", {}).get("primitives", {})
+    if found := sorted(p for p in LEGACY_KEY_PRIMITIVES if primitives.get(p)):
+        return Outcome.fail(f"the jaxpr uses {', '.join(found)}: raw uint32 keys hide reuse from JAX's checker; keep "
+                            "keys typed and use split / fold_in", advisory=True)
+    return Outcome.ok("every key is used once", advisory=True)

@@ -2,16 +2,22 @@
 
 A Python `print` inside a jitted function runs while JAX traces it: on the first call with each
 new input shape (or dtype), and never on the calls that reuse the compiled program. The worker
-jits the function once, clears JAX's caches, and calls it on a stream of inputs
-(`Prints.make`), capturing each call's stdout apart (`stream_printed`). The expected lines are
-the reference's on the same stream, so a topic prescribes them in its docstring only. Outputs
-are verified too; compile and trace counts are reported, not judged.
+jits the function once, clears JAX's caches, and stages a stream of inputs (`Prints.make`,
+request `prepare`); the grader then sends the calls one by one (`step`) and reads what each
+printed from the worker's stdout pipe itself, between sending the call and holding its reply
+(`Worker.stdout_mark`/`stdout_since`): nothing the student's process says about its printing is
+taken. The expected lines are the reference's on the same stream, so a topic prescribes them
+in its docstring only. Outputs are verified too; compile and trace counts are reported
+(advisory), not judged.
 """
 
 from __future__ import annotations
 
+from typing import Callable
+
 from autograder.compare import mismatch, shapes
 from autograder.results import Outcome
+from autograder.sandbox import Worker
 from autograder.session import ExerciseRun, StudentError, TopicSession
 from autograder.spec import Case, Prints
 
@@ -19,14 +25,29 @@ SUMMARY = "a jitted call prints what the reference prints, call by call."
 """What the check asks, in one line for students (notebooks, reports)."""
 
 
+def printed_stream(call: Callable[..., dict], worker: Worker, request: dict, calls: int) -> dict:
+    """Prepare a stream on one side, then run it call by call, reading what each call printed
+    from the worker's stdout in the grader (`Worker.stdout_since`): {"outs", "counts", "printed"}."""
+    worker.capture_stdout()
+    call("prepare", **request)
+    outs, counts, printed = [], [], []
+    for i in range(calls):
+        mark = worker.stdout_mark()
+        reply = call("step", fn=request["fn"], index=i)
+        printed.append(worker.stdout_since(mark))
+        outs.append(reply["out"])
+        counts.append(reply["counts"])
+    return {"outs": outs, "counts": counts, "printed": printed}
+
+
 def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     ex = run.exercise
     opts: Prints = ex.options["prints"]
     cases = opts.make(session.rng, opts.calls)
     request = {"fn": ex.name, "cases": [c.args for c in cases], "jit": True, "static_argnums": ex.static_argnums}
-    ref = session.call_reference("stream_printed", **request)
+    ref = printed_stream(session.call_reference, session.ref, request, len(cases))
     try:
-        got = session.call_student("stream_printed", **request)
+        got = printed_stream(session.call_student, session.student(), request, len(cases))
     except StudentError as exc:
         return Outcome.fail(f"a stream of {len(cases)} jitted calls: {exc}")
     for i, (case, expected, out) in enumerate(zip(cases, ref["outs"], got["outs"])):

@@ -1,14 +1,17 @@
 """`vmap`: `jax.vmap` of the function over a stack of cases matches the reference's, and the
-batched function meets `Vmap.requirements` (e.g. no Python loop over the batch)."""
+batched function meets `Vmap.requirements` (e.g. no Python loop over the batch), judged on the
+jitted batched call exported as a program and analysed on the trusted side
+(`autograder.structure`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from autograder.requirements import judge_all
+from autograder.checks.jit import judged, with_notes
 from autograder.results import Outcome
 from autograder.session import ExerciseRun, StudentError, TopicSession
 from autograder.spec import Case, Vmap
+from autograder.structure import traced_facts
 
 SUMMARY = "jax.vmap of your function equals the reference's, without a Python loop over the batch."
 """What the check asks, in one line for students (notebooks, reports)."""
@@ -39,13 +42,14 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
         return Outcome.ok(f"jax.vmap over {case.label} matches")
     again = batched_case(session, run, opts)
     trace = {**request, "args": case.args, "args_again": again.args, "static_argnums": ex.static_argnums}
-    ref = session.call_reference("trace", **trace)["facts"]
     try:
-        facts = session.call_student("trace", **trace)["facts"]
+        facts, ref = traced_facts(session, trace, ex.rtol, ex.atol)
     except StudentError as exc:
         return Outcome.fail(f"jax.jit(jax.vmap(...)) over {case.label}: {exc}")
-    measured = {"n_eqns": facts["n_eqns"], "reference_n_eqns": ref["n_eqns"],
-                "primitives": facts["primitives"], "reference_primitives": ref["primitives"]}
-    if problems := judge_all(opts.requirements, facts, ref):
-        return Outcome.fail("batched: " + "; ".join(problems), **measured)
-    return Outcome.ok(f"jax.vmap over {case.label} matches; the batched jaxpr has {facts['n_eqns']} equations", **measured)
+    measured = {"n_ops": facts.get("n_ops"), "reference_n_ops": ref.get("n_ops"), "ops": facts.get("ops"),
+                "reference_ops": ref.get("ops"), "advisory": facts.get("advisory", {})}
+    problems, notes = judged(opts.requirements, facts, ref)
+    if problems:
+        return Outcome.fail(with_notes("batched: " + "; ".join(problems), notes), **measured)
+    return Outcome.ok(with_notes(f"jax.vmap over {case.label} matches; the batched program has {facts.get('n_ops')} "
+                                 "operations", notes), **measured)

@@ -18,7 +18,21 @@ def load(name: str) -> Topic:
     """The spec of topic `name`; a ValueError naming the known topics otherwise."""
     if name not in ORDER:
         raise ValueError(f"unknown topic {name!r}; the topics are: {', '.join(ORDER)}")
-    return importlib.import_module(f"autograder.topics.{name}").TOPIC
+    topic = importlib.import_module(f"autograder.topics.{name}").TOPIC
+    validate(topic)
+    return topic
+
+
+def validate(topic: Topic) -> None:
+    """Every check an exercise names exists, and advisory checks are worth no points."""
+    from autograder.checks import ADVISORY, REGISTRY
+
+    for ex in topic.exercises:
+        for check, points in ex.checks.items():
+            if check not in REGISTRY:
+                raise ValueError(f"{topic.name}.{ex.name}: unknown check {check!r}; the checks are {', '.join(REGISTRY)}")
+            if check in ADVISORY and points:
+                raise ValueError(f"{topic.name}.{ex.name}: the {check!r} check is advisory and must be worth 0 points")
 
 
 def resolve(names: list[str] | None) -> list[Topic]:

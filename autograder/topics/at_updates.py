@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.requirements import MaxEquations, UsesPrimitive
+from autograder.requirements import MaxOps, UsesOp
 from autograder.spec import Case, Exercise, Speed, Topic
 
-NO_INDEX_LOOP = MaxEquations(40, "use one scatter per operation, not a Python loop over the indices")
+# Operations of the exported program at the largest size (300), measured: the references 31
+# (scatter_ops) and 30 (lookup_and_clamp); a Python loop over the indices 5,850 and 4,820.
+NO_INDEX_LOOP = MaxOps(200, "use one scatter per operation, not a Python loop over the indices")
 
 
 def _scatter_ops(rng: np.random.Generator, size: int) -> Case:
@@ -66,7 +68,7 @@ TOPIC = Topic(
                 Case((np.array([1, 3, 1, 0], np.int32), 4), "the docstring's example"),
                 Case((np.zeros(50, np.int32), 3), "all values equal"),
             ),
-            requirements=(UsesPrimitive("scatter-add", "count with `.at[x].add(1)`"),),
+            requirements=(UsesOp("scatter-add", "count with `.at[x].add(1)`"),),  # jnp.bincount is one too
             checks={"correct": 2, "jit": 1, "speed": 2},
             speed=Speed(size={"cpu": 1 << 20, "gpu": 1 << 24}),
             hints=(

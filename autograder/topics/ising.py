@@ -2,7 +2,7 @@
 Monte Carlo with an RBM and SR, and ground-state observables.
 
 How it judges. `tfim_hamiltonian` returns a NetKet operator; the worker sends operators as
-their matrices (`to_sparse().toarray()`, see `worker.Harness.export`), so the grader compares
+their matrices (`to_sparse().toarray()`, see `worker.harness.Harness.export`), so the grader compares
 what H is, however it was built (`nk.operator.Ising` or a sum of local operators). Energies and
 correlations are compared with the reference's on rings small enough for exact
 diagonalisation, odd rings included (there the sign of J changes the spectrum; on even rings a
@@ -56,6 +56,7 @@ TOPIC = Topic(
             ),
             rtol=1e-12,
             atol=1e-12,
+            operator_outputs=True,
             checks={"correct": 3},
             hints=(
                 "Three objects: the graph (which sites are bonded), the Hilbert space (what lives on each site), and "

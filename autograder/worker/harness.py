@@ -2,37 +2,43 @@
 
 The grader starts one worker for the submission (untrusted, possibly sandboxed) and one for
 the reference solution (trusted); they never share a process. A worker answers requests on a
-private pair of pipes, never on stdout, so nothing a student prints can pose as an answer.
-It returns plain data (arrays, counts, text); all judging happens in the grader.
+private pair of pipes, never on stdout. It returns plain data (arrays, counts, text, exported
+programs); all judging happens in the grader.
+
+Nothing a student's worker says is taken on trust (docs/grading.md, "What is trusted"): its
+outputs are compared with the reference's in the grader, its times are the grader's clock over
+a window that covers all the work (`op_timed`: inputs in, materialised outputs out), and its
+structure is an exported program (`program.export`) that the REFERENCE worker analyses and
+runs (`op_analyse`), so that the facts describe a program shown, by data, to compute the
+function. What the student's process reports about itself (jaxpr primitives, compilation
+counts, key reuse) is advisory.
 
 JAX is imported and the harness's references to `jax.jit`, `jax.make_jaxpr`, ... are taken
-before the student's module runs, so a module that rebinds those names at import fools only
-itself.
+before the student's module runs, so a module that rebinds those names fools only itself; a
+module that patches JAX's internals can change what its own process reports, which is why
+none of that decides points.
 
 Run as: python -m autograder.worker MODULE_PATH MODULE_NAME   (fds in JAXLINGS_WORKER_FDS)
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
-import io
 import os
-import re
 import sys
-import time
 import traceback
 from collections import Counter
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
-from autograder.worker import wire
+from autograder.worker import jaxpr, program, wire
 from autograder.worker.wire import Key
 
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
-# Collective operations as they appear in compiled HLO text (` all-gather(`, `all-reduce-start(`, ...).
-COLLECTIVES = r"\b(all-gather|all-reduce|reduce-scatter|all-to-all|collective-permute)(?:-start)?\("
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
-PRINTED_LIMIT = 4000  # characters of one call's stdout kept by `stream_printed`
+
+
+class OutputRefused(TypeError):
+    """An output leaf that is not plain data (see `Harness.export`)."""
 
 
 class Harness:
@@ -45,13 +51,18 @@ class Harness:
 
         self.np, self.jnp = np, jnp
         self.jit, self.make_jaxpr = jax.jit, jax.make_jaxpr
+        self.jit_type = type(jax.jit(lambda x: x))
         self.transforms = {"grad": jax.grad, "vmap": jax.vmap, "value_and_grad": jax.value_and_grad}
         self.clear_caches, self.device_put = jax.clear_caches, jax.device_put
         self.block = jax.block_until_ready
         self.key, self.key_data, self.key_impl = jax.random.key, jax.random.key_data, jax.random.key_impl
         self.key_reuse = jax.debug_key_reuse
-        self.flatten, self.is_key = jax.tree.flatten, lambda x: jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
+        self.flatten = jax.tree.flatten
+        self.is_key = lambda x: jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
         self.asarray = np.asarray
+        # Output leaves are accepted by exact type: no subclass, no object that converts itself.
+        self.array_types = (type(jnp.zeros(())), type(jax.random.key(0)), np.ndarray)
+        self.scalar_types = frozenset({bool, int, float, complex} | {np.dtype(c).type for c in np.typecodes["All"]})
         self.counts: Counter[str] = Counter()
         jax.monitoring.register_event_duration_secs_listener(self._on_event)
         self.platform = {
@@ -63,8 +74,8 @@ class Harness:
         }
         self.module_path, self.module_name = module_path, module_name
         self.module: Any = None
-        self.staged: tuple[Callable[..., Any], list[tuple[Any, ...]]] | None = None
-        self.last_out: Any = None
+        self.prepared: tuple[Callable[..., Any], list[tuple[Any, ...]]] | None = None
+        self.stdout = sys.stdout
 
     def _on_event(self, event: str, duration: float, **_: Any) -> None:
         if event in (COMPILE_EVENT, TRACE_EVENT):
@@ -116,42 +127,48 @@ class Harness:
             fn = self.transforms[name](fn, **kwargs)
         return fn
 
+    def jitted(self, fn: Callable[..., Any], static_argnums: tuple[int, ...]) -> Callable[..., Any]:
+        """`fn` under the grader's `jax.jit`; a function the student jitted themselves is used as
+        it is (their `static_argnums` choices are under test) only if it IS JAX's jit type."""
+        return fn if type(fn) is self.jit_type else self.jit(fn, static_argnums=static_argnums)
+
     def callable_for(self, req: dict[str, Any]) -> Callable[..., Any]:
-        """The (transformed) function as written, or jitted with the declared static arguments.
-
-        A function the student jitted themselves is used as it is: their jit is the one under
-        test (wrapping it again would hide their `static_argnums` choices).
-        """
+        """The (transformed) function as written, or jitted with the declared static arguments."""
         fn = self.transformed(req)
-        if not req.get("jit") or _is_jitted(fn):
-            return fn
-        return self.jit(fn, static_argnums=tuple(req.get("static_argnums", ())))
+        return self.jitted(fn, tuple(req.get("static_argnums", ()))) if req.get("jit") else fn
 
-    def export(self, out: Any) -> dict[str, Any]:
+    def export(self, out: Any, operators: bool = False) -> dict[str, Any]:
         """An output pytree as data: its treedef string and its leaves as NumPy arrays.
 
-        A quantum operator (a NetKet operator: it has a `hilbert` and `to_sparse()`) is one leaf,
-        sent as its matrix in its Hilbert space's basis (`to_sparse().toarray()`), so that the
-        grader compares what operators mean, not how they are stored.
+        Leaves are accepted by exact type only: jax Arrays, typed key arrays, NumPy arrays and
+        NumPy or Python scalars; anything else (a subclass, an object with `__array__`, a lazy
+        value) is refused with a message. With `operators`, a quantum operator (NetKet's: it
+        has a `hilbert` and `to_sparse()`) is one leaf, sent as its matrix in its Hilbert
+        space's basis, so that the grader compares what operators mean, not how they are built.
         """
-        leaves, treedef = self.flatten(out, is_leaf=_is_operator)
+        leaves, treedef = self.flatten(out, is_leaf=_is_operator if operators else None)
         exported = []
         for leaf in leaves:
-            if _is_operator(leaf):
+            if operators and _is_operator(leaf):
                 leaf = leaf.to_sparse().toarray()
-            if hasattr(leaf, "dtype") and self.is_key(leaf):
+            kind = type(leaf)
+            if kind not in self.array_types and kind not in self.scalar_types:
+                raise OutputRefused(f"an output leaf of type {kind.__name__} is not a numeric array: return jax or "
+                                    "NumPy arrays (or Python numbers)")
+            if kind is self.array_types[1] or (kind is self.array_types[0] and self.is_key(leaf)):
                 exported.append({"kind": "key", "impl": str(self.key_impl(leaf)), "data": self.asarray(self.key_data(leaf))})
                 continue
             arr = self.asarray(leaf)
-            if arr.dtype.kind not in "biufc" and type(arr.dtype).__module__ != "ml_dtypes":
-                raise TypeError(f"an output leaf of type {type(leaf).__name__} is not a numeric array")
+            if type(arr) is not self.np.ndarray or (arr.dtype.kind not in "biufc" and type(arr.dtype).__module__ != "ml_dtypes"):
+                raise OutputRefused(f"an output leaf of type {kind.__name__} is not a numeric array")
             exported.append({"kind": "array", "data": arr})
         return {"treedef": str(treedef), "leaves": exported}
 
     # -- requests ------------------------------------------------------------------------
 
     def counted(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, list[int]]:
-        """Call `fn(*args)` to completion; its output and [compilations, traces] it caused."""
+        """Call `fn(*args)` to completion; its output and [compilations, traces] it caused
+        (as this process's own JAX reports them: advisory)."""
         before = dict(self.counts)
         out = self.block(fn(*args))
         return out, [self.counts[ev] - before.get(ev, 0) for ev in (COMPILE_EVENT, TRACE_EVENT)]
@@ -159,7 +176,8 @@ class Harness:
     def op_call(self, req: dict[str, Any]) -> dict[str, Any]:
         """Call a function once (as written, or jitted) and return its output.
 
-        With `shardings`, also describe how each output leaf is laid out over the devices.
+        With `key_reuse`, under `jax.debug_key_reuse(True)` (advisory: the module could turn
+        the checker off). With `shardings`, also describe how each output leaf is laid out.
         """
         fn, args = self.callable_for(req), self.arguments(req["args"])
         if req.get("key_reuse"):
@@ -167,52 +185,71 @@ class Harness:
                 out = self.block(fn(*args))
         else:
             out = self.block(fn(*args))
-        reply = {"out": self.export(out)}
+        reply = {"out": self.export(out, req.get("operators", False))}
         if req.get("shardings"):
             reply["shardings"] = [describe_sharding(leaf) for leaf in self.flatten(out)[0]]
         return reply
 
-    def op_trace(self, req: dict[str, Any]) -> dict[str, Any]:
-        """Jit a function, call it on two same-shaped cases, and count what happened.
+    def op_timed(self, req: dict[str, Any]) -> dict[str, Any]:
+        """The timed workload, whole: put the inputs on the device, run every call to
+        completion, and send the outputs as materialised arrays.
 
-        Facts: jaxpr primitives and equation count (also at `args_other`, another size, when
-        given), compile and trace counts of each call, custom-call targets and line count of
-        the compiled HLO, XLA's cost analysis, and the time a cold trace+lower+compile takes.
+        The grader's clock runs from sending this request to holding the verified reply, so
+        every step (the inputs' transfer, the calls, the outputs' conversion) is inside it.
+        """
+        fn = self.callable_for(req)
+        outs = [self.block(fn(*self.arguments(args))) for args in req["cases"]]
+        return {"outs": [self.export(out, req.get("operators", False)) for out in outs]}
+
+    def op_trace(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Jit a function, call it on two same-shaped cases, and export the jitted call.
+
+        Returns the exported programs (serialized `jax.export` artifacts, as uint8 arrays): at
+        `args`, and where given at `args_again` (same shapes, new values) and at `args_other`
+        (another size),
+        for the reference worker to analyse and run. Also advisory facts this process reports
+        about itself: jaxpr primitives and equations, `pmap` use, and the compilations and
+        traces each of the two calls caused.
         """
         fn = self.transformed(req)
         static = tuple(req.get("static_argnums", ()))
-        jitted = fn if _is_jitted(fn) else self.jit(fn, static_argnums=static)
-        first, again = self.arguments(req["args"]), self.arguments(req["args_again"])
+        jitted = self.jitted(fn, static)
+        first = self.arguments(req["args"])
         _, (compiles_first, traces_first) = self.counted(jitted, first)
-        _, (compiles_again, traces_again) = self.counted(jitted, again)
-        jaxpr = self.make_jaxpr(fn, static_argnums=static)(*first).jaxpr
-        prims, n_eqns = count_primitives(jaxpr)
-        self.clear_caches()  # so that the time below is a cold trace + lower + compile
-        t0 = time.perf_counter()
-        compiled = jitted.lower(*first).compile()
-        compile_seconds = time.perf_counter() - t0
-        hlo = compiled.as_text() or ""
-        facts = {
-            "primitives": dict(prims),
-            "n_eqns": n_eqns,
-            "pmap_calls": count_pmap_calls(jaxpr),
-            "custom_calls": sorted(set(re.findall(r'custom_call_target="([^"]+)"', hlo))),
-            "collectives": dict(Counter(re.findall(COLLECTIVES, hlo))),
-            "hlo_lines": hlo.count("\n"),
-            "compile_seconds": compile_seconds,
-            **_costs(compiled),
-            "compiles_first": compiles_first,
-            "traces_first": traces_first,
-            "compiles_again": compiles_again,
-            "traces_again": traces_again,
-        }
+        advisory: dict[str, Any] = {"compiles_first": compiles_first, "traces_first": traces_first}
+        programs = {"first": _as_bytes_array(program.export(jitted, first))}
+        if req.get("args_again") is not None:
+            again = self.arguments(req["args_again"])
+            _, (advisory["compiles_again"], advisory["traces_again"]) = self.counted(jitted, again)
+            programs["again"] = _as_bytes_array(program.export(jitted, again))
         if req.get("args_other") is not None:
-            other = self.arguments(req["args_other"])
-            facts["n_eqns_other"] = count_primitives(self.make_jaxpr(fn, static_argnums=static)(*other).jaxpr)[1]
-        return {"facts": facts}
+            programs["other"] = _as_bytes_array(program.export(jitted, self.arguments(req["args_other"])))
+        try:
+            closed = self.make_jaxpr(fn, static_argnums=static)(*first).jaxpr
+            prims, n_eqns = jaxpr.count_primitives(closed)
+            advisory.update({"primitives": dict(prims), "n_eqns": n_eqns, "pmap_calls": jaxpr.count_pmap_calls(closed)})
+        except Exception:  # noqa: BLE001 - advisory facts are optional
+            pass
+        return {"programs": programs, "advisory": advisory}
+
+    def op_analyse(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Analyse an exported program and run it on `args` (sent to the REFERENCE worker only).
+
+        The facts (StableHLO ops, the compiled program's loops, collectives, FLOPs, compile
+        time) describe the program; its outputs let the grader check that the program computes
+        the function.
+        """
+        blob = bytes(self.asarray(req["program"]))
+        facts, out = program.analyse(blob, self.arguments(req["args"]))
+        out = self.block(out)
+        reply = {"facts": facts, "out": self.export(out)}
+        if req.get("shardings"):
+            reply["shardings"] = [describe_sharding(leaf) for leaf in self.flatten(out)[0]]
+        return reply
 
     def op_stream(self, req: dict[str, Any]) -> dict[str, Any]:
-        """Call a function on a sequence of cases, counting compilations and traces per call.
+        """Call a function on a sequence of cases, counting compilations and traces per call
+        (advisory; the grader times the whole request with its own clock).
 
         With `stage`, every call's arguments are put on the device before the first call, so
         that the counts are the function's alone.
@@ -226,42 +263,30 @@ class Harness:
             outs.append(self.export(out))
         return {"counts": counts, "outs": outs}
 
-    def op_stream_printed(self, req: dict[str, Any]) -> dict[str, Any]:
-        """Like `stream` with staged arguments, from cold caches, keeping what each call prints.
-
-        A Python `print` in a jitted function runs while JAX traces it. With JAX's caches cleared
-        first (a function the student jitted included), the calls that print are the calls that
-        trace. Each call's stdout is captured apart (the first PRINTED_LIMIT characters).
-        """
+    def op_prepare(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Stage a stream of calls for `step`: the function jitted once, every call's arguments
+        on the device, and JAX's caches cleared (a function the student jitted included), so
+        that the calls that trace are the first of each new input shape."""
         fn = self.callable_for(req)
         staged = [self.block(self.arguments(args)) for args in req["cases"]]
         self.clear_caches()
-        counts, outs, printed = [], [], []
-        for args in staged:
-            buffer = io.StringIO()
-            with contextlib.redirect_stdout(buffer):
-                out, count = self.counted(fn, args)
-            counts.append(count)
-            printed.append(buffer.getvalue()[:PRINTED_LIMIT])
-            outs.append(self.export(out))
-        return {"counts": counts, "outs": outs, "printed": printed}
-
-    def op_stage(self, req: dict[str, Any]) -> dict[str, Any]:
-        """Put a timing workload (one or more calls' arguments) on the device, ready for `go`."""
-        calls = [self.block(self.arguments(args)) for args in req["cases"]]
-        self.staged = (self.callable_for(req), calls)
+        self.prepared = (fn, staged)
         return {}
 
-    def op_go(self, req: dict[str, Any]) -> dict[str, Any]:
-        """Run the staged calls to completion; the grader's clock times this round trip."""
-        fn, calls = self.staged
-        self.staged = None
-        self.last_out = [self.block(fn(*args)) for args in calls]
-        return {}
+    def op_step(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Run call `index` of the prepared stream; what it prints goes to this process's stdout,
+        which the grader reads itself (`Worker.stdout_since`), flushed before the reply."""
+        fn, staged = self.prepared
+        out, count = self.counted(fn, staged[req["index"]])
+        self.stdout.flush()
+        return {"out": self.export(out), "counts": count}
 
-    def op_fetch(self, req: dict[str, Any]) -> dict[str, Any]:
-        """The outputs of the last timed calls, for the grader to verify."""
-        return {"outs": [self.export(out) for out in self.last_out]}
+
+def _as_bytes_array(blob: bytes) -> Any:
+    """Bytes as a uint8 array, the form the wire carries them in."""
+    import numpy as np
+
+    return np.frombuffer(blob, dtype=np.uint8)
 
 
 def describe_sharding(leaf: Any) -> dict[str, Any]:
@@ -296,73 +321,6 @@ def _tuples(value: Any) -> Any:
     """JSON lists back to the tuples that JAX's transform parameters expect."""
     return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
-
-def _costs(compiled: Any) -> dict[str, float]:
-    """FLOPs and bytes accessed from XLA's cost analysis (absent where a backend has none)."""
-    try:
-        cost = compiled.cost_analysis()
-    except Exception:  # noqa: BLE001 - not every backend implements it
-        return {}
-    if isinstance(cost, (list, tuple)):
-        cost = cost[0] if cost else {}
-    return {k: float(cost[src]) for k, src in (("flops", "flops"), ("bytes_accessed", "bytes accessed")) if src in (cost or {})}
-
-
-def _is_jitted(fn: Any) -> bool:
-    """Whether `fn` is already a `jax.jit`-wrapped function."""
-    return callable(getattr(fn, "lower", None)) and hasattr(fn, "trace")
-
-
-def count_primitives(jaxpr: Any) -> tuple[Counter[str], int]:
-    """Count the primitives of a jaxpr and of every jaxpr nested in its equations' params."""
-    counts = Counter(eqn.primitive.name for eqn in all_equations(jaxpr))
-    return counts, sum(counts.values())
-
-
-def all_equations(jaxpr: Any) -> Iterator[Any]:
-    """Every equation of a jaxpr and of every jaxpr nested in its equations' params."""
-    stack = [jaxpr]
-    while stack:
-        for eqn in stack.pop().eqns:
-            yield eqn
-            stack.extend(_sub_jaxprs(eqn.params.values()))
-
-
-PMAP_MODULE = "jax/_src/pmap.py"
-PMAP_PRIMITIVES = ("xla_pmap",)  # the primitive of JAX versions before pmap became jit + shard_map
-PMAP_CARRIERS = ("jit", "pjit", "shard_map")
-
-
-def count_pmap_calls(jaxpr: Any) -> int:
-    """Equations that `jax.pmap` put in a jaxpr (nested jaxprs included).
-
-    Older JAX binds a `xla_pmap` primitive. Since pmap was reimplemented as `jit` of
-    `shard_map` (jax 0.10 has no pmap primitive left), the only trace it leaves is that the
-    equation was bound from inside JAX's pmap module, which the equation's traceback records.
-    """
-    return sum(
-        1 for eqn in all_equations(jaxpr)
-        if eqn.primitive.name in PMAP_PRIMITIVES or (eqn.primitive.name in PMAP_CARRIERS and _bound_in(eqn, PMAP_MODULE))
-    )
-
-
-def _bound_in(eqn: Any, module_suffix: str) -> bool:
-    """Whether the traceback recorded when `eqn` was bound passes through `module_suffix`."""
-    traceback = getattr(eqn.source_info, "traceback", None)
-    frames = getattr(traceback, "frames", None) or ()
-    return any(f.file_name.replace(os.sep, "/").endswith(module_suffix) for f in frames)
-
-
-def _sub_jaxprs(values: Any) -> list[Any]:
-    found = []
-    for v in values:
-        if isinstance(v, (tuple, list)):
-            found.extend(_sub_jaxprs(v))
-        elif hasattr(v, "eqns") and hasattr(v, "invars"):
-            found.append(v)
-        elif hasattr(v, "jaxpr") and hasattr(getattr(v, "jaxpr"), "eqns"):
-            found.append(v.jaxpr)
-    return found
 
 
 def describe(exc: BaseException, module_path: str) -> dict[str, str]:

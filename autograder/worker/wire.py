@@ -95,6 +95,8 @@ def decode(payload: bytes, key: Callable[[int], Any] = Key, array: Callable[[np.
         arrays = []
         for name, shape in header["arrays"]:
             dt = _dtype(name)
+            if not all(type(n) is int and n >= 0 for n in shape):
+                raise WireError(f"malformed message: array shape {shape!r}")
             count = int(np.prod(shape, dtype=np.int64))
             a = np.frombuffer(payload, dtype=dt, count=count, offset=offset).reshape(shape)
             offset += count * dt.itemsize
@@ -109,17 +111,34 @@ def decode(payload: bytes, key: Callable[[int], Any] = Key, array: Callable[[np.
             return [dec(v) for v in x]
         if isinstance(x, dict):
             if "$a" in x:
-                return array(arrays[x["$a"]])
+                index = x["$a"]
+                if type(index) is not int or not 0 <= index < len(arrays):
+                    raise WireError(f"malformed message: no array {index!r}")
+                return array(arrays[index])
             if "$key" in x:
+                if type(x["$key"]) is not int:
+                    raise WireError("malformed message: a key's seed must be an integer")
                 return key(x["$key"])
             if "$t" in x:
                 return tuple(dec(v) for v in x["$t"])
             if "$d" in x:
-                return {k: dec(v) for k, v in x["$d"]}
+                return {_dict_key(k): dec(v) for k, v in x["$d"]}
             raise WireError("malformed message: unknown node")
         return x
 
-    return dec(header["tree"])
+    try:
+        return dec(header["tree"])
+    except WireError:
+        raise
+    except Exception as exc:  # a frame from an untrusted worker may be shaped any way at all
+        raise WireError(f"malformed message: {type(exc).__name__}: {exc}") from None
+
+
+def _dict_key(k: Any) -> Any:
+    """A dict key as sent: JSON scalars only (a list would be unhashable)."""
+    if k is not None and not isinstance(k, (str, int, float, bool)):
+        raise WireError(f"malformed message: a dict key of type {type(k).__name__}")
+    return k
 
 
 def write_frame(fd: int, tree: Any) -> None:
@@ -131,13 +150,22 @@ def write_frame(fd: int, tree: Any) -> None:
         view = view[n:]
 
 
-def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
+def _read_exact(fd: int, n: int, deadline: float | None, watch_fd: int | None = None) -> bytes:
     chunks, got = [], 0
     while got < n:
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
+        if deadline is not None or watch_fd is not None:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
                 raise Timeout("no answer in time")
+            poller = select.poll()  # not select(): it fails on descriptors past 1023
+            poller.register(fd, select.POLLIN)
+            if watch_fd is not None:
+                poller.register(watch_fd, select.POLLIN)
+            ready = {f for f, _ in poller.poll(None if left is None else int(left * 1000) + 1)}
+            if not ready:
+                raise Timeout("no answer in time")
+            if fd not in ready:  # only `watch_fd`: the writer is gone and nothing is buffered
+                raise Closed("the process exited")
         chunk = os.read(fd, min(n - got, 1 << 20))
         if not chunk:
             raise Closed("the process closed its channel")
@@ -146,9 +174,16 @@ def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
     return b"".join(chunks)
 
 
-def read_frame(fd: int, deadline: float | None = None, max_bytes: int = MAX_FRAME, **decode_kw: Any) -> Any:
-    """Receive one message; `deadline` is a `time.monotonic()` instant, None waits forever."""
-    (size,) = struct.unpack("<Q", _read_exact(fd, 8, deadline))
+def read_frame(fd: int, deadline: float | None = None, max_bytes: int = MAX_FRAME, *, watch_fd: int | None = None,
+               **decode_kw: Any) -> Any:
+    """Receive one message; `deadline` is a `time.monotonic()` instant, None waits forever.
+
+    `watch_fd` (e.g. a pidfd of the writer) becomes readable when the writer is gone: then what
+    is already in the channel is still read, but once it runs dry without a complete frame,
+    `Closed` is raised at once, even if some other process (a forked grandchild) keeps the
+    channel open.
+    """
+    (size,) = struct.unpack("<Q", _read_exact(fd, 8, deadline, watch_fd))
     if size > max_bytes:
         raise WireError(f"message of {size} bytes is over the {max_bytes}-byte limit")
-    return decode(_read_exact(fd, size, deadline), **decode_kw)
+    return decode(_read_exact(fd, size, deadline, watch_fd), **decode_kw)

@@ -1,0 +1,142 @@
+"""The shape of every reply a worker may send, checked in the grader before anything reads it.
+
+A student's worker can write any frame on its reply pipe (the pipe's descriptors are in its
+process), so a reply is untrusted data: `wire.decode` guarantees only plain data (dicts, lists,
+scalars, strings, NumPy arrays of numeric dtypes). `check(op, reply)` adds the schema of the
+request `op`: the fields, their types, and for outputs the exported form of a pytree
+(`{"treedef": str, "leaves": [{"kind": "array" | "key", "data": ndarray, "impl"?: str}]}`).
+A reply that does not fit raises `MalformedReply`, which fails the check that sent the request
+(never the run).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+
+class MalformedReply(Exception):
+    """A reply that does not have the shape its request calls for; the message says where."""
+
+
+def _fail(where: str, what: str) -> None:
+    raise MalformedReply(f"{where}: {what}")
+
+
+def _dict(x: Any, where: str) -> dict:
+    if not isinstance(x, dict):
+        _fail(where, f"expected a mapping, got {type(x).__name__}")
+    return x
+
+
+def _list(x: Any, where: str) -> list:
+    if not isinstance(x, list):
+        _fail(where, f"expected a list, got {type(x).__name__}")
+    return x
+
+
+def _typed(x: Any, kinds: tuple[type, ...], where: str) -> Any:
+    if type(x) not in kinds:
+        _fail(where, f"expected {' or '.join(k.__name__ for k in kinds)}, got {type(x).__name__}")
+    return x
+
+
+def output(x: Any, where: str = "out") -> dict:
+    """An exported pytree: a treedef string and its leaves, each an array or a key array."""
+    _dict(x, where)
+    _typed(x.get("treedef"), (str,), f"{where}.treedef")
+    for i, leaf in enumerate(_list(x.get("leaves"), f"{where}.leaves")):
+        at = f"{where}.leaves[{i}]"
+        _dict(leaf, at)
+        kind = leaf.get("kind")
+        if kind not in ("array", "key"):
+            _fail(f"{at}.kind", f"expected 'array' or 'key', got {kind!r}")
+        _typed(leaf.get("data"), (np.ndarray,), f"{at}.data")
+        if kind == "key":
+            _typed(leaf.get("impl"), (str,), f"{at}.impl")
+    return x
+
+
+def _counts(x: Any, where: str) -> list:
+    for i, pair in enumerate(_list(x, where)):
+        if not isinstance(pair, list) or len(pair) != 2 or any(type(n) is not int or n < 0 for n in pair):
+            _fail(f"{where}[{i}]", "expected [compilations, traces], two counts")
+    return x
+
+
+def _outs(x: Any, where: str = "outs") -> list:
+    return [output(o, f"{where}[{i}]") for i, o in enumerate(_list(x, where))]
+
+
+def _programs(x: Any, where: str = "programs") -> dict:
+    _dict(x, where)
+    if "first" not in x:
+        _fail(where, "no `first` program")
+    for name, blob in x.items():
+        if not isinstance(blob, np.ndarray) or blob.dtype != np.uint8 or blob.ndim != 1:
+            _fail(f"{where}.{name}", "an exported program must be bytes (a 1-D uint8 array)")
+    return x
+
+
+def _shardings(reply: dict) -> None:
+    if "shardings" in reply:
+        for i, s in enumerate(_list(reply["shardings"], "shardings")):
+            _dict(s, f"shardings[{i}]")
+
+
+def _call(reply: dict) -> None:
+    output(reply.get("out"))
+    _shardings(reply)
+
+
+def _stream(reply: dict) -> None:
+    _counts(reply.get("counts"), "counts")
+    _outs(reply.get("outs"))
+    if len(reply["counts"]) != len(reply["outs"]):
+        _fail("counts", "one pair of counts per output expected")
+
+
+def _step(reply: dict) -> None:
+    output(reply.get("out"))
+    _counts([reply.get("counts")], "counts")
+
+
+def _trace(reply: dict) -> None:
+    _programs(reply.get("programs"))
+    _dict(reply.get("advisory", {}), "advisory")
+
+
+def _analyse(reply: dict) -> None:
+    _dict(reply.get("facts"), "facts")
+    if "out" in reply:
+        output(reply["out"])
+    _shardings(reply)
+
+
+SCHEMAS: dict[str, Callable[[dict], None]] = {
+    "call": _call,
+    "timed": lambda reply: _outs(reply.get("outs")),
+    "trace": _trace,
+    "analyse": _analyse,
+    "stream": _stream,
+    "prepare": lambda reply: None,
+    "step": _step,
+}
+
+
+def check(op: str, reply: Any) -> dict:
+    """`reply` if it has the shape a reply to `op` must have; MalformedReply otherwise."""
+    _dict(reply, "reply")
+    ok = reply.get("ok")
+    if type(ok) is not bool:
+        _fail("reply.ok", "missing or not a boolean")
+    if not ok:
+        error = _dict(reply.get("error"), "error")
+        for name in ("type", "message"):
+            _typed(error.get(name), (str,), f"error.{name}")
+        _typed(error.get("where", ""), (str,), "error.where")
+        return reply
+    SCHEMAS[op](reply)
+    return reply
+
