@@ -57,6 +57,7 @@ driver's default mode is 0666).
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import glob
 import os
@@ -75,7 +76,7 @@ import uuid
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from autograder.worker import wire
 
@@ -439,6 +440,22 @@ class _Cgroup:
                     pass
             time.sleep(0.01)
 
+    def set_frozen(self, frozen: bool, timeout: float = 2.0) -> bool:
+        """Freeze (or thaw) every task of the group; whether the freezer confirmed it."""
+        if "freezer" not in self.dirs:
+            return False
+        state, want = self.dirs["freezer"] / "freezer.state", "FROZEN" if frozen else "THAWED"
+        try:
+            _write(state, want)
+            deadline = time.monotonic() + timeout
+            while _read(state).strip() != want:
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.001)
+        except OSError:
+            return False
+        return True
+
     def await_empty(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         while self.pids():
@@ -639,6 +656,18 @@ class Worker:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[bool]:
+        """Freeze the worker's whole cgroup for the duration (yields whether it is frozen):
+        while the grader times the reference, nothing of the student's process can run and
+        compete with it for cores, caches or memory bandwidth. A no-op without a freezer."""
+        frozen = self._cgroup is not None and self.alive and self._cgroup.set_frozen(True)
+        try:
+            yield frozen
+        finally:
+            if frozen:
+                self._cgroup.set_frozen(False)
 
     def cpu_seconds(self) -> float | None:
         """CPU time used so far by everything the worker ran, or None where that is not

@@ -9,6 +9,7 @@ reference's outputs, so that every check of an exercise judges the same cases.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -119,6 +120,13 @@ class TopicSession:
         if self._stu is None:
             raise StudentError(error or "the module could not be started again")
         return self._stu
+
+    def student_paused(self) -> contextlib.AbstractContextManager:
+        """The student's worker frozen (its whole cgroup), for timing the reference: nothing the
+        student started can compete with the reference for cores, caches or memory bandwidth."""
+        if self._stu is not None and self._stu.alive:
+            return self._stu.paused()
+        return contextlib.nullcontext()
 
     def close(self) -> None:
         for w in (self.ref, self._stu):

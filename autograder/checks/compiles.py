@@ -29,7 +29,8 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     request = {"fn": ex.name, "cases": [c.args for c in cases], "jit": opts.jit, "static_argnums": ex.static_argnums,
                "stage": opts.stage}
     try:
-        ref, ref_wall, ref_cpu = timed_request(session.ref, "stream", REFERENCE_TIMEOUT, **request)
+        with session.student_paused():
+            ref, ref_wall, ref_cpu = timed_request(session.ref, "stream", REFERENCE_TIMEOUT, **request)
     except (WorkerDied, CallFailed) as exc:
         raise GraderError(f"the reference {session.topic.name}.{ex.name} failed on its stream: {exc}") from None
     try:

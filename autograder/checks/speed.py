@@ -1,8 +1,9 @@
 """`speed`: time against the reference, measured in this run, interleaved, on fresh inputs.
 
 One warm-up call each (compilation), then rounds (see `Speed` for how many); each round
-draws a new workload of the exercise's speed size, times the reference and the student on it
-(alternating who goes first), and verifies the student's timed output against the reference's.
+draws a new workload of the exercise's speed size, times the reference on it (with the
+student's worker frozen, so that nothing it started competes with the reference), then the
+student, and verifies the student's timed output against the reference's.
 A round is one request that carries the inputs and returns the outputs as arrays; the clock
 covers all of it (`autograder.timing`). The ratio is the student's best time over the
 reference's best time: the minimum is the estimate least disturbed by other load. On the GPU
@@ -44,7 +45,8 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
         rep += 1
         cases = speed.stream(session.rng, size) if speed.stream else [ex.sample(session.rng, size)]
         try:
-            ref = timed_call(session.ref, ex.name, cases, jit=speed.jit, timeout=120.0, **opts)
+            with session.student_paused():
+                ref = timed_call(session.ref, ex.name, cases, jit=speed.jit, timeout=120.0, **opts)
         except (WorkerDied, CallFailed) as exc:
             raise GraderError(f"the reference {session.topic.name}.{ex.name} failed on the speed workload: {exc}") from None
         warm = rep == 1

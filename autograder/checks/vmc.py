@@ -110,7 +110,8 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
         exact = exact_energy(n, h, J)
         which = f"run {i + 1} of {opts.runs} (n={n}, h={h:g}, J={J:g}, key=jax.random.key({case.args[3].seed}))"
         try:
-            ref = timed_call(session.ref, ex.name, [case], jit=False, static_argnums=(), timeout=REFERENCE_TIMEOUT)
+            with session.student_paused():
+                ref = timed_call(session.ref, ex.name, [case], jit=False, static_argnums=(), timeout=REFERENCE_TIMEOUT)
         except (WorkerDied, CallFailed) as exc:
             raise GraderError(f"the reference {session.topic.name}.{ex.name} failed, {which}: {exc}") from None
         structure = ref.outs[0]["treedef"]
