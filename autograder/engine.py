@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import secrets
 import shutil
+import sys
 import tempfile
 import time
+import traceback
 import zlib
 from pathlib import Path
 from typing import Callable
@@ -22,7 +24,7 @@ import numpy as np
 from autograder.checks import NEEDS_CORRECT, REGISTRY
 from autograder.results import Outcome, Result, TestResult
 from autograder.sandbox import Limits
-from autograder.session import StudentError, TopicSession
+from autograder.session import GraderError, StudentError, TopicSession
 from autograder.spec import Exercise, Topic
 
 PUBLIC_SEED = 0
@@ -96,11 +98,25 @@ def grade_exercise(session: TopicSession, ex: Exercise) -> list[TestResult]:
                 outcome = REGISTRY[check](session, run)
             except StudentError as exc:
                 outcome = Outcome.fail(str(exc))
+            except GraderError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - one check's surprise must not lose the result
+                outcome = internal_error(exc)
         if session.deaths > deaths:
             died_in = check
         run.passed[check] = outcome.fraction >= 1.0
         tests.append(TestResult.of(session.topic.name, ex.name, check, ex.checks[check], outcome, VISIBILITY))
     return tests
+
+
+def internal_error(exc: Exception) -> Outcome:
+    """A check that failed in an unforeseen way (a reply shaped as no schema foresaw, a grader
+    bug): the test fails with the reason, the traceback goes to stderr and into the test's
+    data, and the rest of the run goes on, so that the result stays complete."""
+    trace = traceback.format_exc()
+    print(trace, file=sys.stderr)
+    return Outcome.fail(f"the grader could not judge this check ({type(exc).__name__}: {exc}); "
+                        "please report it", internal_error=trace[-2000:])
 
 
 def ordered_checks(ex: Exercise) -> list[str]:

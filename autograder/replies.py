@@ -114,7 +114,20 @@ def _analyse(reply: dict) -> None:
     _shardings(reply)
 
 
+def _hello(reply: dict) -> None:
+    platform = _dict(reply.get("platform"), "platform")
+    for name in ("backend", "device_kind", "jax_version"):
+        _typed(platform.get(name), (str,), f"platform.{name}")
+
+
+def _load(reply: dict) -> None:
+    for i, name in enumerate(_list(reply.get("functions"), "functions")):
+        _typed(name, (str,), f"functions[{i}]")
+
+
 SCHEMAS: dict[str, Callable[[dict], None]] = {
+    "hello": _hello,
+    "load": _load,
     "call": _call,
     "timed": lambda reply: _outs(reply.get("outs")),
     "trace": _trace,

@@ -78,6 +78,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
+from autograder import replies
 from autograder.worker import wire
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -590,8 +591,16 @@ class Worker:
         threading.Thread(target=self._watch_memory, daemon=True).start()
 
     def _await_hello(self, timeout: float) -> dict[str, Any]:
+        """The worker's greeting (its platform) and the result of importing the module, both
+        checked against their schema: a module can write frames on the pipe at import."""
         hello = self._receive(time.monotonic() + timeout, "while starting")
         self.load_reply = self._receive(time.monotonic() + timeout, "while importing the module")
+        try:
+            replies.check("hello", hello)
+            replies.check("load", self.load_reply)
+        except replies.MalformedReply as exc:
+            self.kill(f"sent a malformed reply while starting ({exc})")
+            raise WorkerDied(self.death_reason("while importing the module")) from None
         return hello["platform"]
 
     def close(self) -> None:
