@@ -90,13 +90,6 @@ def _call(reply: dict) -> None:
     _shardings(reply)
 
 
-def _stream(reply: dict) -> None:
-    _counts(reply.get("counts"), "counts")
-    _outs(reply.get("outs"))
-    if len(reply["counts"]) != len(reply["outs"]):
-        _fail("counts", "one pair of counts per output expected")
-
-
 def _step(reply: dict) -> None:
     output(reply.get("out"))
     _counts([reply.get("counts")], "counts")
@@ -132,7 +125,6 @@ SCHEMAS: dict[str, Callable[[dict], None]] = {
     "timed": lambda reply: _outs(reply.get("outs")),
     "trace": _trace,
     "analyse": _analyse,
-    "stream": _stream,
     "prepare": lambda reply: None,
     "step": _step,
 }

@@ -98,22 +98,16 @@ class Vmap:
 class Stream:
     """Options of the `compiles` check: a stream of calls, `make(rng, calls)`, whose outputs
     must match the reference's and whose compilations must number at most `max_compiles`.
-    `jit=False` calls the function as written (it manages its own jit). `stage=True` puts every
-    call's arguments on the device before the stream starts, so that only the function's own
-    compilations count: converting a NumPy argument of a new shape compiles too (jax 0.10),
-    which a stream of varying shapes would otherwise charge to the function.
-
-The compilation count is the student's process's own (advisory); the trusted bound is the
-stream's cost on the grader's clock: at most `cost_factor` times the reference's stream, plus
-`cost_slack` seconds (see `autograder.checks.compiles`)."""
+    `jit=False` calls the function as written (it manages its own jit). Every call's arguments
+    are put on the device before the stream starts, and JAX's caches cleared, so that the
+    compilations counted are the function's own (converting a NumPy argument of a new shape
+    compiles too, jax 0.10). The count the student's process reports is advisory; the trusted
+    one is read off the grader's clock, call by call (see `autograder.checks.compiles`)."""
 
     make: StreamSampler
     max_compiles: int
     calls: int = 100
     jit: bool = False
-    stage: bool = False
-    cost_factor: float = 3.0
-    cost_slack: float = 0.5
 
 
 @dataclass(frozen=True)

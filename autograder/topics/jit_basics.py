@@ -168,7 +168,7 @@ TOPIC = Topic(
             rtol=1e-5,
             atol=1e-6,
             checks={"correct": 1, "jit": 1, "compiles": 1, "speed": 1},
-            options={"compiles": Stream(make=_bce_stream, max_compiles=4, calls=12, jit=False, stage=True)},
+            options={"compiles": Stream(make=_bce_stream, max_compiles=4, calls=12, jit=False)},
             speed=Speed(size={"cpu": 1 << 16, "gpu": 1 << 20}, zero=5.0, max_reps=31, jit=False),
             hints=(
                 "The grader calls `bce_fast` as you wrote it. Where can the compilation happen so that one call runs one "

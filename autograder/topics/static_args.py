@@ -140,7 +140,7 @@ TOPIC = Topic(
                 Case((7.0, (2, 0, 3)), "an empty array"),
             ),
             checks={"correct": 1, "jit": 1, "compiles": 2},
-            options={"compiles": Stream(_create_filled_stream, max_compiles=3, calls=24, jit=True, stage=True)},
+            options={"compiles": Stream(_create_filled_stream, max_compiles=3, calls=24, jit=True)},
             hints=(
                 "Which argument decides the output's shape? Under jit it must be known while tracing; the other is just data.",
                 "`jnp.full(shape, value, jnp.float32)` builds it; `@functools.partial(jax.jit, static_argnums=1)` makes `shape` "
@@ -224,7 +224,7 @@ TOPIC = Topic(
             rtol=1e-5,
             atol=1e-5,
             checks={"correct": 1, "compiles": 2, "speed": 1},
-            options={"compiles": Stream(_random_lengths, max_compiles=BUCKETS, calls=100, jit=False, stage=True)},
+            options={"compiles": Stream(_random_lengths, max_compiles=BUCKETS, calls=100, jit=False)},
             speed=Speed(size={"cpu": 100, "gpu": 100}, stream=_recurring_lengths, jit=False, full=SPEED_FULL, max_reps=21),
             hints=(
                 "Count the distinct shapes your jitted kernel sees: one per length is one compilation per length. "
@@ -244,7 +244,7 @@ TOPIC = Topic(
                 Case((np.array([1, 2, 3, 4], np.int32), np.array([4, 1, 2], np.int32)), "widths as an array"),
             ),
             checks={"correct": 1, "compiles": 2},
-            options={"compiles": Stream(_window_stream, max_compiles=3, calls=12, jit=False, stage=True)},
+            options={"compiles": Stream(_window_stream, max_compiles=3, calls=12, jit=False)},
             hints=(
                 "jit looks static arguments up in a dictionary, so they must be hashable, and equal configurations must "
                 "compare equal.",

@@ -247,22 +247,6 @@ class Harness:
             reply["shardings"] = [describe_sharding(leaf) for leaf in self.flatten(out)[0]]
         return reply
 
-    def op_stream(self, req: dict[str, Any]) -> dict[str, Any]:
-        """Call a function on a sequence of cases, counting compilations and traces per call
-        (advisory; the grader times the whole request with its own clock).
-
-        With `stage`, every call's arguments are put on the device before the first call, so
-        that the counts are the function's alone.
-        """
-        fn = self.callable_for(req)
-        staged = [self.block(self.arguments(args)) for args in req["cases"]] if req.get("stage") else None
-        counts, outs = [], []
-        for i, args in enumerate(req["cases"]):
-            out, count = self.counted(fn, staged[i] if staged is not None else self.arguments(args))
-            counts.append(count)
-            outs.append(self.export(out))
-        return {"counts": counts, "outs": outs}
-
     def op_prepare(self, req: dict[str, Any]) -> dict[str, Any]:
         """Stage a stream of calls for `step`: the function jitted once, every call's arguments
         on the device, and JAX's caches cleared (a function the student jitted included), so
