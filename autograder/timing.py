@@ -77,3 +77,4 @@ def timed_call(worker: Worker, fn: str, cases: list[Case], *, jit: bool, static_
         worker.kill("sent a malformed reply")
         raise CallFailed(f"the worker's reply was malformed: {len(reply['outs'])} outputs for {len(cases)} calls")
     return Timed(seconds, cpu, reply["outs"])
+

@@ -1,9 +1,9 @@
 """`speed`: time against the reference, measured in this run, interleaved, on fresh inputs.
 
 One warm-up call each (compilation), then rounds (see `Speed` for how many); each round
-draws a new workload of the exercise's speed size, times the reference on it (with the
-student's worker frozen, so that nothing it started competes with the reference), then the
-student, and verifies the student's timed output against the reference's.
+draws a new workload of the exercise's speed size, times the reference (with the student's
+worker frozen, so that nothing it started competes with it) and the student on it, alternating
+who goes first, and verifies the student's timed output against the reference's.
 A round is one request that carries the inputs and returns the outputs as arrays; the clock
 covers all of it (`autograder.timing`). The ratio is the student's best time over the
 reference's best time: the minimum is the estimate least disturbed by other load. On the GPU
@@ -44,22 +44,21 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     while rep <= speed.min_reps or (rep <= speed.max_reps and sum(t.seconds for t in ref_times) < speed.budget):
         rep += 1
         cases = speed.stream(session.rng, size) if speed.stream else [ex.sample(session.rng, size)]
+        warm = rep == 1
+        student_first = rep % 2 == 0 and bool(ref_times)
+        if student_first:  # alternate who goes first: neither side always runs in the other's wake
+            stu = _student_round(session, ex, cases, jit, opts, _limit(False, ref_times[-1], speed))
+            if isinstance(stu, Outcome):
+                return stu
         try:
             with session.student_paused():
                 ref = timed_call(session.ref, ex.name, cases, jit=speed.jit, timeout=120.0, **opts)
         except (WorkerDied, CallFailed) as exc:
             raise GraderError(f"the reference {session.topic.name}.{ex.name} failed on the speed workload: {exc}") from None
-        warm = rep == 1
-        limit = max(WARMUP_TIMEOUT, 20 * ref.seconds) if warm else max(MIN_TIMEOUT, 4 * speed.zero * ref.seconds)
-        try:
-            stu = timed_call(session.student(), ex.name, cases, jit=jit, timeout=limit, **opts)
-        except (WorkerDied, StudentError, CallFailed) as exc:
-            best = min((t.seconds for t in ref_times), default=ref.seconds)
-            return Outcome.fail(
-                f"the timed call on the speed workload (size {size}) did not finish well within {limit:.0f} s "
-                f"where the reference takes {best * 1e3:.2f} ms: {exc}",
-                size=size, reference_ms=best * 1e3,
-            )
+        if not student_first:
+            stu = _student_round(session, ex, cases, jit, opts, _limit(warm, ref, speed))
+            if isinstance(stu, Outcome):
+                return stu
         for expected, got in zip(ref.outs, stu.outs):
             if (problem := mismatch(expected, got, ex.rtol, ex.atol)) is not None:
                 return Outcome.fail(f"on the speed workload (size {size}) the timed output is wrong: {problem}")
@@ -67,6 +66,24 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
             ref_times.append(ref)
             stu_times.append(stu)
     return verdict(speed, ref_times, stu_times, size, backend)
+
+
+def _limit(warm: bool, ref: Timed, speed: Speed) -> float:
+    """How long the student's round may take: generous for the warm-up (it compiles)."""
+    return max(WARMUP_TIMEOUT, 20 * ref.seconds) if warm else max(MIN_TIMEOUT, 4 * speed.zero * ref.seconds)
+
+
+def _student_round(session: TopicSession, ex, cases: list, jit: bool, opts: dict, limit: float) -> Timed | Outcome:
+    """The student's timed round, or the failing Outcome when it did not complete."""
+    try:
+        return timed_call(session.student(), ex.name, cases, jit=jit, timeout=limit, **opts)
+    except (WorkerDied, StudentError, CallFailed) as exc:
+        return Outcome.fail(f"the timed call on the speed workload (size {speed_size(session, ex)}) did not finish well "
+                            f"within {limit:.0f} s: {exc}", size=speed_size(session, ex))
+
+
+def speed_size(session: TopicSession, ex) -> int:
+    return ex.speed.size_for(session.platform["backend"])
 
 
 def clock_for(backend: str, times: list[Timed]) -> tuple[str, Callable[[Timed], float]]:
@@ -78,7 +95,7 @@ def clock_for(backend: str, times: list[Timed]) -> tuple[str, Callable[[Timed], 
 
 
 def verdict(speed: Speed, ref_times: list[Timed], stu_times: list[Timed], size: int, backend: str) -> Outcome:
-    """Band the best-time ratio on the backend's clock, with the guards against idling."""
+    """Band the best-time ratio on the backend's clock, with the guard against idling."""
     clock, pick = clock_for(backend, ref_times + stu_times)
     t_ref, t_stu = min(map(pick, ref_times)), min(map(pick, stu_times))
     ratio = t_stu / t_ref
@@ -89,6 +106,6 @@ def verdict(speed: Speed, ref_times: list[Timed], stu_times: list[Timed], size: 
     }
     if wall_ratio >= speed.zero:
         return Outcome.fail(f"the timed call took x{wall_ratio:.1f} the reference's wall time (none from x{speed.zero:g})", **data)
-    text = (f"{t_stu * 1e3:.3g} ms vs reference {t_ref * 1e3:.3g} ms ({clock} time on {backend}; x{ratio:.2f}; "
-            f"full marks up to x{speed.full:g}, none from x{speed.zero:g})")
+    text = (f"{t_stu * 1e3:.3g} ms vs reference {t_ref * 1e3:.3g} ms ({clock} time on {backend}, inputs in to outputs "
+            f"out; x{ratio:.2f}; full marks up to x{speed.full:g}, none from x{speed.zero:g})")
     return Outcome(round(speed.score(ratio), 3), text, data)
