@@ -4,9 +4,11 @@ every check fails the submission that deserves to fail it, and only it.
 The crafted submissions are `tests/submissions/jit_basics__*.py`: `one_fault_each` (one fault
 per function) and `impure` (side effects and state under jit, plus two controls that show
 what is fine: dead code left in, and a jit where it does not pay). Verdicts here are counts
-(lines printed, FLOPs, equations) except for the two speed checks, whose failures are by
-factors (x5 and more, CPU time) far past the band's full-marks end, and where a count
-(compilations) says the same as the time.
+(lines printed, FLOPs, operations of the exported program) except for the speed checks, whose
+failures are by factors (x3 and more, CPU time) far past the band's full-marks end, and where
+a count (compilations) says the same as the time. The compilation count that decides is the
+grader's own (calls that took a compilation's time); the one the student's process reports
+is advisory (`extra_data["advisory"]`).
 """
 
 from __future__ import annotations
@@ -102,12 +104,19 @@ def test_zero_times_penalty_is_not_dead_code_and_fails_jit_only(one_fault_each):
     assert facts["flops"] > 2.5 * facts["reference_flops"]
 
 
-def test_unjitted_loss_compiles_per_operation_and_is_slow(one_fault_each):
-    # One fault seen twice: counted (every operation compiled for every new shape: 36 for 4
-    # shapes on jax 0.10.2, against 4) and timed (x2.7 in the grader on a CPU).
-    assert failed(one_fault_each, "bce_fast") == {"compiles", "speed"}
+def test_unjitted_loss_compiles_per_operation(one_fault_each):
+    # Counted: every operation compiled for every new shape (36 for 4 shapes on jax 0.10.2,
+    # against 4, as the process reports it). The grader's clock sees one slow call per new
+    # shape (4: each compiles every operation at once), within the allowance, so the reported
+    # count decides here: a process can hide compilations from that count, never add them to
+    # fail itself. Timed, the fault is no longer clear-cut: the timed window holds the transfer
+    # of the two (65,536 x 16) float32 inputs, about 10 of the reference's 12 ms of CPU time,
+    # so the eager loss measures x1.4-1.6 against a band that is full up to x1.25 (x2.7 when
+    # the window held the call alone); `speed` may or may not lose part of its point.
+    assert failed(one_fault_each, "bce_fast") - {"speed"} == {"compiles"}
     counts = data(one_fault_each, "bce_fast", "compiles")
-    assert counts["reference_compiles"] == 4 and counts["compiles"] > 4 * 4
+    assert counts["reference_compiles"] == 4 and counts["advisory"]["compiles"] > 4 * 4
+    assert f"compiled {counts['advisory']['compiles']} times" in message(one_fault_each, "bce_fast", "compiles")
 
 
 def test_python_loop_over_rows_fails_speed_only(one_fault_each):
@@ -140,13 +149,23 @@ def test_dead_code_left_in_costs_nothing(impure):
     assert failed(impure, "regularized_loss") == set()
     facts = data(impure, "regularized_loss", "jit")
     assert facts["flops"] == facts["reference_flops"]
-    assert facts["n_eqns"] > facts["reference_n_eqns"]  # the penalty is in the jaxpr, not in the program
+    # the penalty is in the jaxpr (W.T @ W: a second dot_general), not in the exported program
+    assert facts["advisory"]["primitives"]["dot_general"] == 2
+    assert facts["ops"] == facts["reference_ops"] and facts["ops"]["dot_general"] == 1
+    assert facts["n_ops"] == facts["reference_n_ops"]
 
 
 def test_a_new_function_jitted_on_every_call_compiles_on_every_call(impure):
     assert failed(impure, "bce_fast") == {"compiles", "speed"}
-    assert data(impure, "bce_fast", "compiles")["compiles"] == 12
-    assert verdicts(impure)[f"{TOPIC}.bce_fast:speed"][0] == 0
+    counts = data(impure, "bce_fast", "compiles")
+    # on the grader's clock every call took a compilation's time (trusted), as the process says
+    assert counts["compiles"] == counts["advisory"]["compiles"] == 12
+    assert counts["compiling_calls"] == list(range(1, 13)) and counts["reference_compiling_calls"] == [1, 2, 3, 4]
+    # timed: x3.5-4.5 on this CPU (one compilation per call against a 65,536-element loss whose
+    # timed window also holds the inputs' transfer), most of the way to the band's end (x5)
+    speed = data(impure, "bce_fast", "speed")
+    score, max_score, _ = verdicts(impure)[f"{TOPIC}.bce_fast:speed"]
+    assert speed["ratio"] > 3 and score < 0.4 * max_score
 
 
 def test_jit_where_it_does_not_pay_still_passes(impure):

@@ -2,8 +2,11 @@
 right answers written differently pass, and for every check a submission that deserves to
 fail it fails it, and only it.
 
-Every verdict asserted here rests on values and counts (jaxpr primitives and equations),
-never on wall time.
+Every verdict asserted here rests on values and counts (the operations of the exported
+program, analysed on the trusted side), never on wall time. Whether the primitive is bound, and
+whether a custom derivative is used, is read from the jaxpr the student's process reports: that
+is advice (a note in the message, no points), since a compiled program shows neither and the
+student's process could fake the jaxpr.
 """
 
 import os
@@ -55,12 +58,14 @@ def shortcuts(tmp_path_factory):
 def test_reference_gets_full_marks_and_binds_its_primitive(reference):
     assert failing(reference) == set(), [t.output for t in reference.tests if t.score < t.max_score]
     assert reference.score == reference.max_score == 19
-    assert data(reference, "multiply_add:jit")["primitives"] == {"multiply_add": 1}
+    assert data(reference, "multiply_add:jit")["advisory"]["primitives"] == {"multiply_add": 1}
     for ex in ("poly_eval", "axpy"):
-        assert data(reference, f"{ex}:jit")["primitives"]["multiply_add"] == 1
-    assert data(reference, "safe_norm:jit")["primitives"]["custom_jvp_call"] == 1
+        assert data(reference, f"{ex}:jit")["advisory"]["primitives"]["multiply_add"] == 1
+    assert data(reference, "safe_norm:jit")["advisory"]["primitives"]["custom_jvp_call"] == 1
+    assert "advice" not in message(reference, "multiply_add:jit") + message(reference, "safe_norm:jit")
     batched = data(reference, "axpy:vmap")
-    assert batched["primitives"]["multiply_add"] == 1 and batched["n_eqns"] <= 6
+    assert batched["advisory"]["primitives"]["multiply_add"] == 1
+    assert batched["n_ops"] == batched["reference_n_ops"] <= 6 and "while" not in batched["ops"]
 
 
 def test_reference_rules_agree_with_finite_differences():
@@ -101,13 +106,14 @@ def test_right_answers_written_differently_get_full_marks(tmp_path):
     shutil.copyfile(SUBMISSIONS / f"{TOPIC}__written_differently.py", folder / f"{TOPIC}.py")
     result = grade_dir(folder, [TOPIC])
     assert failing(result) == set(), [t.output for t in result.tests if t.score < t.max_score]
-    assert data(result, "safe_norm:jit")["primitives"]["custom_vjp_call"] == 1
+    assert data(result, "safe_norm:jit")["advisory"]["primitives"]["custom_vjp_call"] == 1
 
 
-def test_plain_jax_numpy_fails_jit_only(faults):
-    assert mine(faults, "multiply_add") == {f"{TOPIC}.multiply_add:jit"}
-    assert "no `multiply_add`" in message(faults, "multiply_add:jit")
-    assert "multiply_add" not in data(faults, "multiply_add:jit")["primitives"]
+def test_plain_jax_numpy_keeps_the_points_with_advice(faults):
+    # the compiled program of x * y + z is the primitive's: only the (advisory) jaxpr tells them apart
+    assert mine(faults, "multiply_add") == set()
+    assert "(advice, no points: the jaxpr has no `multiply_add`" in message(faults, "multiply_add:jit")
+    assert "multiply_add" not in data(faults, "multiply_add:jit")["advisory"]["primitives"]
 
 
 def test_wrong_transpose_fails_grad_only(faults):
@@ -138,18 +144,19 @@ def test_missing_transpose_rule_fails_grad_only(shortcuts):
 def test_python_loop_over_the_batch_fails_vmap_only(shortcuts):
     assert mine(shortcuts, "axpy") == {f"{TOPIC}.axpy:vmap"}
     batched = data(shortcuts, "axpy:vmap")
-    assert batched["primitives"]["multiply_add"] == 8  # one bind per example of the batch of 8
-    assert batched["n_eqns"] > 12 and "equations" in message(shortcuts, "axpy:vmap")
+    assert batched["advisory"]["primitives"]["multiply_add"] == 8  # one bind per example of the batch of 8
+    assert batched["n_ops"] > 40 and "compiled program has" in message(shortcuts, "axpy:vmap")
+    assert "operations" in message(shortcuts, "axpy:vmap")
 
 
-def test_finite_gradient_without_a_custom_derivative_fails_jit_only(shortcuts):
-    assert mine(shortcuts, "safe_norm") == {f"{TOPIC}.safe_norm:jit"}
-    assert "custom_jvp_call" in message(shortcuts, "safe_norm:jit")
+def test_finite_gradient_without_a_custom_derivative_keeps_the_points_with_advice(shortcuts):
+    assert mine(shortcuts, "safe_norm") == set()
+    assert "(advice, no points: the jaxpr has none of custom_jvp_call" in message(shortcuts, "safe_norm:jit")
 
 
 def test_wrong_abstract_eval_fails_jit_and_naive_norm_fails_grad(tmp_path):
     """An abstract evaluation that always says float32: eager is right, jit cannot lower it.
-    The textbook norm: NaN gradient at zero (grad), and no custom derivative (jit)."""
+    The textbook norm: NaN gradient at zero (grad), and no custom derivative (advice on jit)."""
     folder = write_submission(tmp_path, {TOPIC: """
         import jax, jax.numpy as jnp
         from jax.extend.core import Primitive
@@ -168,6 +175,7 @@ def test_wrong_abstract_eval_fails_jit_and_naive_norm_fails_grad(tmp_path):
             return jnp.linalg.norm(x)
     """})
     result = grade_dir(folder, [f"{TOPIC}.multiply_add", f"{TOPIC}.safe_norm"])
-    assert failing(result) == {f"{TOPIC}.multiply_add:jit", f"{TOPIC}.safe_norm:jit", f"{TOPIC}.safe_norm:grad"}
+    assert failing(result) == {f"{TOPIC}.multiply_add:jit", f"{TOPIC}.safe_norm:grad"}
+    assert "(advice, no points: the jaxpr has none of custom_jvp_call" in message(result, "safe_norm:jit")
     assert "f32" in message(result, "multiply_add:jit") or "float32" in message(result, "multiply_add:jit")
     assert "NaN" in message(result, "safe_norm:grad")

@@ -2,7 +2,8 @@
 a submission that deserves it, and only that check.
 
 Three crafted submissions (tests/submissions/sharding__*.py) carry one fault per function, or a
-right answer written another way as a control; each is graded once per module. Checks that
+right answer written another way as a control (or, for `jax.pmap`, a fault that only advice
+names: it costs no points); each is graded once per module. Checks that
 count only once `correct` passes (`sharding`) show "not judged" when the values are wrong.
 """
 
@@ -116,11 +117,33 @@ def test_unused_model_axis_fails_jit_on_per_device_work(more_faults):
     assert extra(more_faults, "mlp_2d", "jit")["collectives"] == {}
 
 
-def test_pmap_fails_jit_only(pmap_and_one_pass):
-    assert failing_in(pmap_and_one_pass, "shard_batch") == {"jit"}
-    assert "pmap" in message(pmap_and_one_pass, "shard_batch", "jit")
+def test_pmap_keeps_the_points_with_advice(pmap_and_one_pass):
+    # pmap is jit of shard_map now: its program is a shard_map's, laid out as asked; only the
+    # student's own process can tell (advisory `pmap_calls`), so it is a note, not a fault
+    assert failing_in(pmap_and_one_pass, "shard_batch") == set()
+    assert "(advice, no points: the function uses jax.pmap" in message(pmap_and_one_pass, "shard_batch", "jit")
+    assert extra(pmap_and_one_pass, "shard_batch", "jit")["advisory"]["pmap_calls"] >= 1
 
 
 def test_one_pass_variance_fails_correct_on_features_far_from_zero(pmap_and_one_pass):
     assert failing_in(pmap_and_one_pass, "global_standardize") == {"correct", "sharding"}
     assert "features near 100" in message(pmap_and_one_pass, "global_standardize", "correct")
+
+
+def test_layouts_compare_by_blocks_not_by_axis_names():
+    # an Auto-mesh or pmap program keeps no axis names when exported: the trusted side runs it
+    # on a mesh whose one axis is "devices"; the blocks it makes are what the task asks for
+    from autograder.checks.sharding import _blocks
+
+    def layout(spec, mesh, replicated=False):
+        return {"kind": "NamedSharding", "spec": spec, "mesh": mesh, "replicated": replicated, "devices": 8}
+
+    rows = layout("('data', None, None, None)", {"data": 8})
+    assert _blocks(rows) == _blocks(layout("('devices', None, None, None)", {"devices": 8}))
+    assert _blocks(rows) != _blocks(layout("(None, None, None, None)", {"devices": 8}, replicated=True))
+    assert _blocks(rows) != _blocks(layout("(None, 'devices', None, None)", {"devices": 8}))
+    mlp = layout("('data', None)", {"data": 4, "model": 2})
+    assert _blocks(mlp) != _blocks(layout("('model', None)", {"data": 4, "model": 2}))
+    assert _blocks(mlp) != _blocks(layout("(('data', 'model'), None)", {"data": 4, "model": 2}))
+    assert _blocks(layout("(('data', 'model'), None)", {"data": 4, "model": 2})) == _blocks(
+        layout("('devices', None)", {"devices": 8}))

@@ -3,7 +3,8 @@ deserves to fail it fails it, and only it.
 
 Three crafted submissions (tests/submissions/static_args__*.py) hold one fault per function;
 each is graded once per module. No assertion here hinges on wall time: speed verdicts are
-asserted only where the ratio is huge (a solve that should not run, padding to 2**21).
+asserted only where the ratio is large (a solve that should not run: x6-10 in CPU time, the
+timed window holding the 1024 x 1024 system's transfer; padding to 2**21).
 """
 
 from __future__ import annotations
@@ -88,7 +89,8 @@ def test_reference_earns_every_point(reference):
     assert figures(reference, "create_filled", "compiles")["compiles"] <= 3
     assert figures(reference, "standardize", "compiles")["compiles"] <= spec.BUCKETS
     assert figures(reference, "window_sums", "compiles")["compiles"] <= 3
-    assert "cond" not in figures(reference, "conditional_fn", "jit")["primitives"]
+    assert not {"case", "select"} & set(figures(reference, "conditional_fn", "jit")["ops"])
+    assert figures(reference, "cached_solve", "jit")["ops"]["case"] >= 1
 
 
 # -- create_filled ------------------------------------------------------------------------
@@ -107,9 +109,9 @@ def test_forgetting_static_argnums_fails_with_jax_s_shape_error(naive):
 
 def test_a_run_time_branch_on_a_static_flag_fails_jit_only(one_fault_each, more_faults):
     assert failed(one_fault_each, "conditional_fn") == {"jit"}
-    assert "the jaxpr uses cond" in message(one_fault_each, "conditional_fn", "jit")
+    assert "the compiled program has `case`" in message(one_fault_each, "conditional_fn", "jit")  # lax.cond
     assert failed(more_faults, "conditional_fn") == {"jit"}
-    assert "the jaxpr uses select_n" in message(more_faults, "conditional_fn", "jit")
+    assert "the compiled program has `select`" in message(more_faults, "conditional_fn", "jit")  # jnp.where
 
 
 def test_a_flag_left_traced_cannot_pick_a_python_branch(naive):
@@ -119,9 +121,16 @@ def test_a_flag_left_traced_cannot_pick_a_python_branch(naive):
 
 # -- cached_solve -------------------------------------------------------------------------
 
+def solve_runs_anyway(result) -> bool:
+    """cached_solve's speed check saw a solve that should not run: a CPU-time ratio past x4
+    (measured x6-10), so at most a small part of the points (none from x10)."""
+    score, max_score, _ = verdicts(result)["static_args.cached_solve:speed"]
+    return figures(result, "cached_solve", "speed")["ratio"] > 4 and score < 0.4 * max_score
+
+
 def test_a_solve_before_the_cond_fails_speed_only(one_fault_each):
     assert failed(one_fault_each, "cached_solve") == {"speed"}
-    assert verdicts(one_fault_each)["static_args.cached_solve:speed"][0] == 0
+    assert solve_runs_anyway(one_fault_each)
 
 
 def test_a_python_if_on_data_fails_jit(naive):
@@ -131,8 +140,9 @@ def test_a_python_if_on_data_fails_jit(naive):
 
 def test_where_instead_of_cond_fails_jit_and_speed(more_faults):
     assert failed(more_faults, "cached_solve") == {"jit", "speed"}
-    assert "no `cond`" in message(more_faults, "cached_solve", "jit")
-    assert verdicts(more_faults)["static_args.cached_solve:speed"][0] == 0
+    assert "the compiled program has no `case`" in message(more_faults, "cached_solve", "jit")
+    assert "case" not in figures(more_faults, "cached_solve", "jit")["ops"]
+    assert solve_runs_anyway(more_faults)
 
 
 # -- standardize_padded -------------------------------------------------------------------

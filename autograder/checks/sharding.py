@@ -1,12 +1,20 @@
-"""`sharding`: every output leaf is laid out over the devices as the reference's is (same
-mesh axes, same PartitionSpec, same replication), on every case.
+"""`sharding`: every output leaf is laid out over the devices as the reference's is (each
+dimension split into as many blocks, over as many devices, replicated or not), on every case.
 
 The student's layouts are read on the trusted side: the jitted call is exported as a program,
 which the reference's worker runs on the case (its outputs must be the reference's) and whose
 outputs' shardings it describes (`structure.program_layouts`); nothing the student's process
-says about its arrays is taken."""
+says about its arrays is taken.
+
+Layouts are compared by the blocks they make, not by the names of mesh axes: an exported
+program keeps its mesh's axis names only where its shardings are named (an Explicit mesh); a
+program on an Auto mesh (`with_sharding_constraint`) or from `jax.pmap` carries positional
+shardings, which the trusted side runs on a mesh whose one axis it calls "devices"."""
 
 from __future__ import annotations
+
+import ast
+import math
 
 from autograder.compare import shapes
 from autograder.results import Outcome
@@ -29,10 +37,26 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
         if len(got) != len(expected):
             return Outcome.fail(f"{case.label}: {len(got)} output layouts, the task has {len(expected)} outputs")
         for i, (e, g) in enumerate(zip(expected, got)):
-            if e != g:
+            if _blocks(e) != _blocks(g):
                 return Outcome.fail(f"{case.label}: output leaf {i} is laid out as {_describe(g)}, "
                                     f"but the task asks for {_describe(e)}", expected=e, got=g)
     return Outcome.ok(f"outputs laid out as asked on {len(run.cases)} cases", shardings=got)
+
+
+def _blocks(s: dict) -> object:
+    """A layout without its axis names: the number of blocks each dimension is split into (the
+    product of the sizes of the mesh axes its PartitionSpec entry names), with replication and
+    the number of devices; a layout without a PartitionSpec as described."""
+    if s.get("spec") is None or not isinstance(s.get("mesh"), dict):
+        return s
+    try:
+        entries = ast.literal_eval(s["spec"])
+        mesh = s["mesh"]
+        splits = tuple(1 if e is None else mesh[e] if isinstance(e, str) else math.prod(mesh[a] for a in e)
+                       for e in entries)
+    except (ValueError, SyntaxError, TypeError, KeyError):
+        return s
+    return {"splits": splits, "replicated": s.get("replicated"), "devices": s.get("devices")}
 
 
 def _describe(s: dict) -> str:

@@ -1,4 +1,5 @@
-"""Each function fails exactly one check of topic `primitives`.
+"""Each function fails exactly one check of topic `primitives`, except `multiply_add`, whose
+fault only the advisory jaxpr facts see (`jit` keeps its points and adds a note).
 
 `_fma` is a complete, correct primitive (all rules registered here at import), which the
 graded functions use unless their fault is about a rule: then they register the faulty rule.
@@ -35,7 +36,8 @@ ad.primitive_jvps[_fma_p] = _jvp
 
 
 def multiply_add(x, y, z):
-    # right values, eagerly and under jit, but plain jax.numpy: no `multiply_add` in the jaxpr
+    # right values, eagerly and under jit, but plain jax.numpy: no `multiply_add` in the jaxpr (advice only:
+    # the compiled program is the primitive's own)
     return x * y + z
 
 
