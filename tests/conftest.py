@@ -111,3 +111,15 @@ def descendants_of_this_process() -> list[int]:
         if state != "Z":
             alive.append(pid)
     return alive
+
+
+def command_lines() -> list[str]:
+    """The command line of every process on the machine (to find one a test started)."""
+    lines = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                lines.append(f.read().replace(b"\0", b" ").decode().strip())
+        except OSError:
+            pass
+    return lines

@@ -4,8 +4,8 @@ only; the result stays complete, and no process is left behind."""
 import time
 
 from autograder.sandbox import Limits
-from conftest import (HANG_LIMITS, SOLUTIONS, descendants_of_this_process, failing, grade_dir, needs_bwrap, verdicts,
-                      write_submission)
+from conftest import (HANG_LIMITS, SOLUTIONS, command_lines, descendants_of_this_process, failing, grade_dir, needs_bwrap,
+                      verdicts, write_submission)
 
 
 def test_hostile_functions_cost_only_themselves(crafted):
@@ -76,7 +76,7 @@ def test_children_are_killed(tmp_path):
     result = grade_dir(folder, ["at_updates.mask_fill"])
     assert result.score == result.max_score
     assert descendants_of_this_process() == []
-    assert "sleep 1233" not in _all_command_lines()
+    assert "sleep 1233" not in command_lines()
 
 
 @needs_bwrap
@@ -84,17 +84,4 @@ def test_sandbox_kills_even_daemonised_grandchildren(crafted):
     result = grade_dir(crafted(at_updates="forks"), ["at_updates.mask_fill"], isolate=True)
     assert result.score == result.max_score
     time.sleep(0.5)
-    assert not {"sleep 1234", "sleep 1235"} & set(_all_command_lines())
-
-
-def _all_command_lines() -> list[str]:
-    import os
-
-    lines = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                lines.append(f.read().replace(b"\0", b" ").decode().strip())
-        except OSError:
-            pass
-    return lines
+    assert not {"sleep 1234", "sleep 1235"} & set(command_lines())

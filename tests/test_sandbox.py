@@ -18,7 +18,7 @@ import pytest
 from autograder import sandbox
 from autograder.sandbox import Limits, Worker, WorkerDied
 from autograder.worker import wire
-from conftest import needs_bwrap
+from conftest import command_lines, needs_bwrap
 
 LIMITS = Limits(memory_bytes=3 << 30, output_bytes=256 << 10, call_timeout=30.0)
 
@@ -47,17 +47,6 @@ def cgroups_or_skip(worker: Worker) -> None:
     if worker.accounting != "cgroup":
         worker.close()
         pytest.skip(f"cgroup accounting is not available here: {worker.cgroup_error}")
-
-
-def command_lines() -> list[str]:
-    lines = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                lines.append(f.read().replace(b"\0", b" ").decode().strip())
-        except OSError:
-            pass
-    return lines
 
 
 BURNERS = """
