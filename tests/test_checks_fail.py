@@ -21,6 +21,7 @@ def at_faults(tmp_path_factory):
     return grade_variant(tmp_path_factory, "at_updates", "one_fault_each")
 
 
+@pytest.mark.slow  # prng_faults and at_faults grade two whole topics: ~110 s on a 2-core CPU
 def test_wrong_values_fail_correct_only(prng_faults, at_faults):
     for result, ex in ((prng_faults, "prng.derive_keys"), (at_faults, "at_updates.scatter_ops")):
         v = verdicts(result)
@@ -30,6 +31,7 @@ def test_wrong_values_fail_correct_only(prng_faults, at_faults):
     assert "not judged" in verdicts(prng_faults)["prng.derive_keys:key_reuse"][2]
 
 
+@pytest.mark.slow  # prng_faults and at_faults grade two whole topics: ~110 s on a 2-core CPU
 def test_wrong_value_message_never_reveals_expected_values(at_faults):
     message = verdicts(at_faults)["at_updates.scatter_ops:correct"][2]
     # the docstring example's expected add/min/max outputs
@@ -42,6 +44,7 @@ def status_failed(result, prefix: str) -> set[str]:
     return {t.name for t in result.tests if t.name.startswith(prefix) and t.status == "failed"}
 
 
+@pytest.mark.slow  # prng_faults and at_faults grade two whole topics: ~110 s on a 2-core CPU
 def test_legacy_uint32_key_reuse_fails_advisory_key_reuse_only(prng_faults):
     assert status_failed(prng_faults, "prng.dropout:") == {"prng.dropout:key_reuse"}
     assert not {n for n in failing(prng_faults) if n.startswith("prng.dropout")}  # advice costs no points
@@ -49,6 +52,7 @@ def test_legacy_uint32_key_reuse_fails_advisory_key_reuse_only(prng_faults):
     assert (score, max_score) == (0, 0) and "random_unwrap" in message
 
 
+@pytest.mark.slow  # prng_faults and at_faults grade two whole topics: ~110 s on a 2-core CPU
 def test_typed_key_reuse_fails_advisory_key_reuse_only(prng_faults):
     assert status_failed(prng_faults, "prng.monte_carlo_pi:") == {"prng.monte_carlo_pi:key_reuse"}
     assert not {n for n in failing(prng_faults) if n.startswith("prng.monte_carlo_pi")}
@@ -56,17 +60,20 @@ def test_typed_key_reuse_fails_advisory_key_reuse_only(prng_faults):
     assert (score, max_score) == (0, 0) and "KeyReuseError" in message
 
 
+@pytest.mark.slow  # prng_faults and at_faults grade two whole topics: ~110 s on a 2-core CPU
 def test_control_exercises_pass(prng_faults, at_faults):
     assert not {n for n in failing(prng_faults) if n.startswith("prng.noisy_walk")}
     assert not {n for n in failing(at_faults) if n.startswith("at_updates.lookup_and_clamp")}
 
 
+@pytest.mark.slow  # prng_faults and at_faults grade two whole topics: ~110 s on a 2-core CPU
 def test_python_loop_fails_speed_only(at_faults):
     mine = {n for n in failing(at_faults) if n.startswith("at_updates.histogram")}
     assert mine == {"at_updates.histogram:speed"}
     assert verdicts(at_faults)["at_updates.histogram:speed"][0] == 0
 
 
+@pytest.mark.slow  # prng_faults and at_faults grade two whole topics: ~110 s on a 2-core CPU
 def test_host_callback_fails_jit_only(at_faults):
     mine = {n for n in failing(at_faults) if n.startswith("at_updates.mask_fill")}
     assert mine == {"at_updates.mask_fill:jit"}

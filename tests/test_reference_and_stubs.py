@@ -1,21 +1,26 @@
 """The two anchors of every topic: the reference solutions earn full marks on every check, and
 the generated stubs earn zero on every check, each with a "not implemented" message."""
 
+import pytest
+
 from autograder import topics
 from autograder.checks import NEEDS_CORRECT
 from conftest import failing, grade_dir, SOLUTIONS
 
 
+@pytest.mark.slow  # graded_solutions grades every topic: ~230 s on a 2-core CPU
 def test_solutions_get_full_marks_on_every_check(graded_solutions):
     assert failing(graded_solutions) == set(), [t.output for t in graded_solutions.tests if t.score < t.max_score]
     assert graded_solutions.score == graded_solutions.max_score > 0
 
 
+@pytest.mark.slow  # graded_solutions grades every topic: ~230 s on a 2-core CPU
 def test_every_declared_check_is_graded(graded_solutions):
     expected = {f"{t.name}.{ex.name}:{c}" for t in topics.resolve(None) for ex in t.exercises for c in ex.checks}
     assert {t.name for t in graded_solutions.tests} == expected
 
 
+@pytest.mark.slow  # graded_stubs grades every topic: ~75 s on a 2-core CPU
 def test_stubs_get_zero_with_not_implemented(graded_stubs):
     assert graded_stubs.score == 0
     for t in graded_stubs.tests:

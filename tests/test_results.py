@@ -3,11 +3,13 @@
 import json
 import re
 
+import pytest
 from hypothesis import given, strategies as st
 
 from autograder.spec import Speed
 
 
+@pytest.mark.slow  # graded_solutions grades every topic: ~230 s on a 2-core CPU
 def test_results_json_shape(graded_solutions, tmp_path):
     path = tmp_path / "results.json"
     graded_solutions.write(path)

@@ -44,6 +44,7 @@ def faults(tmp_path_factory):
     return grade_variant(tmp_path_factory, TOPIC, "one_fault_each")
 
 
+@pytest.mark.slow  # graded_solutions grades every topic: ~230 s on a 2-core CPU
 def test_reference_vmc_reaches_the_ground_state_in_its_own_time(graded_solutions):
     """The solutions graded as a submission (the session's grading of every topic): the RBMs
     both sides return are evaluated exactly, far below the bound, at a time ratio near 1."""
