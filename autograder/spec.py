@@ -53,7 +53,7 @@ class Speed:
     """
 
     size: dict[str, int]
-    full: float = 1.25
+    full: float = 1.5
     zero: float = 10.0
     min_reps: int = 11
     max_reps: int = 61

@@ -173,7 +173,7 @@ def bce_fast(z, y):
     Graded: correct (to 1e-5), jit, compiles: called as written on 12 batches in 4 new shapes,
     the function compiles at most 4 times (once per shape, counted from JAX's compilation
     events); speed: called as written on a (2**16, 16) batch ((2**20, 16) on the GPU) and timed
-    against the reference in the same run, full marks up to x1.25 its time, none from x5.
+    against the reference in the same run, full marks up to x1.5 its time, none from x5.
     """
     ### BEGIN SOLUTION
     return jax.jit(bce_with_logits)(z, y)
@@ -195,7 +195,7 @@ def affine(x, W, b):
 
     Graded: correct (to 1e-5), jit, speed: called as written with n = m = 256, k = 1024
     (n = m = 1024, k = 4096 on the GPU), against the un-jitted reference; full marks up to
-    x1.25 its time, none from x10.
+    x1.5 its time, none from x10.
     """
     ### BEGIN SOLUTION
     return x @ W + b

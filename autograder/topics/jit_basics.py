@@ -8,7 +8,7 @@ per new shape, an eager one once per operation and shape, a fresh jit per call o
 call). "jit pays off" is also a claim about time, so `bce_fast` and `affine` are timed as
 written (the grader does not jit them): the first against a jitted reference (eager code
 measures x2.7 in the grader, request overhead included, x5 for the bare calls; the band's
-full marks end at x1.25), the second against an un-jitted one (jit gains nothing there, and
+full marks end at x1.5), the second against an un-jitted one (jit gains nothing there, and
 the check does not pretend otherwise: jitted or not, both pass). Both time a scalar or a
 small output: a multi-MiB output makes a CPU timing bimodal (its fresh pages fault in on
 some calls and not on others).
