@@ -793,13 +793,6 @@ class Worker:
             raise WorkerDied(self.death_reason(f"while receiving a {op} request")) from None
         return self._receive(time.monotonic() + timeout, f"during `{op}`")
 
-    def send(self, op: str, **fields: Any) -> None:
-        """Send a request without waiting (the timing loop pairs it with `receive`)."""
-        wire.write_frame(self._req, {"op": op, **fields})
-
-    def receive(self, timeout: float, what: str) -> dict[str, Any]:
-        return self._receive(time.monotonic() + timeout, what)
-
     def _receive(self, deadline: float, what: str) -> dict[str, Any]:
         try:
             return wire.read_frame(self._rep, deadline, self.limits.reply_bytes, watch_fd=self._pidfd)

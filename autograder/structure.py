@@ -50,8 +50,7 @@ def traced_facts(session: TopicSession, request: dict[str, Any], rtol: float, at
     facts["advisory"] = stu_trace.get("advisory", {})
     expected = ref_outs if verify_against_reference else _own_jitted_outputs(session, request)
     for name, out in outs.items():
-        if (problem := _program_mismatch(expected[name], out, rtol, atol)) is not None:
-            raise ProgramMismatch(f"the exported jitted program does not compute the function ({problem})")
+        _verify(expected[name], out, rtol, atol)
     return facts, ref
 
 
@@ -83,14 +82,16 @@ def _analysed(session: TopicSession, programs: dict[str, Any], request: dict[str
     return facts, outs
 
 
-def _program_mismatch(expected: dict[str, Any], got: dict[str, Any], rtol: float, atol: float) -> str | None:
-    """What differs between a function's output and its program's. A program whose output
-    class JAX cannot serialize (a registered class) comes back as the list of its leaves: those
-    are compared leaf for leaf, the structure having been judged on the function's own calls."""
+def _verify(expected: dict[str, Any], got: dict[str, Any], rtol: float, atol: float) -> None:
+    """ProgramMismatch unless a program's output `got` is the function's output `expected`. A
+    program whose output class JAX cannot serialize (a registered class) comes back as the list
+    of its leaves: those are compared leaf for leaf, the structure having been judged on the
+    function's own calls."""
     if got["treedef"] != expected["treedef"] and len(got["leaves"]) == len(expected["leaves"]) \
             and got["treedef"].startswith("PyTreeDef([") and not expected["treedef"].startswith("PyTreeDef(["):
         got = {**got, "treedef": expected["treedef"]}
-    return mismatch(expected, got, rtol, atol)
+    if (problem := mismatch(expected, got, rtol, atol)) is not None:
+        raise ProgramMismatch(f"the exported jitted program does not compute the function ({problem})")
 
 
 def program_layouts(session: TopicSession, fn: str, args: tuple, *, student: bool, expected: dict[str, Any] | None = None,
@@ -101,8 +102,8 @@ def program_layouts(session: TopicSession, fn: str, args: tuple, *, student: boo
     call = session.call_student if student else session.call_reference
     programs = call("trace", fn=fn, args=args)["programs"]
     reply = _analyse(session, programs["first"], args, student, shardings=True)
-    if expected is not None and (problem := _program_mismatch(expected, reply["out"], rtol, atol)) is not None:
-        raise ProgramMismatch(f"the exported jitted program does not compute the function ({problem})")
+    if expected is not None:
+        _verify(expected, reply["out"], rtol, atol)
     return reply["out"], reply.get("shardings", [])
 
 

@@ -47,7 +47,7 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
         warm = rep == 1
         student_first = rep % 2 == 0 and bool(ref_times)
         if student_first:  # alternate who goes first: neither side always runs in the other's wake
-            stu = _student_round(session, ex, cases, jit, opts, _limit(False, ref_times[-1], speed))
+            stu = _student_round(session, ex, cases, jit, opts, _limit(False, ref_times[-1], speed), size)
             if isinstance(stu, Outcome):
                 return stu
         try:
@@ -56,7 +56,7 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
         except (WorkerDied, CallFailed) as exc:
             raise GraderError(f"the reference {session.topic.name}.{ex.name} failed on the speed workload: {exc}") from None
         if not student_first:
-            stu = _student_round(session, ex, cases, jit, opts, _limit(warm, ref, speed))
+            stu = _student_round(session, ex, cases, jit, opts, _limit(warm, ref, speed), size)
             if isinstance(stu, Outcome):
                 return stu
         for expected, got in zip(ref.outs, stu.outs):
@@ -73,17 +73,14 @@ def _limit(warm: bool, ref: Timed, speed: Speed) -> float:
     return max(WARMUP_TIMEOUT, 20 * ref.seconds) if warm else max(MIN_TIMEOUT, 4 * speed.zero * ref.seconds)
 
 
-def _student_round(session: TopicSession, ex, cases: list, jit: bool, opts: dict, limit: float) -> Timed | Outcome:
+def _student_round(session: TopicSession, ex, cases: list, jit: bool, opts: dict, limit: float,
+                   size: int) -> Timed | Outcome:
     """The student's timed round, or the failing Outcome when it did not complete."""
     try:
         return timed_call(session.student(), ex.name, cases, jit=jit, timeout=limit, **opts)
     except (WorkerDied, StudentError, CallFailed) as exc:
-        return Outcome.fail(f"the timed call on the speed workload (size {speed_size(session, ex)}) did not finish well "
-                            f"within {limit:.0f} s: {exc}", size=speed_size(session, ex))
-
-
-def speed_size(session: TopicSession, ex) -> int:
-    return ex.speed.size_for(session.platform["backend"])
+        return Outcome.fail(f"the timed call on the speed workload (size {size}) did not finish well "
+                            f"within {limit:.0f} s: {exc}", size=size)
 
 
 def clock_for(backend: str, times: list[Timed]) -> tuple[str, Callable[[Timed], float]]:
