@@ -180,5 +180,9 @@ def watch(
         console.print("stopped watching")
 
 
+from autograder.service.cli import register as _register_service
+_register_service(app)
+
+
 def main() -> None:
     app()

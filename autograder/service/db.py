@@ -1,0 +1,144 @@
+"""The database: SQLAlchemy 2 models, engines and sessions, and the Alembic upgrade.
+
+The schema is owned by the migrations in `migrations/versions/` (run by `upgrade`, which
+`grade serve` and `grade worker` call at start); the models here mirror it. A submission row is
+the truth about a job: the broker only delivers it, and a row whose lease ran out is sent again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from sqlalchemy import (ForeignKey, Integer, LargeBinary, String, Text, UniqueConstraint, create_engine, event,
+                        select)
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship, sessionmaker
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+QUEUED, GRADING, DONE, FAILED = "queued", "grading", "done", "failed"
+
+
+def utcnow() -> dt.datetime:
+    """Naive UTC now: the same in SQLite and PostgreSQL columns."""
+    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Student(Base):
+    """One person on the roster (from `grade course add-students`, or a JupyterHub user)."""
+
+    __tablename__ = "students"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    login: Mapped[str] = mapped_column(String(200), unique=True)
+    name: Mapped[str] = mapped_column(String(200), default="")
+    email: Mapped[str] = mapped_column(String(320), default="")
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    submissions: Mapped[list["Submission"]] = relationship(back_populates="student")
+
+
+class Token(Base):
+    """A bearer token, stored as its SHA-256 only: a student's (with student_id) or an instructor's."""
+
+    __tablename__ = "tokens"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    role: Mapped[str] = mapped_column(String(20))
+    label: Mapped[str] = mapped_column(String(200), default="")
+    student_id: Mapped[int | None] = mapped_column(ForeignKey("students.id"), nullable=True)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    revoked: Mapped[bool] = mapped_column(default=False)
+
+
+class Upload(Base):
+    """The stored zip of a submission's topic files, keyed by its content hash (shared by machines)."""
+
+    __tablename__ = "uploads"
+    digest: Mapped[str] = mapped_column(String(64), primary_key=True)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    size: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+
+
+class Submission(Base):
+    """One submission and its job: status, progress, lease, and the results.json once graded."""
+
+    __tablename__ = "submissions"
+    __table_args__ = (UniqueConstraint("student_id", "digest", "topics", name="uq_submission_content"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    student_id: Mapped[int] = mapped_column(ForeignKey("students.id"), index=True)
+    digest: Mapped[str] = mapped_column(ForeignKey("uploads.digest"))
+    topics: Mapped[str] = mapped_column(String(400))           # comma-separated, course order
+    status: Mapped[str] = mapped_column(String(20), default=QUEUED, index=True)
+    progress: Mapped[str] = mapped_column(String(400), default="")
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow, index=True)
+    sent_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)
+    started_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)
+    lease_until: Mapped[dt.datetime | None] = mapped_column(nullable=True)
+    finished_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    worker: Mapped[str] = mapped_column(String(200), default="")
+    score: Mapped[float | None] = mapped_column(nullable=True)
+    max_score: Mapped[float | None] = mapped_column(nullable=True)
+    result_json: Mapped[str | None] = mapped_column(Text, nullable=True)
+    error: Mapped[str] = mapped_column(Text, default="")
+    student: Mapped[Student] = relationship(back_populates="submissions")
+
+    @property
+    def topic_list(self) -> list[str]:
+        return [t for t in self.topics.split(",") if t]
+
+
+_ENGINES: dict[str, Engine] = {}
+
+
+def engine_for(url: str) -> Engine:
+    """One engine per URL per process; SQLite gets WAL and a busy timeout so API and workers share it."""
+    if url not in _ENGINES:
+        if url.startswith("sqlite"):
+            engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+            event.listen(engine, "connect", _sqlite_pragmas)
+        else:
+            engine = create_engine(url, pool_pre_ping=True)
+        _ENGINES[url] = engine
+    return _ENGINES[url]
+
+
+def after_fork() -> None:
+    """In a forked child: drop the parent's pooled connections without closing them under it."""
+    for engine in _ENGINES.values():
+        engine.dispose(close=False)
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA synchronous=FULL")
+    cursor.close()
+
+
+def sessions(url: str) -> sessionmaker[Session]:
+    """A session factory bound to the database at `url`."""
+    return sessionmaker(engine_for(url), expire_on_commit=False)
+
+
+def upgrade(url: str) -> None:
+    """Bring the database at `url` to the newest schema (Alembic `upgrade head`)."""
+    from alembic import command
+    from alembic.config import Config
+
+    if url.startswith("sqlite:///"):
+        Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["url"] = url
+    command.upgrade(config, "head")
+
+
+def student_by_login(session: Session, login: str) -> Student | None:
+    return session.scalar(select(Student).where(Student.login == login))

@@ -1,0 +1,266 @@
+"""Jobs: the Celery app, the grading task, and the leases that make a lost job come back.
+
+The submission row is the truth; Celery only delivers "grade submission N" to one worker. The
+task claims the row with a lease (one atomic UPDATE), renews it while grading, and stores the
+results.json. Messages are acknowledged late and rejected when a pool process dies, so a broker
+that keeps unacknowledged messages (Redis) delivers them again; every worker also sweeps the
+table, so a row whose lease ran out (its worker was killed) or that was stored but never sent
+(the API was killed) is sent again whatever the broker kept. A second delivery of a job that is
+done, or held under a live lease, does nothing: results are idempotent per submission.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import socket
+import tempfile
+import threading
+from pathlib import Path
+
+from celery import Celery, signals
+from sqlalchemy import and_, func, or_, select, true, update
+
+from autograder.service import db
+from autograder.service.config import Settings
+from autograder.service.db import DONE, FAILED, GRADING, QUEUED, Submission, Upload, utcnow
+
+TASK = "jaxlings.grade"
+log = logging.getLogger("jaxlings.jobs")
+_SETTINGS: dict[str, Settings] = {}
+
+
+def make_celery(settings: Settings) -> Celery:
+    """The Celery app for these settings: late acks, one job at a time, JSON messages."""
+    app = Celery("jaxlings", broker=settings.celery_broker, backend=settings.celery_backend, set_as_current=False)
+    app.conf.update(
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        worker_concurrency=1,
+        task_default_queue=settings.queue,
+        task_serializer="json",
+        result_serializer="json",
+        accept_content=["json"],
+        result_expires=dt.timedelta(days=7),
+        broker_connection_retry_on_startup=True,
+        broker_transport_options=_transport_options(settings.celery_broker),
+        worker_hijack_root_logger=False,
+        worker_cancel_long_running_tasks_on_connection_loss=True,
+    )
+    _SETTINGS[app.main + app.conf.broker_url] = settings
+    app.task(name=TASK, bind=True, ignore_result=False)(_grade_task)
+    return app
+
+
+def _transport_options(broker: str) -> dict:
+    """Redis keeps unacknowledged jobs for an hour; SQLite waits on locks instead of failing."""
+    if broker.startswith(("redis", "rediss")):
+        return {"visibility_timeout": 3600}
+    if broker.startswith("sqla+sqlite"):
+        return {"connect_args": {"timeout": 30}}
+    return {}
+
+
+def _grade_task(task, submission_id: int) -> dict:
+    """Celery's entry point: grade one submission (or nothing, if it is done or held)."""
+    settings = _SETTINGS[task.app.main + task.app.conf.broker_url]
+    return grade_submission(settings, submission_id, worker_name())
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def send(app: Celery, settings: Settings, ids: list[int]) -> None:
+    """Hand jobs to the broker and note when (a row never noted as sent is sent again by a sweep)."""
+    factory = db.sessions(settings.db_url)
+    for submission_id in ids:
+        app.send_task(TASK, args=[submission_id], queue=settings.queue)
+        with factory.begin() as session:
+            session.execute(update(Submission).where(Submission.id == submission_id).values(sent_at=utcnow()))
+
+
+def claim(settings: Settings, submission_id: int, worker: str) -> int | None:
+    """Take the job under a lease; its attempt number, or None when done or held by a live worker."""
+    now = utcnow()
+    with db.sessions(settings.db_url).begin() as session:
+        taken = session.execute(
+            update(Submission)
+            .where(Submission.id == submission_id,
+                   or_(Submission.status == QUEUED, and_(Submission.status == GRADING, Submission.lease_until < now)))
+            .values(status=GRADING, worker=worker, attempts=Submission.attempts + 1, started_at=now,
+                    lease_until=now + dt.timedelta(seconds=settings.lease_seconds), progress="starting"))
+        if taken.rowcount != 1:
+            return None
+        return session.scalar(select(Submission.attempts).where(Submission.id == submission_id))
+
+
+def _mine(submission_id: int, worker: str, attempt: int):
+    """The WHERE clause of a row still held by this attempt (a re-claimed row is left alone)."""
+    return and_(Submission.id == submission_id, Submission.worker == worker, Submission.attempts == attempt,
+                Submission.status == GRADING)
+
+
+def _touch(settings: Settings, submission_id: int, worker: str, attempt: int, **values) -> None:
+    """Renew the lease (and set other fields) while this attempt still holds the row."""
+    lease = utcnow() + dt.timedelta(seconds=settings.lease_seconds)
+    with db.sessions(settings.db_url).begin() as session:
+        session.execute(update(Submission).where(_mine(submission_id, worker, attempt)).values(lease_until=lease, **values))
+
+
+class Heartbeat(threading.Thread):
+    """Renews a job's lease every heartbeat_seconds until stopped."""
+
+    def __init__(self, settings: Settings, submission_id: int, worker: str, attempt: int):
+        super().__init__(daemon=True, name=f"lease-{submission_id}")
+        self.args = (settings, submission_id, worker, attempt)
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.args[0].heartbeat_seconds):
+            try:
+                _touch(*self.args)
+            except Exception:  # a database hiccup: the next beat tries again
+                log.exception("lease renewal failed")
+
+
+def grade_submission(settings: Settings, submission_id: int, worker: str) -> dict:
+    """Claim, grade in the sandbox with the one engine, store results.json; idempotent."""
+    attempt = claim(settings, submission_id, worker)
+    if attempt is None:
+        return {"submission": submission_id, "skipped": True}
+    with db.sessions(settings.db_url)() as session:
+        row = session.get(Submission, submission_id)
+        data, names = session.get(Upload, row.digest).data, row.topic_list
+    beat = Heartbeat(settings, submission_id, worker, attempt)
+    beat.start()
+    try:
+        result_json = _grade_zip(settings, data, names, lambda text: _touch(settings, submission_id, worker, attempt,
+                                                                           progress=text))
+    except Exception as exc:
+        log.exception("grading submission %s failed", submission_id)
+        _finish(settings, submission_id, worker, attempt, status=FAILED, error=f"{type(exc).__name__}: {exc}")
+        return {"submission": submission_id, "failed": str(exc)}
+    finally:
+        beat.stopped.set()
+    doc = json.loads(result_json)
+    _finish(settings, submission_id, worker, attempt, status=DONE, result_json=result_json, score=doc["score"],
+            max_score=doc["max_score"], error="")
+    return {"submission": submission_id, "score": doc["score"], "max_score": doc["max_score"]}
+
+
+def _finish(settings: Settings, submission_id: int, worker: str, attempt: int, **values) -> None:
+    with db.sessions(settings.db_url).begin() as session:
+        session.execute(update(Submission).where(_mine(submission_id, worker, attempt))
+                        .values(finished_at=utcnow(), lease_until=None, progress="", **values))
+
+
+def _grade_zip(settings: Settings, data: bytes, names: list[str], progress) -> str:
+    """The results.json text `grade grade` would write for this zip and these topics."""
+    from autograder import engine, paths, topics
+    from autograder.results import Result
+    from autograder.sandbox import bwrap_available
+    from autograder.session import GraderError
+    from autograder.submission import open_submission
+
+    isolate = settings.sandbox == "on" or (settings.sandbox == "auto" and bwrap_available())
+    if settings.sandbox == "on" and not bwrap_available():
+        raise GraderError("the sandbox needs bubblewrap on the worker (apt-get install bubblewrap)")
+    specs = topics.resolve(names)
+    order = [s.name for s in specs]
+    progress(f"grading topic 1 of {len(order)}: {order[0]}")
+    seen: set[str] = set()
+
+    def on_test(test) -> None:
+        if test.topic not in seen:
+            seen.add(test.topic)
+            progress(f"grading topic {order.index(test.topic) + 1} of {len(order)}: {test.topic}")
+
+    with tempfile.TemporaryDirectory(prefix="jaxlings-job-") as tmp:
+        archive = Path(tmp) / "submission.zip"
+        archive.write_bytes(data)
+        with open_submission(archive) as folder:
+            result: Result = engine.grade(folder, specs, reference_dir=paths.solutions_dir(), public=False,
+                                          seed=None, isolate=isolate, on_test=on_test)
+        out = Path(tmp) / "results.json"
+        result.write(out)
+        return out.read_text()
+
+
+def sweep(app: Celery, settings: Settings) -> list[int]:
+    """Send again the jobs that were lost: expired leases, and rows never (or long ago) sent."""
+    now = utcnow()
+    stale_send = now - dt.timedelta(seconds=4 * settings.lease_seconds)
+    fresh = now - dt.timedelta(seconds=settings.lease_seconds)
+    with db.sessions(settings.db_url).begin() as session:
+        expired = list(session.scalars(select(Submission.id).where(Submission.status == GRADING,
+                                                                   Submission.lease_until < now)))
+        if expired:
+            session.execute(update(Submission).where(Submission.id.in_(expired), Submission.status == GRADING,
+                                                     Submission.lease_until < now)
+                            .values(status=QUEUED, progress="queued again: its worker stopped answering"))
+        unsent = list(session.scalars(select(Submission.id).where(
+            Submission.status == QUEUED, Submission.id.not_in(expired) if expired else true(),
+            or_(and_(Submission.sent_at.is_(None), Submission.created_at < fresh), Submission.sent_at < stale_send))))
+    lost = expired + unsent
+    if lost:
+        log.warning("sending again: %s", lost)
+        send(app, settings, lost)
+    return lost
+
+
+class Sweeper(threading.Thread):
+    """Runs `sweep` every sweep_seconds in the worker's main process."""
+
+    def __init__(self, app: Celery, settings: Settings):
+        super().__init__(daemon=True, name="sweeper")
+        self.app, self.settings = app, settings
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while True:
+            try:
+                sweep(self.app, self.settings)
+            except Exception:
+                log.exception("sweep failed")
+            if self.stopped.wait(self.settings.sweep_seconds):
+                return
+
+
+def position(session, row: Submission) -> int | None:
+    """1 + the number of queued jobs sent before this one; None unless it is queued."""
+    if row.status != QUEUED:
+        return None
+    ahead = session.scalar(select(func.count()).select_from(Submission).where(
+        Submission.status == QUEUED, Submission.created_at < row.created_at))
+    return ahead + 1
+
+
+def requeue(session, ids: list[int]) -> list[int]:
+    """Mark submissions to be graded again (regrade); those being graded now are left alone."""
+    if not ids:
+        return []
+    targets = list(session.scalars(select(Submission.id).where(Submission.id.in_(ids), Submission.status != GRADING)))
+    if targets:
+        session.execute(update(Submission).where(Submission.id.in_(targets))
+                        .values(status=QUEUED, sent_at=None, progress="queued for regrading", error=""))
+    return targets
+
+
+def run_worker(settings: Settings, name: str | None = None, loglevel: str = "INFO") -> None:
+    """Run one grading worker (one job at a time) until stopped; sweeps for lost jobs meanwhile."""
+    db.upgrade(settings.db_url)
+    if settings.celery_broker.startswith("sqla+sqlite:///"):
+        Path(settings.celery_broker.removeprefix("sqla+sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    app = make_celery(settings)
+    signals.worker_process_init.connect(lambda **_: db.after_fork(), weak=False)
+    sweeper = Sweeper(app, settings)
+    signals.worker_ready.connect(lambda **_: sweeper.start(), weak=False)
+    worker = app.Worker(pool="prefork", concurrency=1, queues=[settings.queue], loglevel=loglevel,
+                        hostname=name or f"jaxlings@{socket.gethostname()}-{os.getpid()}", without_gossip=True,
+                        without_mingle=True, optimization="fair")
+    worker.start()
+    sweeper.stopped.set()
