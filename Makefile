@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: setup demo test build clean
+.PHONY: setup demo test build student-dist clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,9 +16,10 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-## Grade the bundled example submission on this machine and print the score table.
+## The grading service end to end: serve on SQLite with one worker, `grade submit --wait` the bundled
+## submission, print its table and the gradebook's URL, stop the service.
 demo: setup
-	$(BIN)/grade grade demo/submission --topics prng --topics at_updates --sandbox auto --json demo/results.json
+	$(BIN)/python demo/service_demo.py
 
 ## Run every test.
 test: setup
@@ -27,6 +28,10 @@ test: setup
 ## Regenerate the student stubs from the solutions.
 build: setup
 	$(BIN)/grade build
+
+## Build the student package (wheel + sdist, nothing hidden in it) into dist/.
+student-dist: setup
+	$(BIN)/python -m autograder.course.dist dist
 
 clean:
 	rm -rf $(VENV) demo/results.json .jaxlings

@@ -1,12 +1,15 @@
 """The `grade` command: what students, instructors and graders type.
 
-    grade check [TOPIC | TOPIC.EXERCISE ...]   public checks on ./exercises (fixed cases)
+    grade init [DIR]                           lay out a workspace: exercises/, lessons/, notebooks/
+    grade check [TOPIC | TOPIC.EXERCISE ...]   public checks on ./exercises (fixed cases, offline)
     grade watch [TOPIC ...]                    re-check a topic each time its file is saved
     grade hint TOPIC.EXERCISE [--level N]      the next hint (a nudge, the API, the shape)
     grade list                                 topics, exercises, points, what passed locally
+  the grader's side only (the repo, not the student package):
     grade grade SUBMISSION [--json FILE]       hidden checks on a submission (dir or .zip)
-    grade build [--check]                      regenerate exercises/ and course/source/ from solutions/
+    grade build [--check]                      regenerate stubs, notebooks, public expectations
 
+Public checks replay the public expectations (`autograder.public`): no reference solution runs.
 Errors print one line and exit with status 2; `grade grade` exits 0 whatever the score.
 """
 
@@ -21,7 +24,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from autograder import __version__, build as builder, engine, hints, paths, report, topics
+from autograder import __version__, engine, hints, paths, report, topics, workspace
+from autograder import public as public_data
 from autograder.results import Result, TestResult
 from autograder.sandbox import bwrap_available
 from autograder.session import GraderError
@@ -29,7 +33,8 @@ from autograder.submission import SubmissionError, open_submission
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="jaxlings: learn JAX by filling in functions; graded for correctness, jit and speed.")
 console = Console()
-USER_ERRORS = (GraderError, SubmissionError, FileNotFoundError, ValueError, KeyError, builder.BuildError)
+USER_ERRORS = (GraderError, SubmissionError, FileNotFoundError, ValueError, KeyError, public_data.PublicDataError,
+               workspace.WorkspaceError)
 
 
 def friendly(fn: Callable) -> Callable:
@@ -51,11 +56,21 @@ def _progress(status) -> Callable[[TestResult], None]:
     return lambda test: status.update(f"grading… {report.progress_line(test)}")
 
 
-def _run(submission: Path, selected: list[str] | None, *, public: bool, seed: int | None, isolate: bool) -> Result:
-    specs = topics.resolve(selected)
+def _run(submission: Path, selected: list[str] | None, *, public: bool, seed: int | None = None,
+         isolate: bool = False) -> Result:
+    """Public runs replay the public expectations; hidden runs grade against the live reference."""
+    specs = topics.resolve(selected, public=public)
     with console.status("starting workers…") as status:
-        return engine.grade(submission, specs, reference_dir=paths.solutions_dir(), public=public, seed=seed,
+        if public:
+            return engine.grade(submission, specs, public=True, isolate=isolate, on_test=_progress(status),
+                                answers=public_data.replay)
+        return engine.grade(submission, specs, reference_dir=paths.solutions_dir(), public=False, seed=seed,
                             isolate=isolate, on_test=_progress(status))
+
+
+def _failed(result: Result) -> bool:
+    """Whether some test that can be judged here did not pass (pending ones wait for the grader)."""
+    return any(t.status != "passed" and not t.pending for t in result.tests)
 
 
 @app.command()
@@ -64,18 +79,23 @@ def check(
     names: list[str] = typer.Argument(None, metavar="[TOPIC|TOPIC.EXERCISE]...", help="What to check (default: every topic)."),
     directory: Path = typer.Option(Path("exercises"), "--dir", help="Your exercises folder."),
     sandbox: bool = typer.Option(False, help="Run your code under bubblewrap, as the grading server does."),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the result (results.json format) here."),
 ) -> None:
-    """Run the public checks on your exercises: the same checks the grader runs, on fixed cases."""
+    """Run the public checks on your exercises: the same checks the grader runs, on fixed cases.
+
+    Exits 1 until every check that can be judged here passes (speed is judged on submission).
+    """
     if not directory.is_dir():
-        raise FileNotFoundError(f"no exercises folder at {directory.resolve()} (use --dir)")
-    result = _run(directory, names, public=True, seed=None, isolate=sandbox)
+        raise FileNotFoundError(f"no exercises folder at {directory.resolve()} (run `grade init` first, or use --dir)")
+    result = _run(directory, names, public=True, isolate=sandbox)
     report.result_tables(result, console)
     report.save_last_check(Path.cwd(), result)
-    if result.score < result.max_score:
+    if json_path:
+        result.write(json_path)
+    if _failed(result):
         raise typer.Exit(1)
 
 
-@app.command()
 @friendly
 def grade(
     submission: Path = typer.Argument(..., help="A folder shaped like exercises/, or a .zip of one."),
@@ -112,9 +132,9 @@ def hint(
     """Show the next hint for one exercise."""
     topic_name, _, ex_name = name.partition(".")
     if not ex_name:
-        exercises = ", ".join(f"{topic_name}.{e.name}" for e in topics.load(topic_name).exercises)
+        exercises = ", ".join(f"{topic_name}.{e.name}" for e in topics.load_public(topic_name).exercises)
         raise ValueError(f"name an exercise: {exercises}")
-    ex = topics.load(topic_name).exercise(ex_name)
+    ex = topics.load_public(topic_name).exercise(ex_name)
     lvl, text = hints.next_hint(Path.cwd(), topic_name, ex, level)
     console.print(f"[bold]{name}[/] hint {lvl}/{len(ex.hints)}: {text}", highlight=False)
     if lvl < len(ex.hints):
@@ -130,7 +150,7 @@ def list_() -> None:
     for col in ("topic", "exercise", "checks (points)", "local"):
         table.add_column(col)
     for name in topics.ORDER:
-        spec = topics.load(name)
+        spec = topics.load_public(name)
         for i, ex in enumerate(spec.exercises):
             names = [f"{spec.name}.{ex.name}:{c}" for c in ex.checks]
             seen = [passed[n] for n in names if n in passed]
@@ -140,11 +160,17 @@ def list_() -> None:
     console.print(table)
 
 
-@app.command("build")
 @friendly
 def build_(check: bool = typer.Option(False, "--check", help="Write nothing; fail if a generated file is out of date.")) -> None:
-    """Regenerate the student stubs (exercises/) and the nbgrader notebooks (course/source/)."""
-    built = builder.build(paths.solutions_dir(), paths.exercises_dir(), paths.course_dir(), check=check)
+    """Regenerate the stubs (exercises/), the nbgrader notebooks (course/source/) and the public
+    expectations (autograder/public/) from the solutions and specs."""
+    from autograder.course import build as builder
+
+    try:
+        built = builder.build(paths.solutions_dir(), paths.exercises_dir(), paths.course_dir(), check=check,
+                              public_dir=public_data.DIR, on_record=lambda t: console.print(f"recording the public expectations of {t}…"))
+    except builder.BuildError as exc:
+        raise ValueError(str(exc)) from None
     stale = [b.path for b in built if b.changed]
     for b in built:
         console.print(f"{'[yellow]out of date[/]' if check and b.changed else ('[green]wrote[/]' if b.changed else 'unchanged')} {b.path}")
@@ -160,7 +186,8 @@ def watch(
     interval: float = typer.Option(1.0, help="Seconds between looks at the files."),
 ) -> None:
     """Re-run `grade check` on a topic each time you save its file (Ctrl-C to stop)."""
-    selection = {t.name: [n for n in names or () if n.partition(".")[0] == t.name] or [t.name] for t in topics.resolve(names)}
+    selection = {t.name: [n for n in names or () if n.partition(".")[0] == t.name] or [t.name]
+                 for t in topics.resolve(names, public=True)}
     watched = list(selection)
     mtimes = {n: None for n in watched}
     console.print(f"watching {', '.join(f'{directory}/{n}.py' for n in watched)}; save a file to check it")
@@ -171,13 +198,34 @@ def watch(
                 mtime = path.stat().st_mtime if path.exists() else None
                 if mtime != mtimes[n]:
                     if mtimes[n] is not None or mtime is not None:
-                        result = _run(directory, selection[n], public=True, seed=None, isolate=False)
+                        result = _run(directory, selection[n], public=True)
                         report.result_tables(result, console)
                         report.save_last_check(Path.cwd(), result)
                     mtimes[n] = mtime
             time.sleep(interval)
     except KeyboardInterrupt:
         console.print("stopped watching")
+
+
+@app.command()
+@friendly
+def init(
+    directory: Path = typer.Argument(Path("jaxlings"), help="Where to lay out the workspace (made if missing)."),
+) -> None:
+    """Lay out your workspace: exercises/, lessons/, notebooks/, a README. Never overwrites your work."""
+    made = workspace.init(directory)
+    for path in made.created:
+        console.print(f"[green]created[/] {path}", highlight=False)
+    if made.kept:
+        console.print(f"kept {len(made.kept)} file(s) that were already there (your work is never overwritten)")
+    console.print(f"\nNext: [bold]cd {directory}[/], read lessons/{topics.ORDER[0]}.md, edit "
+                  f"exercises/{topics.ORDER[0]}.py, then [bold]grade check {topics.ORDER[0]}[/] "
+                  f"(stuck? [bold]grade hint {topics.ORDER[0]}.<function>[/])", highlight=False)
+
+
+if paths.has_grader():  # the grader's commands: not in the student package
+    app.command("grade")(grade)
+    app.command("build")(build_)
 
 
 from autograder.service.cli import register as _register_service

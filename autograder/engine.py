@@ -15,12 +15,10 @@ import sys
 import tempfile
 import time
 import traceback
-import zlib
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
-
+from autograder.answers import Live
 from autograder.checks import NEEDS_CORRECT, REGISTRY
 from autograder.results import Outcome, Result, TestResult
 from autograder.sandbox import Limits
@@ -31,11 +29,21 @@ PUBLIC_SEED = 0
 # Gradescope visibility of every test: no message ever carries an expected value, so all show.
 VISIBILITY = "visible"
 Listener = Callable[[TestResult], None]
+AnswersFor = Callable[[str], Live]
 
 
-def grade(submission: Path, topics: list[Topic], *, reference_dir: Path, public: bool = False, seed: int | None = None,
-          isolate: bool = False, limits: Limits = Limits(), on_test: Listener | None = None) -> Result:
-    """Grade the `<topic>.py` files found in `submission` against the references."""
+def grade(submission: Path, topics: list[Topic], *, reference_dir: Path | None = None, public: bool = False,
+          seed: int | None = None, isolate: bool = False, limits: Limits = Limits(), on_test: Listener | None = None,
+          answers: AnswersFor | None = None) -> Result:
+    """Grade the `<topic>.py` files found in `submission`.
+
+    `reference_dir` holds the reference solutions (`<topic>.py`), run live in a trusted worker;
+    `answers(topic_name)` instead gives each topic's `autograder.answers` object (e.g. a
+    `Replay` of the public expectations, which needs no reference at all). `public` runs the
+    public cases (seed 0, no hidden edge cases; checks that need the grading machine are
+    "judged on submission"). `isolate` sandboxes the student's worker. `on_test` is called
+    with every test as it finishes.
+    """
     started = time.monotonic()
     seed = PUBLIC_SEED if public and seed is None else (seed if seed is not None else secrets.randbits(32))
     tests: list[TestResult] = []
@@ -43,13 +51,14 @@ def grade(submission: Path, topics: list[Topic], *, reference_dir: Path, public:
     platform: dict = {}
     for topic in topics:
         t0 = time.monotonic()
-        rng = np.random.default_rng([seed, zlib.crc32(topic.name.encode())])
         module = Path(submission) / f"{topic.name}.py"
+        reference = Path(reference_dir) / f"{topic.name}.py" if reference_dir is not None else None
         if not module.is_file():
             topic_tests = failed_topic(topic, f"the submission has no {topic.name}.py")
         else:
-            topic_tests, platform = grade_topic(topic, module, Path(reference_dir) / f"{topic.name}.py", rng,
-                                                public=public, isolate=isolate, limits=limits, on_test=on_test)
+            topic_tests, platform = grade_topic(topic, module, reference, seed, public=public, isolate=isolate,
+                                                limits=limits, on_test=on_test,
+                                                answers=answers(topic.name) if answers else None)
         tests += topic_tests
         summary[topic.name] = {
             "score": round(sum(t.score for t in topic_tests), 4),
@@ -57,20 +66,22 @@ def grade(submission: Path, topics: list[Topic], *, reference_dir: Path, public:
             "seconds": round(time.monotonic() - t0, 2),
         }
     extra = {"seed": seed, "mode": "public" if public else "hidden", "platform": platform, "topics": summary,
-             "sandbox": "on" if isolate else "off"}
+             "sandbox": "on" if isolate else "off", "reference": "recorded" if answers else "live"}
     if not isolate and not public:
         extra["sandbox_warning"] = ("student code ran without the sandbox: it could read files and reach the "
                                     "network, and its verdicts are not protected against a hostile submission")
     return Result(tests, time.monotonic() - started, extra)
 
 
-def grade_topic(topic: Topic, module: Path, reference: Path, rng: np.random.Generator, *, public: bool, isolate: bool,
-                limits: Limits = Limits(), on_test: Listener | None = None) -> tuple[list[TestResult], dict]:
+def grade_topic(topic: Topic, module: Path, reference: Path | None, seed: int, *, public: bool, isolate: bool,
+                limits: Limits = Limits(), on_test: Listener | None = None,
+                answers: Live | None = None) -> tuple[list[TestResult], dict]:
     """All tests of one topic, from a private copy of the student's module."""
     with tempfile.TemporaryDirectory(prefix=f"jaxlings-{topic.name}-") as tmp:
         private = Path(tmp) / module.name
         shutil.copyfile(module, private)
-        with TopicSession(topic, private, reference, rng, public=public, isolate=isolate, limits=limits) as session:
+        with TopicSession(topic, private, reference, seed, public=public, isolate=isolate, limits=limits,
+                          answers=answers) as session:
             if session.load_error:
                 return failed_topic(topic, session.load_error), session.platform
             tests = []

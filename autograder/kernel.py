@@ -1,9 +1,12 @@
 """Grading from inside a notebook: what the grade cells of the nbgrader notebooks call.
 
-A topic's notebook (see `autograder.notebooks`) has one answer cell per exercise and, after
-it, one locked grade cell per check. A grade cell asks a `NotebookGrader` for one verdict:
+A topic's notebook (see `autograder.course.notebooks`) has one answer cell per exercise and,
+after it, one locked grade cell per check. A grade cell asks the kernel's `NotebookGrader` of
+its topic for one verdict (it imports what it needs itself, so it works even when run before
+the notebook's setup cell):
 
-    jaxlings.verdict("histogram", "correct", mode)
+    from autograder.kernel import grader
+    grader("at_updates").verdict("histogram", "correct", mode)
 
 The grader rebuilds the student's module from what the kernel has run (the topic's stub, with
 each exercise's definition replaced by the latest executed cell that defines it), grades the
@@ -13,20 +16,25 @@ full or partial points are returned as a number (nbgrader reads a number a grade
 evaluates to as its partial credit); no points write the grader's message to stderr, which
 nbgrader scores 0.
 
-`mode` is "public" (the fixed cases of `grade check`) in the released notebook; the hidden
-block of the grade cell, which nbgrader strips from the student's copy and restores when it
-autogrades, switches it to "hidden" (fresh cases, as `grade grade`).
+`mode` is "public" (the fixed cases of `grade check`, replayed from the public expectations:
+no reference solution on the student's server) in the released notebook; the hidden block of
+the grade cell, which nbgrader strips from the student's copy and restores when it autogrades,
+switches it to "hidden" (fresh cases against the live reference, as `grade grade`). Messages
+name the student's cell ("cell In [7], line 3"), not the rebuilt module's lines, and
+`jaxlings.hint("histogram")` is the notebook's `grade hint`.
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
+import re
 import sys
 import tempfile
+from functools import lru_cache
 from pathlib import Path
 
-from autograder import engine, paths, topics
+from autograder import engine, hints, paths, public, topics
 from autograder.results import Result, TestResult
 from autograder.sandbox import bwrap_available
 
@@ -65,33 +73,63 @@ def assemble(stub: str, cells: list[str], exercises: list[str]) -> str:
     A cell that defines several exercises goes in once, at the first of them. An exercise no
     cell defines keeps the stub's definition (which raises NotImplementedError).
     """
+    return assemble_with_origins(stub, cells, exercises)[0]
+
+
+Origin = tuple[int, int] | None
+"""Where a line of the assembled module came from: (index of its cell, line in that cell), or
+None for a line of the stub."""
+
+
+def assemble_with_origins(stub: str, cells: list[str], exercises: list[str]) -> tuple[str, list[Origin]]:
+    """`assemble`, and each module line's origin (for messages that name the student's cell)."""
     chosen: dict[str, int] = {}
     for index, cell in enumerate(cells):
         for name in top_level_names(cell) & set(exercises):
             chosen[name] = index
-    lines = stub.splitlines()
-    edits: list[tuple[int, int, list[str]]] = []
+    lines: list[tuple[str, Origin]] = [(line, None) for line in stub.splitlines()]
+    stub_lines = stub.splitlines()
+    edits: list[tuple[int, int, list[tuple[str, Origin]]]] = []
     placed: set[int] = set()
     for node in ast.parse(stub).body:  # in source order, so a shared cell lands at its first exercise
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in chosen:
             start = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1
             cell = chosen[node.name]
-            edits.append((start, statement_end(node, lines),
-                          [] if cell in placed else cells[cell].rstrip("\n").splitlines()))
+            body = [] if cell in placed else [(text, (cell, i + 1))
+                                              for i, text in enumerate(cells[cell].rstrip("\n").splitlines())]
+            edits.append((start, statement_end(node, stub_lines), body))
             placed.add(cell)
     for start, end, replacement in reversed(edits):
         lines[start:end] = replacement
-    return "\n".join(lines) + "\n"
+    return "\n".join(text for text, _ in lines) + "\n", [origin for _, origin in lines]
 
 
-def executed_cells() -> list[str]:
-    """The inputs the running IPython kernel has executed, oldest first."""
+LINE = re.compile(r"\bline (\d+)\b")
+
+
+def in_cells(message: str, origins: list[Origin], numbers: list[int]) -> str:
+    """`message` with "line N" of the assembled module told as the student's cell and line
+    ("cell In [7], line 3"); `numbers[i]` is the execution count of cell i."""
+    def told(m: re.Match) -> str:
+        n = int(m[1])
+        origin = origins[n - 1] if 0 < n <= len(origins) else None
+        if origin is None:
+            return f"line {n} of the given code"
+        cell, line = origin
+        return f"cell In [{numbers[cell]}], line {line}"
+
+    return LINE.sub(told, message)
+
+
+def executed_cells() -> list[tuple[int, str]]:
+    """The inputs the running IPython kernel has executed, oldest first, with their execution
+    counts (the numbers Jupyter shows as In [n])."""
     from IPython import get_ipython
 
     shell = get_ipython()
     if shell is None:
         raise RuntimeError("jaxlings' notebook grader runs inside a Jupyter kernel")
-    return [cell for cell in shell.user_ns.get("In", [])[1:] if cell]
+    return [(n, cell) for n, cell in enumerate(shell.user_ns.get("In", [])) if n and cell]
 
 
 class NotebookGrader:
@@ -104,24 +142,37 @@ class NotebookGrader:
     """
 
     def __init__(self, topic: str):
-        self.topic = topics.load(topic)
+        self.topic = topics.load_public(topic)
         self._results: dict[tuple[str, str, str], Result] = {}
 
-    def module_source(self) -> str:
-        """The student's module as the kernel has it now."""
+    def module_source(self) -> tuple[str, list[Origin], list[int]]:
+        """The student's module as the kernel has it now, each line's origin, and the cells'
+        execution counts."""
         stub = (paths.exercises_dir() / f"{self.topic.name}.py").read_text()
-        return assemble(stub, executed_cells(), [ex.name for ex in self.topic.exercises])
+        numbers, cells = zip(*executed_cells()) if executed_cells() else ((), ())
+        source, origins = assemble_with_origins(stub, list(cells), [ex.name for ex in self.topic.exercises])
+        return source, origins, list(numbers)
+
+    def hint(self, exercise: str, level: int | None = None) -> None:
+        """Print the next hint for `exercise` (as `grade hint`; `level` jumps to one)."""
+        ex = self.topic.exercise(exercise)
+        lvl, text = hints.next_hint(Path.cwd(), self.topic.name, ex, level)
+        more = " (ask again for the next one)" if lvl < len(ex.hints) else ""
+        print(f"{self.topic.name}.{exercise} hint {lvl}/{len(ex.hints)}: {text}{more}")
 
     def result(self, source: str, exercise: str, mode: str) -> Result:
         """One exercise's result for this module source and mode (graded on first use)."""
         key = (hashlib.sha256(source.encode()).hexdigest(), exercise, mode)
         if key not in self._results:
-            [spec] = topics.resolve([f"{self.topic.name}.{exercise}"])
+            hidden = mode == "hidden"
+            [spec] = topics.resolve([f"{self.topic.name}.{exercise}"], public=not hidden)
             with tempfile.TemporaryDirectory(prefix="jaxlings-nb-") as tmp:
                 (Path(tmp) / f"{self.topic.name}.py").write_text(source)
-                hidden = mode == "hidden"
-                self._results[key] = engine.grade(Path(tmp), [spec], reference_dir=paths.solutions_dir(),
-                                                  public=not hidden, isolate=hidden and bwrap_available())
+                if hidden:  # nbgrader autograde, on the course's grader: the live reference
+                    self._results[key] = engine.grade(Path(tmp), [spec], reference_dir=paths.solutions_dir(),
+                                                      isolate=bwrap_available())
+                else:  # the student's copy: the public expectations, no reference needed
+                    self._results[key] = engine.grade(Path(tmp), [spec], public=True, answers=public.replay)
         return self._results[key]
 
     def test(self, exercise: str, check: str, mode: str = "public") -> TestResult:
@@ -130,8 +181,10 @@ class NotebookGrader:
             raise ValueError(f"mode is one of {MODES}, not {mode!r}")
         self.topic.exercise(exercise)
         name = f"{self.topic.name}.{exercise}:{check}"
-        for test in self.result(self.module_source(), exercise, mode).tests:
+        source, origins, numbers = self.module_source()
+        for test in self.result(source, exercise, mode).tests:
             if test.name == name:
+                test.output = in_cells(test.output, origins, numbers)
                 return test
         raise KeyError(f"{self.topic.name}.{exercise} has no check {check!r}")
 
@@ -142,12 +195,21 @@ class NotebookGrader:
         show the grade cell's source, hidden block included, in the students' feedback."""
         try:
             test = self.test(exercise, check, mode)
-        except FileNotFoundError as exc:  # no reference solutions on this server
+        except FileNotFoundError as exc:  # hidden grading where the reference solutions are not
             print(f"NOT GRADED {self.topic.name}.{exercise}:{check}: {exc}", file=sys.stderr)
             return None
         line = f"{test.name} [{mode} cases] {test.score:g}/{test.max_score:g}: {test.output}"
+        if test.pending:
+            print(line)
+            return None
         if test.max_score > 0 and test.score <= 0:
             print(f"FAILED {line}", file=sys.stderr)
             return None
         print(line)
         return test.score
+
+
+@lru_cache(maxsize=None)
+def grader(topic: str) -> NotebookGrader:
+    """The kernel's one grader of `topic` (what every grade cell and the setup cell use)."""
+    return NotebookGrader(topic)

@@ -5,26 +5,35 @@ topic. Checks talk to the student through `student()`, which turns a dead worker
 failed check (with the reason) and starts a fresh worker for the next check, as long as the
 topic's time budget lasts. `ExerciseRun` caches, per exercise, the cases of this run and the
 reference's outputs, so that every check of an exercise judges the same cases.
+
+What checks need of the reference goes through `answer()`, and every random input through
+`draw()`, so that a public run can be replayed from recorded expectations with no reference
+solution at all (`autograder.answers`). Each (exercise, kind of draw) has its own generator,
+seeded from the run's seed: what one check draws never depends on what another check did.
 """
 
 from __future__ import annotations
 
 import contextlib
+import tempfile
 import time
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 
 from autograder import replies
+from autograder.answers import Live, MissingAnswer
 from autograder.compare import mismatch
 from autograder.sandbox import Limits, Worker, WorkerDied
 from autograder.spec import Case, Exercise, Topic
 
 
 REFERENCE_TIMEOUT = 300.0
+T = TypeVar("T")
 
 
 class GraderError(Exception):
@@ -59,23 +68,42 @@ class TopicSession:
     the remaining checks of an exercise whose function takes its process down.
     """
 
-    def __init__(self, topic: Topic, module: Path, reference: Path, rng: np.random.Generator,
-                 *, public: bool, isolate: bool, limits: Limits = Limits()) -> None:
+    def __init__(self, topic: Topic, module: Path, reference: Path | None, seed: int, *, public: bool,
+                 isolate: bool, limits: Limits = Limits(), answers: Live | None = None) -> None:
         self.topic, self.module, self.reference = topic, module, reference
-        self.rng, self.public, self.isolate, self.limits = rng, public, isolate, limits
+        self.seed, self.public, self.isolate, self.limits = seed, public, isolate, limits
+        self.answers = answers or Live()
         self.deadline = time.monotonic() + topic.time_limit
         self.deaths = 0
+        self._rngs: dict[tuple[str, str], np.random.Generator] = {}
+        self._ref: Worker | None = None
+        self._analysis_dir: tempfile.TemporaryDirectory | None = None
+        if self.answers.mode == "replay":
+            self._stu, self.load_error = self._start_student()
+            self._platform = self._stu.platform if self._stu is not None else {}
+            return
+        if reference is None:
+            raise GraderError(f"grading {topic.name} live needs the reference solutions")
         with ThreadPoolExecutor(2) as pool:
             ref_future = pool.submit(self._start_reference)
             stu_future = pool.submit(self._start_student)
-            self.ref = ref_future.result()
+            self._ref = ref_future.result()
             self._stu, self.load_error = stu_future.result()
+        self._platform = self._ref.platform
 
     # -- workers -------------------------------------------------------------------------
 
     def _start_reference(self) -> Worker:
+        """The trusted worker: the reference module live, or, when replaying, an empty module
+        that only analyses and runs the student's exported programs."""
+        module, name = self.reference, f"reference_{self.topic.name}"
+        if self.answers.mode == "replay":
+            if self._analysis_dir is None:
+                self._analysis_dir = tempfile.TemporaryDirectory(prefix="jaxlings-analysis-")
+            module, name = Path(self._analysis_dir.name) / "analysis.py", "jaxlings_analysis"
+            module.write_text('"""Nothing: this worker only analyses exported programs."""\n')
         try:
-            ref = Worker(self.reference, f"reference_{self.topic.name}", env=self.topic.env, limits=self.limits)
+            ref = Worker(module, name, env=self.topic.env, limits=self.limits)
         except WorkerDied as exc:
             raise GraderError(f"the reference for {self.topic.name} did not start: {exc}") from None
         if not ref.load_reply["ok"]:
@@ -98,12 +126,41 @@ class TopicSession:
     def restart_reference(self) -> None:
         """A fresh reference worker, after a student's exported program took the old one down
         while it was being analysed (the reference worker is the trusted side's only process)."""
-        self.ref.close()
-        self.ref = self._start_reference()
+        if self._ref is not None:
+            self._ref.close()
+        self._ref = self._start_reference()
+
+    @property
+    def ref(self) -> Worker:
+        """The trusted worker (started on first use when replaying: only exported programs
+        need it then)."""
+        if self._ref is None:
+            self._ref = self._start_reference()
+        return self._ref
 
     @property
     def platform(self) -> dict[str, Any]:
-        return self.ref.platform
+        return self._platform
+
+    # -- the reference's side: answers and draws ---------------------------------------------
+
+    def answer(self, kind: str, request: Any, compute: Callable[[], T]) -> T:
+        """What the reference gives for `request` (computed by `compute`, or recorded)."""
+        try:
+            return self.answers.answer(kind, request, compute)
+        except MissingAnswer as exc:
+            raise GraderError(str(exc)) from None
+
+    def draw(self, exercise: str, kind: str, make: Callable[[np.random.Generator], T]) -> T:
+        """Inputs for `exercise` from its own generator for `kind` (e.g. "cases", "trace")."""
+        key = (exercise, kind)
+        if key not in self._rngs:
+            words = [zlib.crc32(w.encode()) for w in (self.topic.name, exercise, kind)]
+            self._rngs[key] = np.random.default_rng([self.seed, *words])
+        try:
+            return self.answers.draw(kind, self._rngs[key], make)
+        except MissingAnswer as exc:
+            raise GraderError(str(exc)) from None
 
     def time_left(self) -> float:
         return max(0.0, self.deadline - time.monotonic())
@@ -129,9 +186,11 @@ class TopicSession:
         return contextlib.nullcontext()
 
     def close(self) -> None:
-        for w in (self.ref, self._stu):
+        for w in (self._ref, self._stu):
             if w is not None:
                 w.close()
+        if self._analysis_dir is not None:
+            self._analysis_dir.cleanup()
 
     # -- calls ---------------------------------------------------------------------------
 
@@ -155,8 +214,14 @@ class TopicSession:
             raise StudentError(format_error(reply["error"], f"{self.topic.name}.{fields['fn']}" if "fn" in fields else None))
         return reply
 
+    def reference_output(self, **fields: Any) -> dict[str, Any]:
+        """The reference's output for one `call` request (live or recorded)."""
+        return self.answer("call", fields, lambda: self.call_reference("call", **fields)["out"])
+
     def call_reference(self, op: str, **fields: Any) -> dict[str, Any]:
-        """One request to the reference; any failure is the grader's, not the student's."""
+        """One request to the reference's worker; any failure is the grader's, not the student's."""
+        if self.answers.mode == "replay":
+            raise GraderError(f"the reference is not here to answer `{op}`: this run replays recorded expectations")
         try:
             reply = replies.check(op, self.ref.request(op, REFERENCE_TIMEOUT, **fields))
         except (WorkerDied, replies.MalformedReply) as exc:
@@ -171,14 +236,14 @@ class TopicSession:
         StudentError propagates (the student's call failed); the reference's failure is a
         GraderError.
         """
-        expected = self.call_reference("call", args=args, **request)["out"]
+        expected = self.reference_output(args=args, **request)
         got = self.call_student("call", args=args, **request)["out"]
         return mismatch(expected, got, rtol, atol)
 
     def start_exercise(self, ex: Exercise) -> ExerciseRun:
         """Draw this run's cases and compute the reference's outputs for them."""
-        cases = ex.cases(self.rng, self.public)
-        expected = [self.call_reference("call", fn=ex.name, args=c.args, operators=ex.operator_outputs)["out"] for c in cases]
+        cases = self.draw(ex.name, "cases", lambda rng: ex.cases(rng, self.public))
+        expected = [self.reference_output(fn=ex.name, args=c.args, operators=ex.operator_outputs) for c in cases]
         return ExerciseRun(ex, cases, expected)
 
     def __enter__(self) -> "TopicSession":

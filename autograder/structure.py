@@ -42,9 +42,7 @@ def traced_facts(session: TopicSession, request: dict[str, Any], rtol: float, at
     `transforms`. StudentError when the student's side fails (it cannot export, its reply is
     malformed, a program is refused, or a program computes something else).
     """
-    ref_trace = session.call_reference("trace", **request)
-    ref, ref_outs = _analysed(session, ref_trace["programs"], request, student=False)
-    ref["advisory"] = ref_trace.get("advisory", {})
+    ref, ref_outs = reference_facts(session, request)
     stu_trace = session.call_student("trace", **request)
     facts, outs = _analysed(session, stu_trace["programs"], request, student=True)
     facts["advisory"] = stu_trace.get("advisory", {})
@@ -52,6 +50,19 @@ def traced_facts(session: TopicSession, request: dict[str, Any], rtol: float, at
     for name, out in outs.items():
         _verify(expected[name], out, rtol, atol)
     return facts, ref
+
+
+def reference_facts(session: TopicSession, request: dict[str, Any]) -> tuple[Facts, dict[str, Any]]:
+    """(facts, outputs by program) of the reference's own exported programs for `request`
+    (live, or as recorded: the facts travel in the public expectations, never the programs)."""
+    def compute() -> dict[str, Any]:
+        ref_trace = session.call_reference("trace", **request)
+        facts, outs = _analysed(session, ref_trace["programs"], request, student=False)
+        facts["advisory"] = ref_trace.get("advisory", {})
+        return {"facts": facts, "outs": outs}
+
+    answer = session.answer("traced", request, compute)
+    return answer["facts"], answer["outs"]
 
 
 PROGRAM_INPUTS = (("first", "args"), ("again", "args_again"), ("other", "args_other"))
@@ -99,12 +110,16 @@ def program_layouts(session: TopicSession, fn: str, args: tuple, *, student: boo
     """(output, layouts) of the jitted `fn` at `args`, as the trusted side sees them: the
     exported program, run by the reference worker, whose outputs' shardings are described
     there. A student's program must give `expected` (the reference's output)."""
-    call = session.call_student if student else session.call_reference
-    programs = call("trace", fn=fn, args=args)["programs"]
-    reply = _analyse(session, programs["first"], args, student, shardings=True)
+    def layouts() -> dict[str, Any]:
+        call = session.call_student if student else session.call_reference
+        programs = call("trace", fn=fn, args=args)["programs"]
+        reply = _analyse(session, programs["first"], args, student, shardings=True)
+        return {"out": reply["out"], "shardings": reply.get("shardings", [])}
+
+    answer = layouts() if student else session.answer("layouts", {"fn": fn, "args": args}, layouts)
     if expected is not None:
-        _verify(expected, reply["out"], rtol, atol)
-    return reply["out"], reply.get("shardings", [])
+        _verify(expected, answer["out"], rtol, atol)
+    return answer["out"], answer["shardings"]
 
 
 def _analyse(session: TopicSession, blob: Any, args: tuple, student: bool, shardings: bool = False) -> dict[str, Any]:

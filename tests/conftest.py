@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import engine, topics
+from autograder import engine, public, topics
 from autograder.results import Result
 from autograder.sandbox import Limits, bwrap_available
 
@@ -35,6 +35,12 @@ def grade_dir(folder: Path, names: list[str] | None = None, *, public: bool = Fa
     """Grade a folder of topic files against the reference solutions."""
     return engine.grade(folder, topics.resolve(names), reference_dir=SOLUTIONS, public=public, seed=seed,
                         isolate=isolate, limits=limits)
+
+
+def check_dir(folder: Path, names: list[str] | None = None, limits: Limits = TEST_LIMITS) -> Result:
+    """Grade a folder as `grade check` does: public specs, answers replayed from the public
+    expectations, no reference solution."""
+    return engine.grade(folder, topics.resolve(names, public=True), public=True, limits=limits, answers=public.replay)
 
 
 def write_submission(folder: Path, files: dict[str, str]) -> Path:

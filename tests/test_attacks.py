@@ -6,7 +6,7 @@ from textwrap import dedent
 import numpy as np
 
 from autograder.cli import app
-from conftest import SOLUTIONS, failing, grade_dir, needs_bwrap, verdicts, write_submission
+from conftest import SOLUTIONS, check_dir, failing, grade_dir, needs_bwrap, verdicts, write_submission
 
 BOOLEAN_MASK = """
     def mask_fill(x, threshold, fill):
@@ -104,13 +104,14 @@ def test_the_sandbox_hides_solutions_and_the_network(tmp_path):
 
 
 def test_hard_coding_the_public_cases_fails_the_hidden_ones(tmp_path):
-    """A submission that memorised every public case (and detects the grader) passes
-    `grade check` but not `grade grade`: hidden cases are drawn fresh for every run."""
-    from autograder import topics
+    """A submission that memorised every public case (read from the public expectations that
+    ship to students) and detects the grader passes `grade check` but not `grade grade`:
+    hidden cases are drawn fresh for every run."""
+    from autograder import public as public_data
 
-    ex = topics.load("at_updates").exercise("mask_fill")
+    rng = np.random.default_rng([0, _crc("at_updates"), _crc("mask_fill"), _crc("cases")])
     table = {}
-    for case in ex.cases(np.random.default_rng([0, _crc("at_updates")]), public=True):
+    for case in public_data.replay("at_updates").draw("cases", rng, None):
         x, threshold, fill = case.args
         table[x.tobytes().hex()] = np.where(x > threshold, np.float32(fill), x).tolist()
     folder = write_submission(tmp_path, {"at_updates": f"""
@@ -125,8 +126,10 @@ def test_hard_coding_the_public_cases_fails_the_hidden_ones(tmp_path):
             return jnp.zeros_like(x)
     """})
     public = grade_dir(folder, ["at_updates.mask_fill"], public=True)
+    checked = check_dir(folder, ["at_updates.mask_fill"])
     hidden = grade_dir(folder, ["at_updates.mask_fill"])
     assert verdicts(public)["at_updates.mask_fill:correct"][0] == 1
+    assert verdicts(checked)["at_updates.mask_fill:correct"][0] == 1
     assert verdicts(hidden)["at_updates.mask_fill:correct"][0] == 0
 
 

@@ -4,7 +4,8 @@ import ast
 
 import pytest
 
-from autograder import build, topics
+from autograder import topics
+from autograder.course import build
 from conftest import EXERCISES, ROOT, SOLUTIONS
 
 

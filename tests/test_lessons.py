@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import notebooks
+from autograder.course import notebooks
 from conftest import ROOT
 
 LESSONS = sorted((ROOT / "course" / "lessons").glob("*.md"))

@@ -68,10 +68,14 @@ def threshold(ref: dict) -> float:
 def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     ex = run.exercise
     opts: Stream = ex.options["compiles"]
-    cases = opts.make(session.rng, opts.calls)
+    cases = session.draw(ex.name, "compiles", lambda rng: opts.make(rng, opts.calls))
     request = {"fn": ex.name, "cases": [c.args for c in cases], "jit": opts.jit, "static_argnums": ex.static_argnums}
-    with session.student_paused():
-        ref = timed_steps(session.call_reference, session.ref, request, len(cases))
+
+    def reference_steps() -> dict:
+        with session.student_paused():
+            return timed_steps(session.call_reference, session.ref, request, len(cases))
+
+    ref = session.answer("steps", request, reference_steps)
     try:
         got = timed_steps(session.call_student, session.student(), request, len(cases))
     except StudentError as exc:

@@ -31,11 +31,14 @@ def trace_request(session: TopicSession, run: ExerciseRun) -> dict:
     shows most), a second one keeping the first's static arguments so that only array values
     change, and one of its smallest size."""
     ex = run.exercise
-    first, again = ex.sample(session.rng, ex.sizes[-1]).args, list(ex.sample(session.rng, ex.sizes[-1]).args)
+    first, again, other = session.draw(ex.name, "trace", lambda rng: [ex.sample(rng, ex.sizes[-1]).args,
+                                                                      ex.sample(rng, ex.sizes[-1]).args,
+                                                                      ex.sample(rng, ex.sizes[0]).args])
+    again = list(again)
     for i in ex.static_argnums:
         again[i] = first[i]
     return {"fn": ex.name, "args": first, "args_again": tuple(again), "static_argnums": ex.static_argnums,
-            "args_other": ex.sample(session.rng, ex.sizes[0]).args}
+            "args_other": other}
 
 
 def trace_facts(session: TopicSession, run: ExerciseRun) -> tuple[dict, dict]:

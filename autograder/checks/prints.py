@@ -43,9 +43,10 @@ def printed_stream(call: Callable[..., dict], worker: Worker, request: dict, cal
 def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     ex = run.exercise
     opts: Prints = ex.options["prints"]
-    cases = opts.make(session.rng, opts.calls)
+    cases = session.draw(ex.name, "prints", lambda rng: opts.make(rng, opts.calls))
     request = {"fn": ex.name, "cases": [c.args for c in cases], "jit": True, "static_argnums": ex.static_argnums}
-    ref = printed_stream(session.call_reference, session.ref, request, len(cases))
+    ref = session.answer("printed", request,
+                         lambda: printed_stream(session.call_reference, session.ref, request, len(cases)))
     try:
         got = printed_stream(session.call_student, session.student(), request, len(cases))
     except StudentError as exc:

@@ -17,11 +17,11 @@ SUMMARY = "jax.vmap of your function equals the reference's, without a Python lo
 """What the check asks, in one line for students (notebooks, reports)."""
 
 
-def batched_case(session: TopicSession, run: ExerciseRun, opts: Vmap) -> Case:
+def batched_case(session: TopicSession, run: ExerciseRun, opts: Vmap, kind: str) -> Case:
     """`opts.batch` samples of one size, stacked along each argument's axis."""
     ex = run.exercise
     size = opts.size or ex.sizes[len(ex.sizes) // 2]
-    samples = [ex.sample(session.rng, size).args for _ in range(opts.batch)]
+    samples = session.draw(ex.name, kind, lambda rng: [ex.sample(rng, size).args for _ in range(opts.batch)])
     args = tuple(samples[0][i] if axis is None else np.stack([s[i] for s in samples], axis=axis)
                  for i, axis in enumerate(opts.in_axes))
     return Case(args, f"a batch of {opts.batch} size-{size} cases")
@@ -30,7 +30,7 @@ def batched_case(session: TopicSession, run: ExerciseRun, opts: Vmap) -> Case:
 def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     ex = run.exercise
     opts: Vmap = ex.options["vmap"]
-    case = batched_case(session, run, opts)
+    case = batched_case(session, run, opts, "vmap")
     request = {"fn": ex.name, "transforms": [["vmap", {"in_axes": list(opts.in_axes)}]]}
     try:
         problem = session.compare_call(case.args, ex.rtol, ex.atol, **request)
@@ -40,7 +40,7 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
         return Outcome.fail(f"jax.vmap over {case.label}: {problem}")
     if not opts.requirements:
         return Outcome.ok(f"jax.vmap over {case.label} matches")
-    again = batched_case(session, run, opts)
+    again = batched_case(session, run, opts, "vmap_again")
     trace = {**request, "args": case.args, "args_again": again.args, "static_argnums": ex.static_argnums}
     try:
         facts, ref = traced_facts(session, trace, ex.rtol, ex.atol)

@@ -105,15 +105,11 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     errors: list[float] = []
     ref_errors: list[float] = []
     for i in range(opts.runs):
-        case = ex.sample(session.rng, opts.size)
+        case = session.draw(ex.name, "vmc", lambda rng: ex.sample(rng, opts.size))
         n, h, J = case.args[:3]
         exact = exact_energy(n, h, J)
         which = f"run {i + 1} of {opts.runs} (n={n}, h={h:g}, J={J:g}, key=jax.random.key({case.args[3].seed}))"
-        try:
-            with session.student_paused():
-                ref = timed_call(session.ref, ex.name, [case], jit=False, static_argnums=(), timeout=REFERENCE_TIMEOUT)
-        except (WorkerDied, CallFailed) as exc:
-            raise GraderError(f"the reference {session.topic.name}.{ex.name} failed, {which}: {exc}") from None
+        ref = _reference_run(session, ex.name, case, which)
         structure = ref.outs[0]["treedef"]
         params, problem = rbm_of(ref.outs[0], structure)
         ref_error = abs(rbm_energy(*params, h, J) - exact) / abs(exact) if params else float("inf")
@@ -150,7 +146,27 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
                                                                                   stus[1].outs[0]["leaves"])):
         return Outcome.fail("two runs with different keys returned identical parameters: take every random choice "
                             "(the initial parameters, the Markov chains) from the key", **data)
+    if session.public:
+        times = ", ".join(f"{s.seconds:.2f} s" for s in stus)
+        return Outcome.pending(f"relative energy error {', '.join(f'{e:.1e}' for e in errors)} on {len(stus)} runs "
+                               f"(below {opts.max_error:g}: the accuracy half would pass); your runs took {times} "
+                               f"(wall time, this machine); the time half is judged against the reference's on the "
+                               f"grading machine: full up to x{opts.full:g}, none from x{opts.zero:g}", **data,
+                               student_seconds=[round(s.seconds, 3) for s in stus])
     return _with_time(opts, backend, refs, stus, data)
+
+
+def _reference_run(session: TopicSession, fn: str, case, which: str) -> Timed:
+    """The reference's timed run on `case` (live, with the student's worker frozen; or recorded)."""
+    def compute() -> dict:
+        try:
+            with session.student_paused():
+                ref = timed_call(session.ref, fn, [case], jit=False, static_argnums=(), timeout=REFERENCE_TIMEOUT)
+        except (WorkerDied, CallFailed) as exc:
+            raise GraderError(f"the reference {session.topic.name}.{fn} failed, {which}: {exc}") from None
+        return {"seconds": ref.seconds, "cpu_seconds": ref.cpu_seconds, "outs": ref.outs}
+
+    return Timed(**session.answer("vmc", {"fn": fn, "args": case.args}, compute))
 
 
 def _with_time(opts: Vmc, backend: str, refs: list[Timed], stus: list[Timed], data: dict) -> Outcome:

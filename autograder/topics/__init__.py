@@ -1,6 +1,10 @@
 """The topics of the course, in teaching order: ORDER is the one list of them.
 
-Each topic module defines `TOPIC`, a `autograder.spec.Topic` holding its whole spec.
+Each topic module defines `TOPIC`, a `autograder.spec.Topic` holding its whole spec, hidden
+parts included (samplers, edge cases); those modules stay on the grader's side. What students
+are checked against is the public spec (`autograder.public.topic`), which `resolve(...,
+public=True)` gives: it works in the student package too, where only this file of the
+package ships.
 """
 
 from __future__ import annotations
@@ -15,10 +19,30 @@ ORDER: tuple[str, ...] = ("prng", "at_updates", "static_args", "loops", "pytrees
 
 
 def load(name: str) -> Topic:
-    """The spec of topic `name`; a ValueError naming the known topics otherwise."""
+    """The full spec of topic `name` (the grader's); a ValueError naming the known topics otherwise."""
+    check_name(name)
+    try:
+        topic = importlib.import_module(f"autograder.topics.{name}").TOPIC
+    except ModuleNotFoundError as exc:
+        if exc.name != f"autograder.topics.{name}":
+            raise
+        raise ValueError(f"the hidden grader of {name!r} is not installed here (only the course's grader has it)") from None
+    validate(topic)
+    return topic
+
+
+def check_name(name: str) -> None:
+    """A ValueError naming the known topics unless `name` is one."""
     if name not in ORDER:
         raise ValueError(f"unknown topic {name!r}; the topics are: {', '.join(ORDER)}")
-    topic = importlib.import_module(f"autograder.topics.{name}").TOPIC
+
+
+def load_public(name: str) -> Topic:
+    """The public spec of topic `name`: what `grade check` grades (no samplers, no edge cases)."""
+    from autograder import public
+
+    check_name(name)
+    topic = public.topic(name)
     validate(topic)
     return topic
 
@@ -35,16 +59,17 @@ def validate(topic: Topic) -> None:
                 raise ValueError(f"{topic.name}.{ex.name}: the {check!r} check is advisory and must be worth 0 points")
 
 
-def resolve(names: list[str] | None) -> list[Topic]:
-    """Specs for `names` (all topics when empty), in course order.
+def resolve(names: list[str] | None, *, public: bool = False) -> list[Topic]:
+    """Specs for `names` (all topics when empty), in course order; public specs with `public`.
 
     A name is a topic (`prng`) or one exercise of it (`prng.dropout`); a topic named through
     its exercises keeps only those.
     """
+    load_spec = load_public if public else load
     wanted: dict[str, set[str] | None] = {}
     for name in names or ORDER:
         topic, _, exercise = name.partition(".")
-        spec = load(topic)
+        spec = load_spec(topic)
         if not exercise:
             wanted[topic] = None
         elif wanted.get(topic, set()) is not None:
@@ -53,7 +78,7 @@ def resolve(names: list[str] | None) -> list[Topic]:
     selected = []
     for name in ORDER:
         if name in wanted:
-            spec, only = load(name), wanted[name]
+            spec, only = load_spec(name), wanted[name]
             if only is not None:
                 spec = dataclasses.replace(spec, exercises=tuple(e for e in spec.exercises if e.name in only))
             selected.append(spec)

@@ -1,5 +1,6 @@
-"""`grade build`: generate the student stubs in `exercises/` and the nbgrader notebooks in
-`course/source/` from `solutions/` (and, for the notebooks, the lessons and the specs).
+"""`grade build`: generate the student stubs in `exercises/`, the nbgrader notebooks in
+`course/source/` and the public expectations in `autograder/public/` from `solutions/` (and,
+for the notebooks, the lessons and the specs).
 
 A solution marks what the student writes with nbgrader's markers:
 
@@ -18,8 +19,10 @@ import ast
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
-from autograder import notebooks, topics
+from autograder import topics
+from autograder.course import expectations, notebooks
 
 BEGIN = re.compile(r"^(?P<indent>\s*)### BEGIN SOLUTION\s*$")
 END = re.compile(r"^\s*### END SOLUTION\s*$")
@@ -82,9 +85,12 @@ def marked_functions(source: str) -> list[str]:
     return names
 
 
-def build(solutions_dir: Path, exercises_dir: Path, course_dir: Path | None = None, *, check: bool = False) -> list[Built]:
+def build(solutions_dir: Path, exercises_dir: Path, course_dir: Path | None = None, *, check: bool = False,
+          public_dir: Path | None = None, on_record: Callable[[str], None] | None = None) -> list[Built]:
     """Generate (or, with `check`, compare) every topic's stub and, given `course_dir`, its
-    nbgrader source notebook; return what changed."""
+    nbgrader source notebook and, given `public_dir`, its public expectations (recorded again
+    only when their fingerprint changed; `on_record(topic)` is called before each recording);
+    return what changed."""
     built = []
     for name in topics.ORDER:
         spec = topics.load(name)
@@ -99,6 +105,19 @@ def build(solutions_dir: Path, exercises_dir: Path, course_dir: Path | None = No
             except notebooks.NotebookError as exc:
                 raise BuildError(str(exc)) from None
             built.append(_generate(course_dir / "source" / name / f"{name}.ipynb", text, check))
+        if public_dir is not None:
+            target = public_dir / f"{name}.json"
+            if target.exists() and expectations.up_to_date(name, solutions_dir):
+                built.append(Built(target, False))
+            elif check:
+                built.append(Built(target, True))
+            else:
+                if on_record:
+                    on_record(name)
+                try:
+                    built.append(_generate(target, expectations.record(name, solutions_dir), check))
+                except expectations.RecordingError as exc:
+                    raise BuildError(str(exc)) from None
     return built
 
 

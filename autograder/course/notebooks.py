@@ -36,16 +36,27 @@ processes, with the same engine as `grade check`: here on the public cases, and 
 instructor autogrades, on fresh hidden cases and edge cases. It prints what it found and
 returns the points earned; a check that earns nothing prints FAILED and the reason (in red).
 Keep any helper your function needs inside its answer cell: the grader rebuilds your module from
-the answer cells you last ran.\
+the answer cells you last ran. Stuck? `jaxlings.hint("<function>")` in a cell of your own gives a
+hint (ask again for the next one). Speed is judged when your instructor grades, on the grading
+machine: here its grade cell shows your own time.\
 """
 
 GRADE_CELL = '''\
 # {check} ({points:g} {unit}): {summary}
+from autograder.kernel import grader
 mode = "public"
 ### BEGIN HIDDEN TESTS
 mode = "hidden"
 ### END HIDDEN TESTS
-jaxlings.verdict("{exercise}", "{check}", mode)'''
+grader("{topic}").verdict("{exercise}", "{check}", mode)'''
+
+CLI_TO_NOTEBOOK = (
+    (r"`exercises/{topic}\.py`", "the answer cells below (the functions of `exercises/{topic}.py`)"),
+    (r"`grade check {topic}`", "the grade cells below each answer cell"),
+    (r"`grade hint {topic}\.(\w+)`", r'`jaxlings.hint("\1")` in a cell of your own'),
+    (r"`grade hint`", '`jaxlings.hint("<function>")`'),
+)
+"""The lesson's command-line directions, told the notebook's way (a notebook student has no shell)."""
 
 
 class NotebookError(Exception):
@@ -102,6 +113,13 @@ def solution_pieces(source: str, exercises: list[str]) -> tuple[str, list[tuple[
     return docstring, pieces
 
 
+def for_notebook(markdown: str, topic: str) -> str:
+    """A lesson's markdown with its command-line directions told the notebook's way."""
+    for pattern, replacement in CLI_TO_NOTEBOOK:
+        markdown = re.sub(pattern.format(topic=topic), replacement.replace("{topic}", topic), markdown)
+    return markdown
+
+
 def make_notebook(topic: Topic, lesson: str, solution: str) -> nbformat.NotebookNode:
     """The nbgrader source notebook of `topic`."""
     names = [ex.name for ex in topic.exercises]
@@ -118,6 +136,8 @@ def make_notebook(topic: Topic, lesson: str, solution: str) -> nbformat.Notebook
     for i, (kind, text) in enumerate(lesson_cells(lesson)):
         if kind == "code" and (clash := kernel.top_level_names(text) & set(names)):
             raise NotebookError(f"lesson {topic.name}: a code block defines {sorted(clash)}, an exercise's name")
+        if kind == "markdown":
+            text = for_notebook(text, topic.name)
         add(new_markdown_cell(text) if kind == "markdown" else new_code_cell(text), f"lesson-{i:02d}")
 
     docstring, pieces = solution_pieces(solution, names)
@@ -125,7 +145,8 @@ def make_notebook(topic: Topic, lesson: str, solution: str) -> nbformat.Notebook
         raise NotebookError(f"solutions/{topic.name}.py must start with given code (its imports) before its exercises")
     add(new_markdown_cell(f"## Exercises\n\n{docstring}\n\n{GRADING_NOTE}"), "exercises")
     given = 0
-    setup = f"from autograder.kernel import NotebookGrader\n\njaxlings = NotebookGrader({topic.name!r})"
+    setup = (f"from autograder.kernel import grader\n\n"
+             f"jaxlings = grader({topic.name!r})  # jaxlings.hint(\"<function>\") gives a hint")
     for name, text in pieces:
         if name is None:
             text = f"{text}\n\n{setup}" if given == 0 else text  # the grade cells' grader
@@ -140,7 +161,7 @@ def make_notebook(topic: Topic, lesson: str, solution: str) -> nbformat.Notebook
         add(new_code_cell(text, metadata=nbgrader_meta(name, solution=True)), name)
         for check, points in ex.checks.items():
             source = GRADE_CELL.format(check=check, points=points, unit="point" if points == 1 else "points",
-                                       summary=checks.SUMMARIES[check], exercise=name)
+                                       summary=checks.SUMMARIES[check], exercise=name, topic=topic.name)
             add(new_code_cell(source, metadata=nbgrader_meta(f"{name}-{check}", grade=True, locked=True, points=points)),
                 f"{name}-{check}")
     missing = set(names) - {n for n, _ in pieces if n}
