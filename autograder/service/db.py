@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from sqlalchemy import (ForeignKey, Integer, LargeBinary, String, Text, UniqueConstraint, create_engine, event,
+from sqlalchemy import (Float, ForeignKey, Integer, LargeBinary, String, Text, UniqueConstraint, create_engine, event,
                         select)
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship, sessionmaker
@@ -81,8 +81,8 @@ class Submission(Base):
     finished_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     worker: Mapped[str] = mapped_column(String(200), default="")
-    score: Mapped[float | None] = mapped_column(nullable=True)
-    max_score: Mapped[float | None] = mapped_column(nullable=True)
+    score: Mapped[float | None] = mapped_column(Float, nullable=True)
+    max_score: Mapped[float | None] = mapped_column(Float, nullable=True)
     result_json: Mapped[str | None] = mapped_column(Text, nullable=True)
     error: Mapped[str] = mapped_column(Text, default="")
     student: Mapped[Student] = relationship(back_populates="submissions")

@@ -1,0 +1,217 @@
+"""Helpers for the service tests: a real `grade serve` and `grade worker` as processes on loopback.
+
+Everything talks to 127.0.0.1 only. Each helper bounds its waits; a process started here is
+ended here (by its process group, so a worker's pool and grading processes go with it).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTIONS = ROOT / "solutions"
+GRADE = [sys.executable, "-m", "autograder"]
+PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+REDIS = "redis://127.0.0.1:6379"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def reachable(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def zip_of(files: dict[str, bytes | str]) -> bytes:
+    """A zip holding `files` (name -> content)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, content in files.items():
+            archive.writestr(name, content)
+    return buffer.getvalue()
+
+
+BROKEN = "def split_keys(key, n:\n"        # a prng.py that fails to import: graded in seconds
+
+
+@dataclass
+class Course:
+    """One course's settings as environment variables, and handles on its processes."""
+
+    env: dict[str, str]
+    data_dir: Path
+    port: int
+    procs: list[subprocess.Popen] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def settings(self):
+        from autograder.service import config
+
+        return config.from_env(self.env)
+
+    def token(self, login: str) -> str:
+        """A fresh course token for `login` (added to the roster if new)."""
+        from autograder.service import auth, db
+
+        settings = self.settings()
+        db.upgrade(settings.db_url)
+        with db.sessions(settings.db_url).begin() as session:
+            return auth.add_student(session, login)[1]
+
+    def instructor(self) -> str:
+        from autograder.service import roster
+
+        return roster.add_instructor(self.settings(), "prof")
+
+    def _start(self, args: list[str], log: str, **env: str) -> subprocess.Popen:
+        out = open(self.data_dir / log, "ab")
+        proc = subprocess.Popen(GRADE + args, env={**os.environ, **self.env, **env}, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True, cwd=self.data_dir)
+        self.procs.append(proc)
+        return proc
+
+    def serve(self, timeout: float = 60, **env: str) -> subprocess.Popen:
+        """Start the API and wait (bounded) until it answers."""
+        proc = self._start(["serve"], "serve.log", **env)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"grade serve exited: {self.log('serve.log')}")
+            try:
+                if httpx.get(f"{self.url}/api/health", timeout=2).status_code == 200:
+                    return proc
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"grade serve did not answer in {timeout} s: {self.log('serve.log')}")
+
+    def worker(self, **env: str) -> subprocess.Popen:
+        return self._start(["worker"], "worker.log", **env)
+
+    def log(self, name: str) -> str:
+        path = self.data_dir / name
+        return path.read_text(errors="replace")[-4000:] if path.exists() else ""
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            kill(proc, signal.SIGTERM)
+        self.procs.clear()
+
+
+def kill(proc: subprocess.Popen, sig: int = signal.SIGKILL, wait: float = 30) -> None:
+    """Send `sig` to a process's whole group (its pool and graders too) and reap it."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(wait)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(wait)
+    try:  # what the group left behind (a grading process between two syscalls)
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def course_env(data_dir: Path, port: int, **extra: str) -> dict[str, str]:
+    """Test settings: short leases and sweeps so lost jobs come back in seconds."""
+    return {"JAXLINGS_DATA_DIR": str(data_dir), "JAXLINGS_PORT": str(port), "JAXLINGS_SANDBOX": "auto",
+            "JAXLINGS_LEASE_SECONDS": "6", "JAXLINGS_HEARTBEAT_SECONDS": "1", "JAXLINGS_SWEEP_SECONDS": "2",
+            "JAXLINGS_SOLUTIONS": str(SOLUTIONS), **extra}
+
+
+def postgres_redis_env() -> dict[str, str]:
+    """A fresh PostgreSQL database and a private Redis queue; skips when either is not running."""
+    if not reachable(5432) or not reachable(6379):
+        pytest.skip("PostgreSQL (127.0.0.1:5432) or Redis (127.0.0.1:6379) is not running; .ci/run starts them")
+    import sqlalchemy
+
+    name = f"jaxlings_test_{uuid.uuid4().hex[:10]}"
+    admin = sqlalchemy.create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sqlalchemy.text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    return {"JAXLINGS_DATABASE_URL": f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}",
+            "JAXLINGS_BROKER_URL": f"{REDIS}/0", "JAXLINGS_RESULT_BACKEND": f"{REDIS}/1",
+            "JAXLINGS_QUEUE": name}
+
+
+def drop_database(url: str) -> None:
+    import sqlalchemy
+
+    from autograder.service import db
+
+    db.engine_for(url).dispose()
+    name = url.rsplit("/", 1)[1]
+    admin = sqlalchemy.create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sqlalchemy.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+def wait_for(predicate, timeout: float, what: str, interval: float = 0.3):
+    """Poll `predicate` until it returns something truthy; fail naming `what` after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def api(course: Course, token: str) -> httpx.Client:
+    return httpx.Client(base_url=course.url, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+
+
+def post_zip(client: httpx.Client, data: bytes, topics: list[str] | None = None) -> httpx.Response:
+    return client.post("/api/submissions", content=data, params={"topics": topics or []},
+                       headers={"Content-Type": "application/zip"})
+
+
+def state(client: httpx.Client, submission_id: int) -> dict:
+    return client.get(f"/api/submissions/{submission_id}").json()
+
+
+def graded(client: httpx.Client, submission_id: int, timeout: float) -> dict:
+    """Wait (bounded) until a submission is done or failed; its state."""
+    return wait_for(lambda: (s := state(client, submission_id))["status"] in ("done", "failed") and s,
+                    timeout, f"submission {submission_id} to be graded")
+
+
+@pytest.fixture
+def course(tmp_path):
+    """A course on SQLite in a temporary folder; its processes are stopped afterwards."""
+    c = new_course(tmp_path / "course")
+    yield c
+    c.stop()
+
+
+def new_course(data: Path, **extra: str) -> Course:
+    data.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    return Course(course_env(data, port, **extra), data, port)

@@ -1,0 +1,71 @@
+"""The pages in a real headless browser (Debian's chromium driven by playwright): a student logs in
+with a token, submits a zip, watches the result appear; the instructor reads the gradebook and
+downloads its CSV.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import shutil
+
+import pytest
+
+from service_helpers import BROKEN, SOLUTIONS, course, zip_of  # noqa: F401
+
+pytestmark = pytest.mark.slow
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.fixture
+def browser():
+    playwright = pytest.importorskip("playwright.sync_api")
+    if not shutil.which(CHROMIUM):
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium; .ci/run does)")
+    with playwright.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        yield chromium
+        chromium.close()
+
+
+def log_in(browser, url: str, token: str):
+    page = browser.new_context(accept_downloads=True).new_page()
+    page.set_default_timeout(30_000)
+    page.goto(f"{url}/login")
+    page.fill("#token", token)
+    page.click("#login")
+    return page
+
+
+def test_student_submits_in_the_browser_and_instructor_downloads_the_csv(course, browser, tmp_path):
+    course.serve()
+    course.worker()
+    wrong = log_in(browser, course.url, "jxl_not-a-token")
+    assert "not known" in wrong.text_content("#error")
+    page = log_in(browser, course.url, course.token("grace"))
+    assert page.url.endswith("/me")
+    bad = tmp_path / "notes.zip"
+    bad.write_bytes(zip_of({"notes.txt": "hi"}))
+    page.set_input_files("#file", str(bad))
+    page.click("#submit")
+    assert "not a topic file" in page.text_content("#error")
+    good = tmp_path / "mine.zip"
+    good.write_bytes(zip_of({"prng.py": BROKEN, "at_updates.py": (SOLUTIONS / "at_updates.py").read_text()}))
+    page.set_input_files("#file", str(good))
+    page.click("#submit")
+    assert "/submissions/" in page.url and page.text_content("#status").startswith("status:")
+    page.wait_for_selector("#score", timeout=240_000)       # the page refreshes itself until graded
+    assert "14 / 33" in page.text_content("#score")
+    assert "at_updates.mask_fill:jit" in page.text_content("#verdicts")
+    page.goto(f"{course.url}/me")
+    assert "14 / 33" in page.text_content("#history")
+    assert page.goto(f"{course.url}/gradebook").url.endswith("/login")     # students have no gradebook
+
+    prof = log_in(browser, course.url, course.instructor())
+    assert prof.url.endswith("/gradebook")
+    assert "grace" in prof.text_content("#gradebook")
+    assert prof.locator("svg.histogram").count() == 2 and prof.locator("svg.timeline").count() == 1
+    with prof.expect_download() as download:
+        prof.click("#csv")
+    rows = list(csv.DictReader(io.StringIO(open(download.value.path()).read())))
+    assert [(r["login"], r["prng"], r["at_updates"], r["total"]) for r in rows] == [("grace", "0", "14", "14")]

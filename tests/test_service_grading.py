@@ -1,0 +1,146 @@
+"""Grading through the service for real: `grade serve`, `grade worker` processes, `grade submit --wait`.
+
+Kills are real (SIGKILL to the whole process group); SQLite with Celery's SQLAlchemy transport
+(the embedded default) and PostgreSQL + Redis. Submissions hold one small topic.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import threading
+
+import httpx
+import pytest
+
+from service_helpers import (BROKEN, GRADE, SOLUTIONS, api, course, graded, kill, new_course, post_zip,  # noqa: F401
+                             postgres_redis_env, drop_database, state, wait_for, zip_of)
+
+pytestmark = pytest.mark.slow
+AT = (SOLUTIONS / "at_updates.py").read_bytes()
+
+
+def run_grade(course, args: list[str], cwd, **env: str) -> subprocess.CompletedProcess:
+    """Run a `grade` client command as a student would, bounded in time."""
+    full = {**os.environ, "JAXLINGS_CONFIG": str(cwd / "client.json"), "COLUMNS": "200", **env}
+    return subprocess.run(GRADE + args, cwd=cwd, env=full, capture_output=True, text=True, timeout=300)
+
+
+def test_grade_submit_wait_shows_progress_then_the_check_table(course, tmp_path):
+    course.serve()
+    course.worker()
+    home = tmp_path / "student"
+    (home / "exercises").mkdir(parents=True)
+    shutil.copy(SOLUTIONS / "at_updates.py", home / "exercises")
+    (home / "exercises" / "prng.py").write_text(BROKEN)
+    (home / "exercises" / "notes.txt").write_text("not sent")
+    refused = run_grade(course, ["login", "--server", course.url, "--token", "jxl_wrong"], home)
+    assert refused.returncode == 2 and "refused your token" in refused.stdout
+    token = course.token("carol")
+    assert run_grade(course, ["login", "--server", course.url, "--token", token], home).returncode == 0
+    done = run_grade(course, ["submit", "at_updates", "--wait"], home)
+    assert done.returncode == 0, done.stdout + done.stderr + course.log("worker.log")
+    out = done.stdout
+    assert "queued" in out and "grading topic 1 of 1: at_updates" in out
+    assert "at_updates: 14 / 14" in out and "Total: 14 / 14" in out
+    sub = int(out.split("submission ")[1].split(":")[0])
+    doc = api(course, token).get(f"/api/submissions/{sub}/results.json").json()
+    assert doc["score"] == doc["max_score"] == 14 and doc["extra_data"]["mode"] == "hidden"
+    assert {t["name"].split(".")[0] for t in doc["tests"]} == {"at_updates"}
+    assert {"score", "max_score", "execution_time", "tests", "extra_data"} <= set(doc)
+    again = run_grade(course, ["result", str(sub), "--json", "r.json"], home)
+    assert "Total: 14 / 14" in again.stdout and json.loads((home / "r.json").read_text()) == doc
+    history = run_grade(course, ["submissions"], home)
+    assert str(sub) in history.stdout and "done" in history.stdout
+    failing = run_grade(course, ["submit", "prng", "--wait"], home)        # a broken file scores 0, with why
+    assert failing.returncode == 0 and "Total: 0 /" in failing.stdout and "prng" in failing.stdout
+
+
+def test_a_worker_killed_mid_grade_leaves_the_job_to_be_graded_again(course):
+    course.serve()
+    first = course.worker()
+    client = api(course, course.token("dave"))
+    sub = post_zip(client, zip_of({"at_updates.py": AT})).json()["id"]
+    wait_for(lambda: state(client, sub)["progress"].startswith("grading topic"), 120, "grading to start")
+    kill(first)                                   # SIGKILL: pool, graders and all
+    assert state(client, sub)["status"] == "grading"       # held by a lease that nobody renews now
+    course.worker()
+    done = graded(client, sub, 240)
+    assert done["status"] == "done" and done["attempts"] == 2, course.log("worker.log")
+    assert done["score"] == done["max_score"] == 14
+
+
+def test_the_api_killed_between_storing_and_replying_loses_nothing(course):
+    slow = course.serve(JAXLINGS_REPLY_DELAY="60")     # stores, then sits before sending and replying
+    course.worker()
+    token = course.token("erin")
+    data = zip_of({"prng.py": BROKEN})
+    replies: list = []
+
+    def send() -> None:
+        try:
+            replies.append(post_zip(api(course, token), data))
+        except httpx.HTTPError as exc:
+            replies.append(exc)
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    wait_for(lambda: (course.data_dir / "uploads").is_dir() and any((course.data_dir / "uploads").iterdir()), 30,
+             "the upload to be stored")
+    wait_for(lambda: _rows(course), 30, "the submission row")
+    kill(slow)
+    sender.join(60)
+    assert replies and isinstance(replies[0], httpx.HTTPError)      # the student never got the 202
+    course.serve()
+    client = api(course, token)
+    (stored,) = _rows(course)
+    done = graded(client, stored, 120)           # the worker's sweep sends what the dead API never did
+    assert done["status"] == "done" and done["score"] == 0
+    retry = post_zip(client, data).json()        # the student sends again: the same submission
+    assert retry["id"] == stored and retry["duplicate"] is True
+
+
+def _rows(course) -> list[int]:
+    from sqlalchemy import select
+
+    from autograder.service import db
+
+    with db.sessions(course.settings().db_url)() as session:
+        return list(session.scalars(select(db.Submission.id)))
+
+
+def test_instructors_regrade_one_a_topic_or_everything(course):
+    course.serve()
+    course.worker()
+    client = api(course, course.token("frank"))
+    prof = api(course, course.instructor())
+    sub = post_zip(client, zip_of({"prng.py": BROKEN})).json()["id"]
+    assert graded(client, sub, 120)["attempts"] == 1
+    assert client.post(f"/api/submissions/{sub}/regrade").status_code == 403
+    assert prof.post(f"/api/submissions/{sub}/regrade").json()["queued"] == [sub]
+    assert graded(prof, sub, 120)["attempts"] == 2
+    assert prof.post("/api/regrade", params={"topic": "at_updates"}).json()["queued"] == []
+    assert prof.post("/api/regrade").status_code == 400
+    assert prof.post("/api/regrade", params={"topic": "prng"}).json()["queued"] == [sub]
+    wait_for(lambda: graded(prof, sub, 120)["attempts"] == 3, 120, "the topic regrade")
+    assert prof.post("/api/regrade", params={"all": "true"}).json()["queued"] == [sub]
+    wait_for(lambda: graded(prof, sub, 120)["attempts"] == 4, 120, "the regrade of everything")
+
+
+def test_postgres_and_redis_with_two_workers(tmp_path):
+    env = postgres_redis_env()
+    c = new_course(tmp_path / "pg", **env)
+    try:
+        c.serve()
+        c.worker()
+        c.worker()
+        clients = [api(c, c.token(f"pg{i}")) for i in range(3)]
+        subs = [(cl, post_zip(cl, zip_of({"prng.py": BROKEN + f"# {i}\n"})).json()["id"]) for i, cl in enumerate(clients)]
+        results = [graded(cl, sub, 180) for cl, sub in subs]
+        assert all(r["status"] == "done" and r["score"] == 0 for r in results), c.log("worker.log")
+        assert clients[0].get(f"/api/submissions/{subs[1][1]}").status_code == 404
+    finally:
+        c.stop()
+        drop_database(env["JAXLINGS_DATABASE_URL"])
