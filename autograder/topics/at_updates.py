@@ -56,7 +56,9 @@ TOPIC = Topic(
             hints=(
                 "`x[i] = v` cannot work on an immutable array; there is a method that returns the updated copy.",
                 "`x.at[idx]` gives an updater with `.set`, `.add`, `.min`, `.max`, each taking `vals`.",
-                "at = x.at[idx]; return at.set(vals), at.add(vals), at.min(vals), at.max(vals)",
+                "Build the updater `x.at[idx]` once and call each of the four methods on it with `vals`; return the "
+                "results as a 4-tuple in the order (set, add, min, max). No loop: each method is already one scatter over "
+                "all of `idx`.",
             ),
         ),
         Exercise(
@@ -74,7 +76,8 @@ TOPIC = Topic(
             hints=(
                 "Start from an array of nbins zeros and add 1 at every value of x, all at once.",
                 "`.at[x].add(1)` adds 1 once per occurrence, even when x repeats an index; mind the dtype (int32).",
-                "return jnp.zeros(nbins, jnp.int32).at[x].add(1)",
+                "Chain three pieces: an int32 array of `nbins` zeros, `.at[...]` indexed by `x` itself, and a scatter-add "
+                "of the constant 1. The pitfall is `.set(1)`: repeated values would count only once.",
             ),
         ),
         Exercise(
@@ -88,7 +91,8 @@ TOPIC = Topic(
             hints=(
                 "Under jit the number of entries above the threshold is unknown when compiling, so you cannot index with the mask.",
                 "Choose between two arrays elementwise instead of selecting a subset: `jnp.where(cond, a, b)`.",
-                "return jnp.where(x > threshold, fill, x)  (keep x's dtype)",
+                "The condition is `x > threshold`: where it holds take `fill`, elsewhere keep `x`. Cast `fill` to "
+                "`x.dtype` (`jnp.asarray(..., dtype)`) to be sure the output keeps `x`'s dtype.",
             ),
         ),
         Exercise(
@@ -103,7 +107,9 @@ TOPIC = Topic(
             hints=(
                 "Both halves are one-liners with `.at[idx]`; the defaults for out-of-bounds indices are the wrong ones.",
                 "`.get(mode='fill', fill_value=...)` reads `fill` past the end; `.add(vals, mode='clip')` clamps the writes.",
-                "return x.at[idx].get(mode='fill', fill_value=fill), x.at[idx].add(vals, mode='clip')",
+                "Two separate `.at[idx]` chains on the original `x`: a `get` in fill mode for the reads (pass `fill` as "
+                "the fill value), and an `add` of `vals` in clip mode for the writes. Return them as (looked_up, "
+                "clamped); neither feeds the other.",
             ),
         ),
     ),

@@ -61,10 +61,12 @@ TOPIC = Topic(
             hints=(
                 "Three objects: the graph (which sites are bonded), the Hilbert space (what lives on each site), and "
                 "the operator on that space. Mind signs: the task's H has -J in front of Z_i Z_{i+1}.",
-                "`g = nk.graph.Chain(length=n, pbc=True)`, `hi = nk.hilbert.Spin(s=1/2, N=n)`, then "
-                "`nk.operator.Ising(hilbert=hi, graph=g, h=h, J=...)`: NetKet's Ising is -h sum X + J sum ZZ.",
-                "return nk.operator.Ising(hilbert=hi, graph=g, h=h, J=-J)   (or: sum(-J * sigmaz(hi, i) @ "
-                "sigmaz(hi, (i + 1) % n) - h * sigmax(hi, i) for i in range(n)))",
+                "`nk.graph.Chain` with `pbc=True` makes the ring, `nk.hilbert.Spin` with `s=1/2` and `N=` the space, and "
+                "`nk.operator.Ising(hilbert=..., graph=..., h=..., J=...)` the operator: NetKet's Ising is -h sum X + J "
+                "sum ZZ.",
+                "NetKet's J multiplies +ZZ while the task's H has -J in front: pass the negated coupling and keep h as it "
+                "is. Or sum -J Z_i Z_{i+1} - h X_i over the sites with `sigmaz`/`sigmax`, wrapping i + 1 with `% n` and "
+                "multiplying operators with `@`.",
             ),
         ),
         Exercise(
@@ -86,7 +88,9 @@ TOPIC = Topic(
                 "eigensolver needs only products H @ v and never the dense 2**n x 2**n matrix.",
                 "`nk.exact.lanczos_ed(H)` returns an array of the k lowest eigenvalues (k=1 by default); "
                 "build H with your tfim_hamiltonian.",
-                "return nk.exact.lanczos_ed(tfim_hamiltonian(n, h, J))[0]",
+                "Build H with your `tfim_hamiltonian`, hand it to `lanczos_ed` with the default k, and take the one "
+                "eigenvalue out of the length-1 array it returns. Never go through `to_sparse().toarray()` or "
+                "`np.linalg.eigvalsh`: at n = 14 the dense route does not finish in time.",
             ),
         ),
         Exercise(
@@ -99,10 +103,12 @@ TOPIC = Topic(
                 "Variational Monte Carlo: a model (the RBM), a sampler that draws configurations from |psi|^2, a "
                 "variational state holding both, and a driver that steps the parameters downhill in energy. "
                 "Without stochastic reconfiguration (SR) plain gradient descent converges far too slowly.",
-                "`vstate = nk.vqs.MCState(nk.sampler.MetropolisLocal(hi), nk.models.RBM(alpha=1), n_samples=512, "
-                "seed=k1, sampler_seed=k2)` with k1, k2 = jax.random.split(key); `nk.driver.VMC(H, optax.sgd(0.1), "
-                "variational_state=vstate, preconditioner=nk.optimizer.SR(diag_shift=0.01))`.",
-                "driver.run(n_iter=100, out=None, show_progress=False); return vstate.parameters",
+                "`nk.vqs.MCState(sampler, model, n_samples=..., seed=..., sampler_seed=...)` with "
+                "`nk.sampler.MetropolisLocal` on H's Hilbert space and `nk.models.RBM(alpha=1)`; `nk.driver.VMC(H, "
+                "optax.sgd(...), variational_state=..., preconditioner=nk.optimizer.SR(diag_shift=...))`.",
+                "Split `key` into two keys, one for the parameters (`seed=`) and one for the sampler (`sampler_seed=`). "
+                "The docstring's settings (512 samples, learning rate 0.1, diag_shift 0.01, 100 steps) suffice; run the "
+                "driver with no output file and no progress bar, then return the variational state's `parameters`.",
             ),
         ),
         Exercise(
@@ -120,11 +126,12 @@ TOPIC = Topic(
             hints=(
                 "Get the ground-state vector from Lanczos, then each observable is a sandwich <psi|O|psi>, "
                 "with O's sparse matrix in the same basis as psi.",
-                "`E, V = nk.exact.lanczos_ed(H, compute_eigenvectors=True)`; psi = V[:, 0]; "
-                "`np.vdot(psi, O.to_sparse() @ psi)` with O = sum(sigmax(hi, i) for i in range(n)) / n, and "
-                "O = sigmaz(hi, 0) @ sigmaz(hi, r) (operators multiply with @).",
-                "expect = lambda O: np.real(np.vdot(psi, O.to_sparse() @ psi)); return expect(mx_operator), "
-                "np.array([expect(sigmaz(hi, 0) @ sigmaz(hi, r)) for r in range(n // 2 + 1)])",
+                "`nk.exact.lanczos_ed(H, compute_eigenvectors=True)` also returns the eigenvectors, as columns; an "
+                "expectation value is `np.vdot(psi, O.to_sparse() @ psi)`. Build each O from `sigmax` and `sigmaz` on "
+                "`H.hilbert`.",
+                "Write one helper that takes an operator and returns the real part of its expectation in psi (the first "
+                "eigenvector column). mx: sum the n one-site X operators and divide by n before taking the expectation. "
+                "czz: one `Z_0 @ Z_r` product per r in 0..n // 2, collected into a NumPy array.",
             ),
         ),
     ),

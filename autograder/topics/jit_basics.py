@@ -98,7 +98,9 @@ TOPIC = Topic(
             hints=(
                 "Under jit, `norm > max_norm` is not True or False yet: it is a tracer. You cannot branch on it, but you can compute with it.",
                 "`jnp.where(cond, a, b)` picks elementwise between two arrays that are both computed; `cond` may be a traced scalar.",
-                "norm = jnp.sqrt(jnp.sum(g * g)); return jnp.where(norm > max_norm, g * (max_norm / norm), g)",
+                "Compute the norm over all entries as one scalar, then select between the rescaled `g` and `g` itself, "
+                "with the traced comparison as the condition. An all-zero `g` has norm 0 and `0 > max_norm` is false, so "
+                "the select keeps `g` and the result stays zero.",
             ),
         ),
         Exercise(
@@ -115,8 +117,9 @@ TOPIC = Topic(
             hints=(
                 "A Python print inside a jitted function runs while JAX traces it, not when the compiled program runs. That is exactly when you want this line.",
                 "Use Python's `print` with the f-string of the docstring (x.dtype and x.shape are known while tracing); not `jax.debug.print`, which runs on every call.",
-                "print(f\"tracing logged_softmax: {x.dtype}{list(x.shape)}\"); z = jnp.exp(x - jnp.max(x, axis=-1, keepdims=True)); "
-                "return z / jnp.sum(z, axis=-1, keepdims=True)",
+                "Print first (plain Python, so once per trace), then the stable softmax: subtract the last-axis max "
+                "(`keepdims=True` so it broadcasts), exponentiate, divide by the last-axis sum of those exponentials. One "
+                "line per trace, and never print `x` itself.",
             ),
         ),
         Exercise(
@@ -133,7 +136,9 @@ TOPIC = Topic(
             hints=(
                 "Everything the step needs comes in as an argument and everything it changes goes out in the returned tuple; no globals.",
                 "The new count is `count + 1` (still int32); use it in `decay ** new_count`.",
-                "count = count + 1; avg = decay * avg + (1 - decay) * x; return count, avg, avg / (1 - decay ** count)",
+                "Increment the count first and use the incremented count in the bias correction; blend the new value into "
+                "the average with weight `1 - decay`; return (count, average, debiased) in that order. `decay` is traced, "
+                "so no Python `if` on it.",
             ),
         ),
         Exercise(
@@ -155,7 +160,9 @@ TOPIC = Topic(
             hints=(
                 "`l2` is a Python float that jit treats as static: a Python `if` on it runs at trace time and decides what the program contains.",
                 "XLA deletes work whose result is unused, but not work multiplied by zero (0 * inf is NaN). Add the penalty only `if l2:`.",
-                "loss = jnp.mean((X @ W - Y) ** 2); if l2: loss = loss + l2 * jnp.sum((W.T @ W - jnp.eye(W.shape[0])) ** 2); return loss",
+                "Compute the data term unconditionally, then add the penalty inside a Python `if` on `l2`, with the "
+                "identity built to `W`'s size and dtype (`jnp.eye`). Any `l2 * penalty` outside that `if` compiles the "
+                "d**3 product even when `l2 = 0`.",
             ),
         ),
         Exercise(
@@ -173,10 +180,12 @@ TOPIC = Topic(
             hints=(
                 "The grader calls `bce_fast` as you wrote it. Where can the compilation happen so that one call runs one "
                 "fused program, compiled once per shape?",
-                "`jax.jit(bce_with_logits)` compiles once per input shape and caches on the function object; a lambda or a "
-                "def inside `bce_fast` is a new function on every call, hence a new compilation on every call.",
-                "Above the function: `bce_jit = jax.jit(bce_with_logits)`; inside it: `return bce_jit(z, y)`. "
-                "(`return jax.jit(bce_with_logits)(z, y)` also compiles once per shape, and costs some 50 to 100 us of Python per call.)",
+                "`jax.jit(f)` compiles once per input shape and caches per function object: jit the given "
+                "`bce_with_logits` itself. A lambda or a def inside `bce_fast` is a new function on every call, hence a "
+                "new compilation on every call.",
+                "Make the jitted `bce_with_logits` once, at module level (you may add code outside the function), and "
+                "have `bce_fast` just call it on `(z, y)`. Wrapping it anew inside `bce_fast` also compiles only once per "
+                "shape, but costs some 50 to 100 us of Python per call.",
             ),
         ),
         Exercise(
@@ -190,7 +199,9 @@ TOPIC = Topic(
             hints=(
                 "This is one matrix product and one broadcast add; nothing here needs a loop.",
                 "`x @ W` multiplies (n, k) by (k, m); `+ b` broadcasts the (m,) vector over the rows.",
-                "return x @ W + b   (with or without jax.jit: measure, and see that it makes no difference on a CPU)",
+                "It is a single expression: the product, then the bias added by broadcasting, shape (n, m). Whether you "
+                "wrap it in `jax.jit` barely matters on a CPU (one matmul is one kernel either way); a Python loop over "
+                "the rows is what would cost time.",
             ),
         ),
     ),

@@ -98,8 +98,9 @@ TOPIC = Topic(
             hints=(
                 "Under jit a Python `for` loop is unrolled: n_iters copies of the step. Hand the loop to JAX instead.",
                 "`lax.fori_loop(0, n_iters, body, x)` calls `body(i, x)` and feeds its result back in as the next x.",
-                "def body(i, x): y = A @ x; return y / jnp.linalg.norm(y)  -- then: "
-                "x = lax.fori_loop(0, n_iters, body, x0 / jnp.linalg.norm(x0)); return x, x @ (A @ x)",
+                "The body takes `(i, x)`, ignores `i`, multiplies by `A` and divides by the product's norm; the loop "
+                "starts from the normalised `x0`. After the loop, `lam` is the vector dotted with `A` times the vector; "
+                "return both as a tuple.",
             ),
         ),
         Exercise(
@@ -119,8 +120,9 @@ TOPIC = Topic(
                 "The average after step t depends on the one after step t-1: carry it from step to step, and keep each one.",
                 "`lax.scan(step, init, xs)` calls `step(carry, x)` for each row x of xs; `step` returns "
                 "`(new_carry, output)` and scan stacks the outputs.",
-                "def step(m, x): m = alpha * x + (1 - alpha) * m; return m, m  -- then: "
-                "return lax.scan(step, jnp.zeros_like(xs[0]), xs)[1]",
+                "The carry is the running average, starting from zeros shaped like one row of `xs`; each step blends in "
+                "the new row with weight `alpha` and returns the new average as both carry and output. scan returns "
+                "`(final_carry, stacked_outputs)`: you want the second.",
             ),
         ),
         Exercise(
@@ -144,8 +146,9 @@ TOPIC = Topic(
                 "The test must run inside the compiled loop.",
                 "`lax.while_loop(cond, body, state)` repeats `state = body(state)` while `cond(state)` is true; "
                 "make the state a tuple `(x, k)`.",
-                "cond: (jnp.max(jnp.abs(x * x - a) / a) > tol) & (k < 100); body: (0.5 * (x + a / x), k + 1); "
-                "start from (a, jnp.int32(0))",
+                "The state starts from `a` and an explicit int32 zero (`jnp.int32(0)`). `cond` must return one boolean "
+                "scalar: join the residual test and `k < 100` with `&`, not `and`; `body` applies one Newton update to "
+                "every entry and adds 1 to `k`.",
             ),
         ),
         Exercise(
@@ -165,8 +168,9 @@ TOPIC = Topic(
                 "Training needs the gradient of this loss, so the loop must be one that reverse-mode autodiff can go back through.",
                 "`lax.scan` is differentiable (backpropagation through time); `lax.while_loop` is not, because its "
                 "trip count is unknown.",
-                "def step(h, x): h = jnp.tanh(W @ h + x); return h, h  -- then: "
-                "_, hs = lax.scan(step, jnp.zeros(W.shape[0], xs.dtype), xs); return jnp.mean(hs ** 2)",
+                "Carry the hidden state (zeros of length H in `xs`'s dtype) and emit it at every step, so scan stacks all "
+                "T states into `(T, H)`; the loss is the mean of their squares. Keep the product as `W @ h`, as the "
+                "docstring writes it.",
             ),
         ),
     ),

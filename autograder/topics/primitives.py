@@ -68,12 +68,13 @@ TOPIC = Topic(
             hints=(
                 "A primitive is an empty name until you register rules for it: one to compute eagerly, one for "
                 "shapes and dtypes while tracing, one for XLA under jit. Then `multiply_add_p.bind(x, y, z)`.",
-                "`multiply_add_p.def_impl(f)` with f computing x * y + z in jax.numpy; `def_abstract_eval(g)` with g "
-                "returning `jax.core.ShapedArray(x.shape, x.dtype)`; `mlir.register_lowering(multiply_add_p, "
-                "mlir.lower_fun(f, multiple_results=False))`.",
-                "def fma(x, y, z): return x * y + z;  multiply_add_p.def_impl(fma);  multiply_add_p.def_abstract_eval("
-                "lambda x, y, z: jax.core.ShapedArray(x.shape, x.dtype));  mlir.register_lowering(multiply_add_p, "
-                "mlir.lower_fun(fma, multiple_results=False));  return multiply_add_p.bind(x, y, z)",
+                "`multiply_add_p.def_impl` takes a jax.numpy function of (x, y, z); `def_abstract_eval` takes a function "
+                "of the inputs' abstract values that returns a `jax.core.ShapedArray(shape, dtype)`; "
+                "`mlir.register_lowering` takes the primitive and `mlir.lower_fun(impl, multiple_results=False)`.",
+                "Write the implementation once and reuse it for `def_impl` and for the lowering. The abstract evaluation "
+                "compares the three shapes and dtypes, raises `TypeError` on a mismatch, else returns the output's "
+                "ShapedArray. Register all three, then bind: computing `x * y + z` directly gives the numbers but no "
+                "`multiply_add` in the jaxpr.",
             ),
         ),
         Exercise(
@@ -94,13 +95,12 @@ TOPIC = Topic(
                 "jax.grad linearizes (your JVP rule, which uses multiply_add on tangents) and then transposes "
                 "every linear multiply_add (your transpose rule). Register both in `ad.primitive_jvps` and "
                 "`ad.primitive_transposes` before the loop.",
-                "JVP: instantiate the three tangents with `ad.instantiate_zeros`, return (multiply_add(x, y, z), "
-                "multiply_add(x_dot, y, multiply_add(x, y_dot, z_dot))). Transpose: `ad.is_undefined_primal(v)` "
-                "tells which inputs are unknown; the cotangent of x is ct * y, of y is ct * x, of z is ct.",
-                "def transpose(ct, x, y, z): ct = ad.instantiate_zeros(ct); return (ct * y if "
-                "ad.is_undefined_primal(x) else None, ct * x if ad.is_undefined_primal(y) else None, ct if "
-                "ad.is_undefined_primal(z) else None);  then acc = jnp.zeros_like(x) and "
-                "acc = multiply_add(acc, x, c) for each c (or jax.lax.scan).",
+                "JVP: `ad.instantiate_zeros` turns each symbolic-zero tangent into an array; the primal output is one "
+                "`multiply_add`, the tangent is the product rule written with nested `multiply_add`s (the docstring "
+                "spells it out). Transpose: `ad.is_undefined_primal(v)` tells which inputs are the unknowns.",
+                "Cotangents: x's is `ct` times the known y, y's is `ct` times the known x, z's is `ct` itself; None in "
+                "the slot of each known input, and instantiate `ct` first. Register both rules, then run Horner from "
+                "`jnp.zeros_like(x)`: a Python loop, or a `lax.scan` over `coeffs` whose step returns `(new_acc, None)`.",
             ),
         ),
         Exercise(
@@ -123,11 +123,12 @@ TOPIC = Topic(
             hints=(
                 "vmap asks your batching rule for the batched result, given the batched arguments and where "
                 "each one's batch axis is (None: that argument is the same for the whole batch).",
-                "Register `batching.primitive_batchers[multiply_add_p] = rule`; in the rule, `jnp.moveaxis(a, d, 0)` "
-                "for a batched argument, `jnp.broadcast_to(a, (size, *a.shape))` for an unbatched one, then one bind.",
-                "def rule(args, dims): size = next(a.shape[d] for a, d in zip(args, dims) if d is not None); "
-                "front = [jnp.broadcast_to(a, (size, *a.shape)) if d is None else jnp.moveaxis(a, d, 0) for a, d in "
-                "zip(args, dims)]; return multiply_add(*front), 0",
+                "Register `batching.primitive_batchers[multiply_add_p] = rule`; in the rule, `jnp.moveaxis` brings a "
+                "batched argument's axis to the front, and `jnp.broadcast_to` gives an unbatched one a leading axis of "
+                "the batch's size.",
+                "In the rule: read the batch size from any argument whose dim is not None, bring all three arguments to "
+                "the batch-in-front form, bind `multiply_add` once on them, and report output dim 0. `axpy` itself "
+                "broadcasts `alpha` to `x.shape` before its one `multiply_add`.",
             ),
         ),
         Exercise(
@@ -148,9 +149,12 @@ TOPIC = Topic(
             hints=(
                 "The value is easy; the chain rule's derivative is not: at x = 0 it multiplies 0 by the infinite "
                 "slope of sqrt. Tell JAX the derivative yourself.",
-                "`@jax.custom_jvp` on a function computing the norm, then `@norm.defjvp` on a rule "
-                "`(primals, tangents) -> (norm, vdot(x, x_dot) / norm)` that never divides by zero.",
-                "n = norm(x); return n, jnp.vdot(x, x_dot) / jnp.where(n > 0, n, 1.0)",
+                "Decorate the norm function with `jax.custom_jvp`, then register its rule with that function's `.defjvp` "
+                "decorator; the rule maps `(primals, tangents)` to `(primal_out, tangent_out)`, the tangent being "
+                "`vdot(x, x_dot) / norm`.",
+                "In the rule, get the norm by calling the decorated function, and divide by a denominator that "
+                "`jnp.where` replaces by 1 where the norm is 0, so no NaN is ever formed. A `where` applied after the "
+                "division still leaks NaN into the gradient through the side it discards.",
             ),
         ),
     ),

@@ -62,7 +62,9 @@ TOPIC = Topic(
             hints=(
                 "You need two different ways of making n keys from one: one that uses the key up, and one that does not.",
                 "`jax.random.split(key, n)` gives the first array; `jax.random.fold_in(key, i)` gives one key of the second.",
-                "folded = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(n)); return split, folded",
+                "For `folded`, write a function of one index `i` that folds `i` into `key`, and `jax.vmap` it over "
+                "`jnp.arange(n)`: `key` is closed over, only the index is mapped. Return the pair in the order (split, "
+                "folded).",
             ),
         ),
         Exercise(
@@ -76,8 +78,11 @@ TOPIC = Topic(
             speed=Speed(size={"cpu": 1 << 20, "gpu": 1 << 25}),
             hints=(
                 "One key, one draw: the whole mask comes from a single random call with the key as given.",
-                "`jax.random.bernoulli(key, 1 - rate, x.shape)` is True where an entry is kept; `jnp.where` picks.",
-                "keep = jax.random.bernoulli(key, 1.0 - rate, x.shape); return jnp.where(keep, x / (1.0 - rate), 0)  (mind the dtype)",
+                "`jax.random.bernoulli(key, p, shape)` is True with probability `p`, here the keep probability; "
+                "`jnp.where` then picks between the rescaled entry and 0.",
+                "Where `keep` is true the output is `x` scaled by `1 / (1 - rate)`, elsewhere 0; build the zeros from `x` "
+                "(`jnp.zeros_like`) so the result keeps `x`'s dtype. Use `key` as given: splitting it first changes the "
+                "mask.",
             ),
         ),
         Exercise(
@@ -92,9 +97,11 @@ TOPIC = Topic(
             speed=Speed(size={"cpu": 256, "gpu": 4096}),
             hints=(
                 "Write one trial as a function of one key, then run it on many keys at once.",
-                "`jax.random.split(key, n_trials)` makes the trial keys; `jax.vmap(trial)(keys)` runs them all.",
-                "def trial(k): kx, ky = split(k); x = uniform(kx, (n,)); y = uniform(ky, (n,)); "
-                "return 4 * jnp.mean((x**2 + y**2 <= 1).astype(jnp.float32))",
+                "`jax.random.split(key, n_trials)` makes one key per trial; `jax.vmap(trial)` maps a one-key function "
+                "over an array of keys.",
+                "Inside `trial`, split its key once into `kx, ky`, draw `n_samples` uniforms from each, and take 4 times "
+                "the mean of the float32 indicator that the point lies in the unit circle. Then vmap `trial` over the "
+                "split keys: the result has shape `(n_trials,)`.",
             ),
         ),
         Exercise(
@@ -109,8 +116,11 @@ TOPIC = Topic(
             speed=Speed(size={"cpu": 2048, "gpu": 8192}),
             hints=(
                 "Each step needs its own key. Make all of them before the loop starts.",
-                "`keys = jax.random.split(key, n_steps)`, then `jax.lax.scan(step, x0, keys)` hands step t its key.",
-                "def step(x, k): x = x + sigma * jax.random.normal(k, x0.shape, x0.dtype); return x, x",
+                "`jax.random.split(key, n_steps)` makes all the keys up front; `jax.lax.scan(f, init, xs)` feeds `f` one "
+                "row of `xs` per iteration, in order.",
+                "The step takes `(x, k)` and returns the new state twice, as `(carry, output)`, so scan stacks the states "
+                "into the path. Draw the noise with `x0`'s shape and dtype, scale it by `sigma`, and return scan's second "
+                "result (`x0` is not in it).",
             ),
         ),
     ),

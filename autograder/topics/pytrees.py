@@ -100,8 +100,9 @@ TOPIC = Topic(
                 "Each part is one pass over the leaves; JAX walks the nesting for you, whatever it is.",
                 "`jax.tree.map(f, x, y)` applies f to matching leaves and keeps x's structure; "
                 "`jax.tree.leaves(t)` lists the leaves in a fixed order.",
-                "total = jax.tree.map(jnp.add, x, y); scaled = jax.tree.map(lambda l: alpha * l, x); "
-                "dot = sum(jnp.vdot(a, b) for a, b in zip(leaves(x), leaves(y))); return total, scaled, dot",
+                "`total` maps addition over both trees; `scaled` maps a one-argument function that closes over `alpha` "
+                "over `x` alone. For `dot`, zip the two leaf lists (same order, since the structures match), add up "
+                "`jnp.vdot` of each pair, and make the sum a float32 scalar.",
             ),
         ),
         Exercise(
@@ -116,9 +117,11 @@ TOPIC = Topic(
             options={"grad": Grad(argnums=(0,))},
             hints=(
                 "Square-and-sum every leaf into one number per leaf, add those numbers up, take one square root.",
-                "`jax.tree.map(lambda l: jnp.sum(l ** 2), tree)` gives the per-leaf sums; "
-                "`jax.tree.reduce(jnp.add, ..., 0.)` or `sum(jax.tree.leaves(...))` adds them.",
-                "return jnp.sqrt(sum(jnp.sum(l ** 2) for l in jax.tree.leaves(tree)))",
+                "`jax.tree.map` with a function returning one leaf's sum of squares gives a tree of scalars; "
+                "`jax.tree.reduce(jnp.add, tree, initializer)` or `sum(jax.tree.leaves(...))` folds them into one.",
+                "Reduce each leaf to its sum of squares, add those scalars (folding from a float32 zero), and take one "
+                "`jnp.sqrt` at the very end. Stay in `jax.numpy` (no `np.`, no `float(...)`) so that the grad check can "
+                "differentiate it.",
             ),
         ),
         Exercise(
@@ -137,9 +140,12 @@ TOPIC = Topic(
             hints=(
                 "Unregistered, a Dense is one opaque leaf to JAX and jax.grad refuses it; registered, "
                 "w and b are leaves and activation rides along in the treedef.",
-                "`@jax.tree_util.register_dataclass` above `@dataclasses.dataclass`, with "
-                "`activation: str = dataclasses.field(metadata=dict(static=True))`.",
-                "layer = Dense(w, b, activation); return jax.grad(lambda l: jnp.mean((l(x) - y) ** 2))(layer)",
+                "Apply `jax.tree_util.register_dataclass` as the outer decorator, over `dataclasses.dataclass`; mark "
+                "`activation` static through its field's metadata (`dataclasses.field(metadata=...)` with `static=True`).",
+                "Define `Dense` once, at module level, fields `w`, `b`, `activation` in that order, with `__call__` "
+                "applying the named activation to the affine map. In `dense_grad`, write the loss as a function of a "
+                "whole layer, build the layer from the arguments, and take `jax.grad` of the loss at it: the gradient "
+                "comes back as a `Dense`.",
             ),
         ),
         Exercise(
@@ -155,7 +161,9 @@ TOPIC = Topic(
                 "Whether a leaf decays depends on its name, not on its shape: an embedding table is 2-D too.",
                 "`jax.tree.map_with_path(f, params)` calls `f(path, leaf)`; `path[-1]` is the leaf's own key "
                 "(a `DictKey`, with `.key`).",
-                "return jax.tree.map_with_path(lambda p, l: l * (1 - rate) if p[-1].key == 'w' else l, params)",
+                "Your function gets `(path, leaf)`: compare the last path entry's `.key` with `'w'`, and return the leaf "
+                "scaled by `1 - rate` or the leaf itself. That Python `if` looks at the path, which is static, never at "
+                "`rate`, so it is fine under jit.",
             ),
         ),
         Exercise(
@@ -170,8 +178,9 @@ TOPIC = Topic(
                 "A leaf's path names where it sits; drop the last entry and you have its layer.",
                 "`jax.tree.leaves_with_path(params)` gives (path, leaf) pairs; "
                 "`jax.tree_util.keystr(path[:-1], simple=True, separator='/')` writes the name.",
-                "counts = {}; for path, leaf in leaves_with_path(params): counts[name] = counts.get(name, 0) + leaf.size; "
-                "return {k: jnp.asarray(v, jnp.int32) for k, v in counts.items()}",
+                "Loop in Python over the (path, leaf) pairs, name each layer from `path[:-1]`, and accumulate `leaf.size` "
+                "in a plain dict under that name (sizes are static Python ints, fine under jit). Only at the end turn "
+                "each total into a `jnp.int32` scalar array.",
             ),
         ),
         Exercise(
@@ -185,7 +194,8 @@ TOPIC = Topic(
             hints=(
                 "Each leaf of the answer gathers the k leaves found at the same place in the k trees.",
                 "`jax.tree.map(f, t1, t2, ..., tk)` calls `f(leaf1, ..., leafk)` at each place; `jnp.stack` stacks.",
-                "return jax.tree.map(lambda *leaves: jnp.stack(leaves), *trees)",
+                "Hand the k trees to `jax.tree.map` as separate arguments (unpack the list), with a function that accepts "
+                "any number of leaves and stacks them along a new leading axis; `jnp.stack` keeps the dtype.",
             ),
         ),
         Exercise(
@@ -199,8 +209,10 @@ TOPIC = Topic(
             checks={"correct": 2, "jit": 1},
             hints=(
                 "k is known from any leaf's shape before any computing happens, so a Python loop over i is fine here.",
-                "`jax.tree.leaves(tree)[0].shape[0]` is k; `jax.tree.map(lambda l: l[i], tree)` is the i-th tree.",
-                "return [jax.tree.map(lambda l: l[i], tree) for i in range(k)]",
+                "Read k off the leading axis of any leaf (`jax.tree.leaves` gives you one); `jax.tree.map` with a "
+                "function that indexes a leaf at `i` gives the i-th tree.",
+                "A list comprehension over `range(k)`, one `jax.tree.map` per i (each map runs at once, so closing over "
+                "`i` is safe). Return a list, not a tuple or a generator: the treedef is compared.",
             ),
         ),
     ),

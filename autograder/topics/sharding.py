@@ -108,10 +108,12 @@ TOPIC = Topic(
             hints=(
                 "Two steps: describe the devices as a mesh with one named axis, then say which dimension of each "
                 "array is split over that axis.",
-                "`jax.make_mesh((jax.device_count(),), ('data',))` builds the mesh; `NamedSharding(mesh, P('data'))` "
-                "splits the first dimension; `jax.device_put` lays an array (or a tuple of them) out that way.",
-                "mesh = jax.make_mesh((jax.device_count(),), ('data',)); "
-                "return jax.device_put((images, labels), NamedSharding(mesh, P('data')))",
+                "`jax.make_mesh(axis_shapes, axis_names)` builds the mesh (all `jax.device_count()` devices on one axis); "
+                "`NamedSharding(mesh, P('data'))` splits the first dimension; `jax.device_put` lays an array (or a tuple "
+                "of them) out that way.",
+                "Build the mesh, then one `NamedSharding` whose spec names only 'data' (dimensions left out stay whole), "
+                "and lay out both arrays with a single `device_put` of the pair; return what it gives back. No `pmap`, no "
+                "reshaping.",
             ),
         ),
         Exercise(
@@ -126,8 +128,9 @@ TOPIC = Topic(
                 "Split the batch, copy the parameters: lay x out first, then let the product inherit x's layout.",
                 "`NamedSharding(mesh, P('data', None))` for x, `NamedSharding(mesh, P())` for w and b; on a mesh from "
                 "`jax.make_mesh`, `x @ w + b` is then computed block by block and stays sharded.",
-                "x = jax.device_put(x, NamedSharding(mesh, P('data', None))); "
-                "w, b = jax.device_put((w, b), NamedSharding(mesh, P())); return x @ w + b",
+                "Place x by rows and the parameters replicated, then write the plain layer formula on the placed arrays: "
+                "no `out_sharding`, no sharding constraint, no reshard. Replicating x instead still gives the right "
+                "numbers, but every device then does the whole batch.",
             ),
         ),
         Exercise(
@@ -146,11 +149,12 @@ TOPIC = Topic(
             atol=1e-4,
             hints=(
                 "Each device can sum its own rows; only the sums need to travel. Mean first, then the spread around it.",
-                "Inside the function you give `jax.shard_map(local, mesh=mesh, in_specs=P('data', None), "
-                "out_specs=P('data', None))`, `jax.lax.psum(jnp.sum(xb, axis=0), 'data')` is the column sum over the "
-                "whole batch. Place x with `jax.device_put` before calling the shard_map.",
-                "def local(xb): mean = psum(sum(xb, 0), 'data') / n; dev = xb - mean; "
-                "var = psum(sum(dev * dev, 0), 'data') / n; return dev * jax.lax.rsqrt(var + 1e-5)",
+                "`jax.shard_map(local, mesh=mesh, in_specs=..., out_specs=...)` with `P('data', None)` on both sides; "
+                "inside `local`, `jax.lax.psum(v, 'data')` sums a per-device value over all devices. `jax.device_put` x "
+                "to that layout before calling it.",
+                "In `local`: column-sum the block (axis 0), psum it and divide by the global n (read `x.shape[0]` outside "
+                "`local`, not the block's row count) for the mean; subtract it; do the same with the squared deviations "
+                "for the variance; scale the deviations by `jax.lax.rsqrt(var + 1e-5)`. Two psums, no `all_gather`.",
             ),
         ),
         Exercise(
@@ -166,8 +170,9 @@ TOPIC = Topic(
                 "never need to move, and only the output's partial sums are added up across 'model'.",
                 "`jax.make_mesh((4, 2), ('data', 'model'))`; specs: x P('data', None), w1 P(None, 'model'), "
                 "b1 P('model'), w2 P('model', None), b2 P(). The second product needs `out_sharding=`.",
-                "hidden = jax.nn.relu(x @ w1 + b1); "
-                "return jnp.matmul(hidden, w2, out_sharding=NamedSharding(mesh, P('data', None))) + b2",
+                "Once the five arrays are placed, the first layer is the ordinary expression (its sharding follows from "
+                "the operands); only the second product needs `jnp.matmul(..., out_sharding=...)`, rows over 'data' and "
+                "columns whole. Add `b2` after that product.",
             ),
         ),
     ),

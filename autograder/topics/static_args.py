@@ -143,9 +143,11 @@ TOPIC = Topic(
             options={"compiles": Stream(_create_filled_stream, max_compiles=3, calls=24, jit=True)},
             hints=(
                 "Which argument decides the output's shape? Under jit it must be known while tracing; the other is just data.",
-                "`jnp.full(shape, value, jnp.float32)` builds it; `@functools.partial(jax.jit, static_argnums=1)` makes `shape` "
-                "static (a tuple of ints is hashable) and leaves `value` traced.",
-                "@functools.partial(jax.jit, static_argnums=1)\ndef create_filled(value, shape): return jnp.full(shape, value, jnp.float32)",
+                "`jnp.full` builds an array of a given shape filled with one value (pass the dtype too); "
+                "`functools.partial(jax.jit, static_argnums=...)`, used as a decorator, marks arguments static by "
+                "position.",
+                "`shape` is argument 1, and a tuple of ints is hashable: make it static. Keep `value` traced, or every "
+                "new value costs a compilation, and ask for float32 explicitly.",
             ),
         ),
         Exercise(
@@ -169,9 +171,11 @@ TOPIC = Topic(
             checks={"correct": 1, "jit": 2},
             hints=(
                 "The flag is a Python bool that is known before tracing: the choice can be made in Python, not in the program.",
-                "With `normalize` static, `if normalize:` runs while tracing, and only the branch it takes is traced; "
-                "`jax.lax.rsqrt` gives 1/sqrt.",
-                "if normalize: return x * jax.lax.rsqrt(jnp.sum(x * x, axis=-1, keepdims=True) + 1e-6)\nreturn x",
+                "With `normalize` static, a plain Python `if` on it runs while tracing, so only the branch it takes is "
+                "traced; `jax.lax.rsqrt` gives 1/sqrt.",
+                "Two exits: with the flag on, scale `x` by the reciprocal square root of each row's sum of squares plus "
+                "1e-6 (reduce the last axis with `keepdims=True` so it broadcasts back); with it off, hand `x` back "
+                "untouched. No `lax.cond`, no `jnp.where`.",
             ),
         ),
         Exercise(
@@ -192,8 +196,9 @@ TOPIC = Topic(
                 "but the compiled program can.",
                 "`jax.lax.cond(pred, true_fn, false_fn)` runs only the branch that `pred` picks; put the expensive "
                 "`jnp.linalg.solve` inside a branch, not before the cond.",
-                "residual = jnp.max(jnp.abs(A @ x_cached - b))\n"
-                "return jax.lax.cond(residual <= tol, lambda: x_cached, lambda: jnp.linalg.solve(A, b))",
+                "First reduce the residual `A @ x_cached - b` to its largest absolute entry, a scalar, and compare it "
+                "with `tol` (`<=`) for the predicate. The branches take no arguments (or the same operands): one hands "
+                "back `x_cached`, the other runs the solve; both must return the same shape and dtype.",
             ),
         ),
         Exercise(
@@ -210,10 +215,11 @@ TOPIC = Topic(
             checks={"correct": 1, "jit": 2},
             hints=(
                 "`n` is traced, so nothing may take its shape from it; keep the full length m and make the padding harmless.",
-                "`mask = jnp.arange(x.shape[0]) < n`; `jnp.where(mask, v, 0.0)` zeroes the padding before each sum, "
-                "and divide by `n`, not by m.",
-                "mask = ...; mean = jnp.sum(jnp.where(mask, x, 0.0)) / n; c = jnp.where(mask, x - mean, 0.0); "
-                "return c / jnp.sqrt(jnp.sum(c * c) / n + 1e-5)",
+                "Comparing `jnp.arange(m)` with `n` gives a boolean mask of shape (m,); `jnp.where(mask, v, 0.0)` zeroes "
+                "the padding before each sum. Divide by `n`, not by m.",
+                "Order: mask the data and sum it for the mean; centre `x` and mask again, so the padding stays 0 and out "
+                "of the variance; sum the squared centred values over n; divide the centred array by `jnp.sqrt(var + "
+                "1e-5)`. The padding then comes out 0 by itself.",
             ),
         ),
         Exercise(
@@ -231,8 +237,9 @@ TOPIC = Topic(
                 "Make the lengths fall into a few sizes.",
                 "`1 << (n - 1).bit_length()` is the smallest power of two >= n; fill a NumPy array of that size, "
                 "call `standardize_padded(padded, n)`, cut the answer with NumPy.",
-                "padded = np.zeros(1 << (n - 1).bit_length(), np.float32); padded[:n] = np.asarray(x); "
-                "return np.asarray(standardize_padded(padded, n))[:n]",
+                "All on the host but one call: a NumPy float32 zero array of the bucket size, `x`'s values copied into "
+                "its first n slots, one call of `standardize_padded` with it and the true n, then the result converted to "
+                "NumPy and cut to length n. `jnp.pad`, or slicing the JAX result, compiles once per length.",
             ),
         ),
         Exercise(
@@ -248,9 +255,11 @@ TOPIC = Topic(
             hints=(
                 "jit looks static arguments up in a dictionary, so they must be hashable, and equal configurations must "
                 "compare equal.",
-                "A tuple of Python ints hashes by value; an array's `.tolist()` (or `np.asarray(widths).tolist()`) gives "
-                "Python ints without running a JAX operation.",
-                "return _window_sums(x, tuple(np.asarray(widths).tolist()))",
+                "A tuple of Python ints hashes and compares by value; `.tolist()` on a NumPy array gives Python ints "
+                "without running a JAX operation.",
+                "Turn both kinds of input into the same thing: through NumPy (so a list and an array behave alike), then "
+                "`.tolist()`, then a tuple; pass that, with `x`, to the given `_window_sums`. A tuple of JAX scalars "
+                "would still be unhashable.",
             ),
         ),
     ),
