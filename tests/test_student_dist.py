@@ -251,7 +251,8 @@ def test_nbgraders_validate_passes_with_the_hubs_settings(student, tmp_path, mon
                                               as_version=4).cells}
     for cell in nb.cells:
         if cell.metadata.get("nbgrader", {}).get("solution"):
-            cell.source = source[cell.id].source.replace("### BEGIN SOLUTION\n", "").replace("### END SOLUTION\n", "")
+            cell.source = "\n".join(line for line in source[cell.id].source.splitlines()
+                                    if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
     nb.metadata.kernelspec = {"name": "student", "display_name": "student", "language": "python"}
     folder = tmp_path / "work"
     folder.mkdir()

@@ -213,12 +213,12 @@ def spec_definitions() -> dict[str, str]:
 
 
 def _members(artifact: Path) -> dict[str, bytes]:
-    """Path -> content of every file in a wheel or an sdist."""
+    """Path -> content of every file in a wheel or an sdist (an sdist's top folder left out)."""
     if artifact.suffix == ".whl":
         with zipfile.ZipFile(artifact) as zf:
             return {n: zf.read(n) for n in zf.namelist() if not n.endswith("/")}
     with tarfile.open(artifact) as tf:
-        return {m.name: tf.extractfile(m).read() for m in tf.getmembers() if m.isfile()}
+        return {m.name.split("/", 1)[-1]: tf.extractfile(m).read() for m in tf.getmembers() if m.isfile()}
 
 
 def leaks(artifact: Path) -> list[str]:
@@ -229,9 +229,8 @@ def leaks(artifact: Path) -> list[str]:
                **{f"spec definition {k}": v for k, v in spec_definitions().items()}}
     found = [f"{what} in {name}" for what, needle in needles.items() for name, text in texts.items() if needle in text]
     for name in members:
-        rel = name.split("/", 1)[1] if name.count("/") and not name.startswith("autograder/") else name
-        if rel.startswith("solutions/") or re.search(r"autograder/topics/(?!__init__)\w+\.py$", rel) \
-                or "autograder/course/" in rel:
+        if name.startswith(("solutions/", "tests/", "autograder/course/")) \
+                or re.fullmatch(r"autograder/topics/(?!__init__)\w+\.py", name):
             found.append(f"grader-only file {name}")
     for name, data in members.items():
         if name.endswith(".json") and "/public/" in name:
