@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from service_helpers import BROKEN, SOLUTIONS, course, zip_of  # noqa: F401
+from service_helpers import BROKEN, SOLUTIONS, api, course, state, wait_for, zip_of  # noqa: F401
 
 pytestmark = pytest.mark.slow
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -69,3 +69,9 @@ def test_student_submits_in_the_browser_and_instructor_downloads_the_csv(course,
         prof.click("#csv")
     rows = list(csv.DictReader(io.StringIO(open(download.value.path()).read())))
     assert [(r["login"], r["prng"], r["at_updates"], r["total"]) for r in rows] == [("grace", "0", "14", "14")]
+    prof.click("#regrade-all")                                 # regrade everything, from the page
+    assert prof.url.endswith("/gradebook")
+    teacher = api(course, course.instructor())
+    (only,) = teacher.get("/api/submissions").json()
+    wait_for(lambda: (s := state(teacher, only["id"]))["status"] == "done" and s["attempts"] == 2, 240,
+             "the regrade to finish")

@@ -144,3 +144,30 @@ def test_postgres_and_redis_with_two_workers(tmp_path):
     finally:
         c.stop()
         drop_database(env["JAXLINGS_DATABASE_URL"])
+
+
+def test_a_message_the_broker_lost_is_sent_again_once_workers_sit_idle(course):
+    course.serve()
+    client = api(course, course.token("gina"))
+    sub = post_zip(client, zip_of({"prng.py": BROKEN})).json()["id"]
+    _lose_the_message(course, sub)
+    course.worker()
+    done = graded(client, sub, 120)
+    assert done["status"] == "done" and done["attempts"] == 1
+
+
+def _lose_the_message(course, sub: int) -> None:
+    """What a worker that fetched the message and died before claiming it leaves: no message, sent long ago."""
+    import datetime as dt
+
+    import sqlalchemy
+
+    from autograder.service import db
+
+    broker = sqlalchemy.create_engine(f"sqlite:///{course.data_dir / 'broker.db'}")
+    with broker.begin() as conn:
+        assert conn.execute(sqlalchemy.text("DELETE FROM kombu_message")).rowcount == 1
+    broker.dispose()
+    with db.sessions(course.settings().db_url).begin() as session:
+        row = session.get(db.Submission, sub)
+        row.sent_at = row.created_at = row.created_at - dt.timedelta(minutes=10)

@@ -191,10 +191,15 @@ def _grade_zip(settings: Settings, data: bytes, names: list[str], progress) -> s
 
 
 def sweep(app: Celery, settings: Settings) -> list[int]:
-    """Send again the jobs that were lost: expired leases, and rows never (or long ago) sent."""
+    """Send again the jobs that were lost, and return their ids.
+
+    Lost are: rows whose lease ran out (their worker died mid-grade), rows stored but never sent
+    (the API died before sending), and, when no job at all is being graded although rows wait,
+    rows sent long ago (a message the broker handed to a worker that died before claiming it):
+    those only when no job was claimed for a whole lease, so a long queue is not sent twice over.
+    """
     now = utcnow()
-    stale_send = now - dt.timedelta(seconds=4 * settings.lease_seconds)
-    fresh = now - dt.timedelta(seconds=settings.lease_seconds)
+    old = now - dt.timedelta(seconds=settings.lease_seconds)
     with db.sessions(settings.db_url).begin() as session:
         expired = list(session.scalars(select(Submission.id).where(Submission.status == GRADING,
                                                                    Submission.lease_until < now)))
@@ -202,9 +207,12 @@ def sweep(app: Celery, settings: Settings) -> list[int]:
             session.execute(update(Submission).where(Submission.id.in_(expired), Submission.status == GRADING,
                                                      Submission.lease_until < now)
                             .values(status=QUEUED, progress="queued again: its worker stopped answering"))
+        idle = not session.scalar(select(func.count()).select_from(Submission).where(
+            or_(Submission.status == GRADING, Submission.started_at > old)))
+        waiting = or_(Submission.sent_at.is_(None), Submission.sent_at < old) if idle else Submission.sent_at.is_(None)
         unsent = list(session.scalars(select(Submission.id).where(
             Submission.status == QUEUED, Submission.id.not_in(expired) if expired else true(),
-            or_(and_(Submission.sent_at.is_(None), Submission.created_at < fresh), Submission.sent_at < stale_send))))
+            Submission.created_at < old, waiting)))
     lost = expired + unsent
     if lost:
         log.warning("sending again: %s", lost)
