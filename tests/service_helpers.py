@@ -91,15 +91,16 @@ class Course:
         self.procs.append(proc)
         return proc
 
-    def serve(self, timeout: float = 60, **env: str) -> subprocess.Popen:
-        """Start the API and wait (bounded) until it answers."""
-        proc = self._start(["serve"], "serve.log", **env)
+    def serve(self, timeout: float = 60, args: tuple[str, ...] = (), **env: str) -> subprocess.Popen:
+        """Start the API (on JAXLINGS_PORT if given, else the course's port) and wait (bounded) until it answers."""
+        proc = self._start(["serve", *args], "serve.log", **env)
+        url = f"http://127.0.0.1:{env.get('JAXLINGS_PORT', self.port)}"
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 raise RuntimeError(f"grade serve exited: {self.log('serve.log')}")
             try:
-                if httpx.get(f"{self.url}/api/health", timeout=2).status_code == 200:
+                if httpx.get(f"{url}/api/health", timeout=2).status_code == 200:
                     return proc
             except httpx.HTTPError:
                 pass

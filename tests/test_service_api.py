@@ -15,7 +15,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from service_helpers import SOLUTIONS, api, new_course, post_zip, zip_of
+from service_helpers import SOLUTIONS, api, course, free_port, new_course, post_zip, zip_of  # noqa: F401
 
 PRNG = (SOLUTIONS / "prng.py").read_bytes()
 AT = (SOLUTIONS / "at_updates.py").read_bytes()
@@ -189,3 +189,17 @@ def test_the_migrations_build_the_models_schema(tmp_path):
     with db.engine_for(url).connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn), db.Base.metadata)
     assert diff == []
+
+
+def test_api_processes_share_nothing_but_the_database(course):
+    course.serve(args=("--workers", "2"))
+    other = free_port()
+    course.serve(JAXLINGS_PORT=str(other))
+    token = course.token("hana")
+    sub = post_zip(api(course, token), zip_of({"prng.py": PRNG})).json()["id"]
+    elsewhere = httpx.Client(base_url=f"http://127.0.0.1:{other}", headers={"Authorization": f"Bearer {token}"})
+    assert elsewhere.get(f"/api/submissions/{sub}").json()["id"] == sub
+    again = elsewhere.post("/api/submissions", content=zip_of({"prng.py": PRNG}), headers={"Content-Type": "application/zip"})
+    assert again.json()["id"] == sub and again.json()["duplicate"] is True
+    seen = {api(course, token).get("/api/me").status_code for _ in range(10)}    # both processes of --workers 2
+    assert seen == {200}

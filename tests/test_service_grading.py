@@ -58,7 +58,19 @@ def test_grade_submit_wait_shows_progress_then_the_check_table(course, tmp_path)
     assert failing.returncode == 0 and "Total: 0 /" in failing.stdout and "prng" in failing.stdout
 
 
-def test_a_worker_killed_mid_grade_leaves_the_job_to_be_graded_again(course):
+@pytest.fixture(params=["sqlite", "postgres-redis"])
+def any_course(request, tmp_path):
+    """A course on the embedded default, then on PostgreSQL + Redis."""
+    env = postgres_redis_env() if request.param == "postgres-redis" else {}
+    c = new_course(tmp_path / request.param, **env)
+    yield c
+    c.stop()
+    if env:
+        drop_database(env["JAXLINGS_DATABASE_URL"])
+
+
+def test_a_worker_killed_mid_grade_leaves_the_job_to_be_graded_again(any_course):
+    course = any_course
     course.serve()
     first = course.worker()
     client = api(course, course.token("dave"))

@@ -58,6 +58,13 @@ def create_app(settings: Settings) -> FastAPI:
     return app
 
 
+def from_env() -> FastAPI:
+    """The app for the settings in the environment (uvicorn's factory when it runs several processes)."""
+    from autograder.service import config
+
+    return create_app(config.from_env())
+
+
 def _course_topics() -> tuple[str, ...]:
     from autograder import topics
 

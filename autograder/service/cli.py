@@ -152,6 +152,7 @@ def serve(
     port: Annotated[Optional[int], typer.Option(help="Port [JAXLINGS_PORT].")] = None,
     data_dir: DataDir = None, database_url: DatabaseUrl = None, broker_url: BrokerUrl = None, sandbox: Sandbox = None,
     with_worker: Annotated[bool, typer.Option("--with-worker", help="Also run one grading worker (one machine).")] = False,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="API processes (they share nothing but the database).")] = 1,
 ) -> None:
     """Run the grading service's API and pages (migrating the database first)."""
     import uvicorn
@@ -161,12 +162,13 @@ def serve(
     settings = settings_from(host=host, port=port, data_dir=data_dir, database_url=database_url,
                              broker_url=broker_url, sandbox=sandbox)
     db.upgrade(settings.db_url)
-    worker = None
-    if with_worker:
-        worker = subprocess.Popen([sys.executable, "-m", "autograder", "worker"], env={**os.environ, **settings.to_env()})
+    os.environ.update(settings.to_env())      # what a worker or a second API process reads
+    worker = subprocess.Popen([sys.executable, "-m", "autograder", "worker"]) if with_worker else None
     console.print(f"jaxlings service at {settings.url}/ (gradebook: {settings.url}/gradebook)", highlight=False)
     try:
-        uvicorn.run(api.create_app(settings), host=settings.host, port=settings.port, log_level="info")
+        app = api.create_app(settings) if workers == 1 else "autograder.service.api:from_env"
+        uvicorn.run(app, host=settings.host, port=settings.port, workers=workers, factory=workers > 1,
+                    log_level="info")
     finally:
         if worker is not None:
             _stop(worker)
