@@ -52,6 +52,11 @@ def zip_of(files: dict[str, bytes | str]) -> bytes:
 BROKEN = "def split_keys(key, n:\n"        # a prng.py that fails to import: graded in seconds
 
 
+def all_but_speed_pass(doc: dict) -> bool:
+    """Every test of a results.json passed, speed aside (a loaded machine may cost it points)."""
+    return all(t["status"] == "passed" for t in doc["tests"] if not t["name"].endswith(":speed"))
+
+
 @dataclass
 class Course:
     """One course's settings as environment variables, and handles on its processes."""

@@ -13,7 +13,7 @@ from io import BytesIO
 
 import pytest
 
-from service_helpers import GRADE, SOLUTIONS, course  # noqa: F401
+from service_helpers import GRADE, course  # noqa: F401
 
 TOPICS = ["prng", "at_updates", "loops"]
 
