@@ -29,11 +29,22 @@ def result_tables(result: Result, console: Console) -> None:
         table.add_column("message", ratio=1)
         previous = None
         for t in tests:
-            mark = "[green]✓[/]" if t.status == "passed" else ("[yellow]~[/]" if t.score > 0 else "[red]✗[/]")
-            table.add_row(t.exercise if t.exercise != previous else "", t.check, mark, f"{t.score:g}/{t.max_score:g}", escape(t.output))
+            table.add_row(t.exercise if t.exercise != previous else "", t.check, _mark(t),
+                          f"–/{t.max_score:g}" if t.pending else f"{t.score:g}/{t.max_score:g}", escape(t.output))
             previous = t.exercise
         console.print(table)
-    console.print(f"[bold]Total: {result.score:g} / {result.max_score:g}[/]  ({result.execution_time:.1f} s)")
+    waiting = sum(t.max_score for t in result.tests if t.pending)
+    later = f", {waiting:g} judged on submission" if waiting else ""
+    console.print(f"[bold]Total: {result.score:g} / {result.max_score:g}[/]{later}  ({result.execution_time:.1f} s)")
+
+
+def _mark(test: TestResult) -> str:
+    """✓ passed, ~ partial, ✗ failed, … left for the grading machine."""
+    if test.pending:
+        return "[blue]…[/]"
+    if test.status == "passed":
+        return "[green]✓[/]"
+    return "[yellow]~[/]" if test.score > 0 else "[red]✗[/]"
 
 
 def save_last_check(workdir: Path, result: Result) -> None:
@@ -55,5 +66,5 @@ def load_last_check(workdir: Path) -> dict[str, bool]:
 
 def progress_line(test: TestResult) -> str:
     """A one-line live progress note for a finished test."""
-    mark = "✓" if test.status == "passed" else "✗"
+    mark = "…" if test.pending else ("✓" if test.status == "passed" else "✗")
     return f"{mark} {test.name} {test.score:g}/{test.max_score:g}"

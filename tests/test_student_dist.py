@@ -78,6 +78,7 @@ class Student:
 
 
 def test_the_package_holds_no_solution_no_spec_and_no_hidden_case(built):
+    assert set(built) == {"wheel", "sdist"}
     for artifact in built.values():
         assert dist.leaks(artifact) == [], artifact
     names = zipfile.ZipFile(built["wheel"]).namelist()

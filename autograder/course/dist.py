@@ -156,7 +156,10 @@ def build(out_dir: Path) -> list[Path]:
                                str(out_dir), str(tree)], capture_output=True, text=True)
         if done.returncode != 0:
             raise DistError(f"building the student package failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    built = sorted(out_dir.glob(f"{DIST_NAME.replace('-', '_')}-{__version__}*"))
+    built = sorted({*out_dir.glob(f"{DIST_NAME.replace('-', '_')}-{__version__}*"),
+                    *out_dir.glob(f"{DIST_NAME}-{__version__}*")})  # older setuptools keep the dash in sdists
+    if len(built) != 2:
+        raise DistError(f"expected a wheel and an sdist in {out_dir}, found {[a.name for a in built]}")
     for artifact in built:
         if found := leaks(artifact):
             artifact.unlink()
