@@ -94,3 +94,12 @@ def test_docs_list_every_setting():
     doc = (ROOT / "docs" / "service.md").read_text()
     missing = [var for var in config.ENV.values() if var not in doc]
     assert missing == []
+
+
+def test_server_commands_without_the_server_libraries_say_what_to_install(tmp_path):
+    code = ("import sys; sys.modules['fastapi'] = sys.modules['celery'] = None; sys.argv = ['grade'] + sys.argv[1:]; "
+            "from autograder.cli import main; main()")
+    for command in (["serve"], ["worker"]):
+        out = subprocess.run([sys.executable, "-c", code, *command], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=60, env={**os.environ, "COLUMNS": "200"})
+        assert out.returncode == 2 and "pip install 'jaxlings[server]'" in out.stdout, out.stdout + out.stderr

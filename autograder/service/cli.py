@@ -25,6 +25,7 @@ from typing import Annotated, Callable, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from autograder.service import client
 
@@ -46,7 +47,11 @@ def friendly(fn: Callable) -> Callable:
         try:
             return fn(*args, **kwargs)
         except (client.ClientError, ValueError, FileNotFoundError) as exc:
-            console.print(f"[red]error:[/] {exc}", highlight=False)
+            console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+            raise typer.Exit(2) from None
+        except ModuleNotFoundError as exc:  # a server command in the student package
+            console.print(f"[red]error:[/] `grade {fn.__name__.replace('_', '-')}` runs on the grading server, which "
+                          f"needs the grader: pip install 'jaxlings\\[server]' (missing: {exc.name})", highlight=False)
             raise typer.Exit(2) from None
 
     return wrapper
