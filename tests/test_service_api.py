@@ -41,7 +41,7 @@ def stored(course) -> int:
 
 def test_openapi_and_health_are_served(live):
     schema = httpx.get(f"{live.url}/api/openapi.json").json()
-    assert "/api/submissions" in schema["paths"] and "post" in schema["paths"]["/api/submissions"]
+    assert "application/zip" in schema["paths"]["/api/submissions"]["post"]["requestBody"]["content"]
     assert httpx.get(f"{live.url}/api/health").json()["ok"] is True
     assert httpx.get(f"{live.url}/api/topics").json()["topics"][:2] == ["prng", "at_updates"]
 

@@ -45,6 +45,8 @@ def create_app(settings: Settings) -> FastAPI:
         storage_dir.mkdir(parents=True, exist_ok=True)
         yield
 
+    if settings.hub_api_url:
+        auth.require_hub_support()
     base = settings.base_path
     app = FastAPI(title="jaxlings grading service", version=__version__, lifespan=lifespan,
                   openapi_url=f"{base}/api/openapi.json", docs_url=f"{base}/api/docs", redoc_url=None)
@@ -244,7 +246,9 @@ def api_router() -> APIRouter:
     def me(who: Caller) -> dict[str, Any]:
         return {"login": who.login, "role": who.role}
 
-    @router.post("/submissions", status_code=202, responses={413: {}, 400: {}, 429: {}, 401: {}})
+    @router.post("/submissions", status_code=202, responses={400: {}, 401: {}, 403: {}, 413: {}, 429: {}},
+                 openapi_extra={"requestBody": {"required": True, "content": {
+                     "application/zip": {"schema": {"type": "string", "format": "binary"}}}}})
     async def create(request: Request, session: SessionDep, who: Caller,
                      topics: Annotated[list[str] | None, Query()] = None) -> JSONResponse:
         """Upload a zip of `<topic>.py` files as the request body (Content-Type: application/zip)."""

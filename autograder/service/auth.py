@@ -92,6 +92,15 @@ def _hub_identity(session: Session, token: str, settings: Settings) -> Identity 
     return Identity(STUDENT, student.id, login)
 
 
+def require_hub_support() -> None:
+    """Fail at start, not at the first request, when hub tokens are on but JupyterHub is missing."""
+    try:
+        import jupyterhub.services.auth  # noqa: F401
+    except ImportError:
+        raise RuntimeError("accepting JupyterHub tokens needs the jupyterhub package beside the service "
+                           "(pip install jupyterhub), or unset JAXLINGS_HUB_API_URL / JUPYTERHUB_API_URL") from None
+
+
 @lru_cache(maxsize=4)
 def _hub_auth(api_url: str, api_token: str):
     """One HubAuth client per hub (it caches the hub's answers for a short while)."""
