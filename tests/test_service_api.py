@@ -149,7 +149,7 @@ def test_concurrent_submitters_each_get_their_own_stored_submission(live):
         with api(live, token) as client:
             return token, post_zip(client, zip_of({"at_updates.py": AT + f"# {k}\n".encode()}))
 
-    jobs = [(t, k) for t in tokens for k in range(2)]
+    jobs = [(t, k) for t in tokens for k in range(2)]      # the same files from several students at once too
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         replies = list(pool.map(send, jobs, timeout=120))
     assert all(r.status_code == 202 for _, r in replies), [r.text for _, r in replies if r.status_code != 202]

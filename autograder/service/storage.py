@@ -13,6 +13,7 @@ import hashlib
 import io
 import os
 import stat
+import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -116,8 +117,8 @@ def keep_file(data_dir: Path, digest: str, data: bytes) -> Path:
     path = folder / f"{digest}.zip"
     if path.exists():
         return path
-    tmp = folder / f".{digest}.{os.getpid()}.tmp"
-    with open(tmp, "wb") as f:
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{digest}.", suffix=".tmp")   # one per writer: the same
+    with os.fdopen(fd, "wb") as f:                                                 # content may come twice at once
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
