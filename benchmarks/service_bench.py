@@ -111,12 +111,12 @@ def kill_worker(course, trials: int) -> dict:
     subs = [post_zip(client, zip_of({"at_updates.py": at + f"# {i}\n".encode()})).json()["id"] for i in range(trials)]
     killed_mid_grade = 0
     for trial in range(trials):
+        before = {s: state(client, s)["attempts"] for s in subs}
         worker = course.worker()
         try:
-            wait_for(lambda: any(state(client, s)["progress"].startswith("grading topic") for s in subs), 180,
-                     "a job to be graded")
-            time.sleep(random.uniform(0.2, 6.0))
-            killed_mid_grade += any(state(client, s)["status"] == "grading" for s in subs)
+            claimed = wait_for(lambda: _claimed_since(client, before), 180, "the new worker to claim a job")
+            time.sleep(random.uniform(0.5, 8.0))
+            killed_mid_grade += state(client, claimed)["status"] == "grading"
         finally:
             kill(worker)
     course.worker()
@@ -125,6 +125,15 @@ def kill_worker(course, trials: int) -> dict:
             "graded": sum(f["status"] == "done" for f in finals),
             "lost": sum(f["status"] != "done" for f in finals),
             "attempts": sorted(f["attempts"] for f in finals)}
+
+
+def _claimed_since(client, before: dict[int, int]) -> int | None:
+    """A submission claimed again since `before` (its attempts) and being graded now, if any."""
+    for sub, attempts in before.items():
+        now = state(client, sub)
+        if now["attempts"] > attempts and now["status"] == "grading":
+            return sub
+    return None
 
 
 def kill_api(course, trials: int) -> dict:
