@@ -203,3 +203,22 @@ def test_api_processes_share_nothing_but_the_database(course):
     assert again.json()["id"] == sub and again.json()["duplicate"] is True
     seen = {api(course, token).get("/api/me").status_code for _ in range(10)}    # both processes of --workers 2
     assert seen == {200}
+
+
+def test_pages_escape_what_students_send_and_hide_others_submissions(live):
+    mallory = live.token("<script>alert(1)</script>")
+    sub = post_zip(api(live, mallory), zip_of({"prng.py": PRNG + b"# xss\n"})).json()["id"]
+    pages = httpx.Client(base_url=live.url, follow_redirects=False)
+    assert pages.get("/gradebook").headers["location"].endswith("/login")             # no cookie: log in first
+    wrong = pages.post("/login", data={"token": "jxl_nope"})
+    assert wrong.status_code == 200 and "not known" in wrong.text
+    prof = httpx.Client(base_url=live.url, cookies={"jaxlings_token": live.instructor()})
+    html = prof.get("/gradebook").text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert" not in html
+    assert 'class="timeline"' in html
+    other = httpx.Client(base_url=live.url, cookies={"jaxlings_token": live.token("bystander")})
+    assert other.get(f"/submissions/{sub}").status_code == 404
+    assert other.get("/gradebook", follow_redirects=False).status_code == 303              # students: no gradebook
+    own = httpx.Client(base_url=live.url, cookies={"jaxlings_token": mallory})
+    assert own.get(f"/submissions/{sub}").status_code == 200
+    assert 'http-equiv="refresh"' in own.get(f"/submissions/{sub}").text                   # refreshes until graded
