@@ -274,3 +274,25 @@ def test_nbgraders_validate_passes_with_the_hubs_settings(student, tmp_path, mon
     done = subprocess.run([str(Path(sys.executable).parent / "nbgrader"), "validate", "at_updates.ipynb"], cwd=folder,
                           capture_output=True, text=True, timeout=900, env={**os.environ, "JUPYTER_PATH": str(tmp_path / "jupyter")})
     assert "Success! Your notebook passes all the tests." in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+def test_the_package_submits_to_a_real_course_server(student, tmp_path):
+    """`grade login` and `grade submit --wait` from the student package, against `grade serve`
+    and a `grade worker` of the repo (the grader's side) on loopback: the hidden verdicts come
+    back as the same table as `grade check`."""
+    from service_helpers import new_course
+
+    course = new_course(tmp_path / "course")
+    try:
+        course.serve()
+        course.worker()
+        token = course.token("alice")
+        ws = student.home / "submitter"
+        student.run("grade", "init", str(ws), check=True)
+        shutil.copyfile(SOLUTIONS / "at_updates.py", ws / "exercises" / "at_updates.py")
+        student.run("grade", "login", "--server", course.url, "--token", token, cwd=ws, check=True)
+        done = student.run("grade", "submit", "at_updates", "--wait", cwd=ws, check=True)
+        assert "at_updates: " in done.stdout and "scatter_ops" in done.stdout and "judged on submission" not in done.stdout
+        assert "Total: " in done.stdout
+    finally:
+        course.stop()
