@@ -1,5 +1,5 @@
-"""The HTTP side: a FastAPI app with the JSON API (`/api/...`, OpenAPI at `/api/openapi.json`) and
-the server-rendered pages (a student's page, a submission, the instructor's gradebook).
+"""The HTTP side: the FastAPI app, its dependencies (session, caller), submitting, and the JSON API
+(`/api/...`, OpenAPI at `/api/openapi.json`); the pages' routes are in `pages.py`.
 
 Nothing here holds state between requests: every fact lives in the database, so any number of
 API processes can serve one course. A submission is stored (file, upload row, submission row,
@@ -9,30 +9,26 @@ content hash) and committed before it is sent to the queue and before the 202 re
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 import time
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, Response
-from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse
-from fastapi.templating import Jinja2Templates
+from fastapi.responses import JSONResponse, PlainTextResponse
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from autograder import __version__
-from autograder.service import auth, db, jobs, pages, storage
+from autograder.service import auth, db, gradebook, jobs, storage
 from autograder.service.auth import Identity
 from autograder.service.config import Settings
-from autograder.service.db import DONE, FAILED, QUEUED, Student, Submission, Upload, utcnow
+from autograder.service.db import DONE, QUEUED, Student, Submission, Upload, utcnow
 
 COOKIE = "jaxlings_token"
-TEMPLATES = Jinja2Templates(directory=str(Path(__file__).resolve().parent / "templates"))
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -55,6 +51,8 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.sessions = db.sessions(settings.db_url)
     app.state.topics = settings.topics or _course_topics()
     app.include_router(api_router(), prefix=f"{base}/api")
+    from autograder.service.pages import page_router  # the pages build on this module's dependencies
+
     app.include_router(page_router(), prefix=base)
     app.add_exception_handler(storage.UploadError, _upload_error)
     return app
@@ -219,7 +217,7 @@ def _iso(t: dt.datetime | None) -> str | None:
     return t.isoformat() + "Z" if t else None
 
 
-def _regrade(request: Request, session: Session, ids: list[int]) -> dict[str, Any]:
+def regrade(request: Request, session: Session, ids: list[int]) -> dict[str, Any]:
     queued = jobs.requeue(session, ids)
     session.commit()
     jobs.send(request.app.state.celery, request.app.state.settings, queued)
@@ -282,7 +280,7 @@ def api_router() -> APIRouter:
     @router.post("/submissions/{submission_id}/regrade")
     def regrade_one(request: Request, session: SessionDep, _who: Instructor, submission_id: int) -> dict[str, Any]:
         visible(session, _who, submission_id)
-        return _regrade(request, session, [submission_id])
+        return regrade(request, session, [submission_id])
 
     @router.post("/regrade")
     def regrade_many(request: Request, session: SessionDep, _who: Instructor, topic: str | None = None,
@@ -291,12 +289,12 @@ def api_router() -> APIRouter:
         if not topic and not all:
             raise HTTPException(400, "say which: ?topic=NAME or ?all=true")
         rows = session.execute(select(Submission.id, Submission.topics)).all()
-        return _regrade(request, session, [i for i, names in rows if all or topic in names.split(",")])
+        return regrade(request, session, [i for i, names in rows if all or topic in names.split(",")])
 
     @router.get("/gradebook.csv")
     def gradebook_csv(request: Request, session: SessionDep, _who: Instructor) -> Response:
-        rows, topics = _gradebook(request, session)
-        return PlainTextResponse(pages.to_csv(rows, topics), media_type="text/csv",
+        rows, topics = gradebook_rows(request, session)
+        return PlainTextResponse(gradebook.to_csv(rows, topics), media_type="text/csv",
                                  headers={"Content-Disposition": 'attachment; filename="gradebook.csv"'})
 
     return router
@@ -316,131 +314,7 @@ async def _read_capped(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def _gradebook(request: Request, session: Session) -> tuple[list[pages.Row], list[str]]:
+def gradebook_rows(request: Request, session: Session) -> tuple[list[gradebook.Row], list[str]]:
     students = list(session.scalars(select(Student)))
     subs = list(session.scalars(select(Submission)))
-    return pages.gradebook(students, subs), list(request.app.state.topics)
-
-
-# ---------------------------------------------------------------- pages
-
-
-def page_router() -> APIRouter:
-    router = APIRouter(include_in_schema=False)
-
-    def render(request: Request, name: str, **context: Any) -> HTMLResponse:
-        settings = request.app.state.settings
-        return TEMPLATES.TemplateResponse(request, name, {"base": settings.base_path, "version": __version__, **context})
-
-    def who_or_none(request: Request, session: Session) -> Identity | None:
-        token = bearer(request)
-        return auth.identify(session, token, request.app.state.settings) if token else None
-
-    def login_redirect(request: Request) -> RedirectResponse:
-        return RedirectResponse(f"{request.app.state.settings.base_path}/login", status_code=303)
-
-    @router.get("/")
-    def index(request: Request, session: SessionDep) -> Response:
-        who = who_or_none(request, session)
-        base = request.app.state.settings.base_path
-        if who is None:
-            return login_redirect(request)
-        return RedirectResponse(f"{base}/gradebook" if who.is_instructor else f"{base}/me", status_code=303)
-
-    @router.get("/login")
-    def login_form(request: Request, error: str = "") -> HTMLResponse:
-        return render(request, "login.html", error=error)
-
-    @router.post("/login")
-    async def login(request: Request, session: SessionDep) -> Response:
-        form = await request.form()
-        token = str(form.get("token", "")).strip()
-        who = auth.identify(session, token, request.app.state.settings) if token else None
-        if who is None:
-            return render(request, "login.html", error="That token is not known. Ask your instructor for yours.")
-        base = request.app.state.settings.base_path
-        response = RedirectResponse(f"{base}/gradebook" if who.is_instructor else f"{base}/me", status_code=303)
-        response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path=base or "/")
-        return response
-
-    @router.post("/logout")
-    def logout(request: Request) -> Response:
-        response = login_redirect(request)
-        response.delete_cookie(COOKIE, path=request.app.state.settings.base_path or "/")
-        return response
-
-    @router.get("/me")
-    def student_page(request: Request, session: SessionDep, error: str = "") -> Response:
-        who = who_or_none(request, session)
-        if who is None or who.is_instructor:
-            return login_redirect(request)
-        subs = list(session.scalars(select(Submission).where(Submission.student_id == who.student_id)
-                                    .order_by(Submission.id.desc())))
-        return render(request, "student.html", who=who, submissions=subs, best=pages.best_scores(subs), error=error,
-                      topics=request.app.state.topics)
-
-    @router.post("/me/submit")
-    async def page_submit(request: Request, session: SessionDep) -> Response:
-        who = who_or_none(request, session)
-        if who is None:
-            return login_redirect(request)
-        base = request.app.state.settings.base_path
-        limit = request.app.state.settings.max_upload_bytes
-        declared = request.headers.get("content-length", "")
-        if not declared.isdigit() or int(declared) > limit + 16384:
-            return RedirectResponse(f"{base}/me?error=the+upload+is+over+the+limit+of+{limit}+bytes", status_code=303)
-        form = await request.form()
-        upload = form.get("file")
-        raw = await upload.read() if hasattr(upload, "read") else b""
-        try:
-            row, _ = await run_in_threadpool(submit, request, session, who, raw, None)
-        except (storage.UploadError, HTTPException) as exc:
-            message = str(exc) if isinstance(exc, storage.UploadError) else exc.detail
-            return RedirectResponse(f"{base}/me?error={quote(message)}", status_code=303)
-        return RedirectResponse(f"{base}/submissions/{row.id}", status_code=303)
-
-    @router.get("/submissions/{submission_id}")
-    def submission_page(request: Request, session: SessionDep, submission_id: int) -> Response:
-        who = who_or_none(request, session)
-        if who is None:
-            return login_redirect(request)
-        row = visible(session, who, submission_id)
-        result = _parse(row.result_json) if row.status == DONE else None
-        return render(request, "submission.html", who=who, sub=row, result=result,
-                      position=jobs.position(session, row), pending=row.status not in (DONE, FAILED))
-
-    @router.get("/gradebook")
-    def gradebook_page(request: Request, session: SessionDep) -> Response:
-        who = who_or_none(request, session)
-        if who is None or not who.is_instructor:
-            return login_redirect(request)
-        rows, topics = _gradebook(request, session)
-        subs = list(session.scalars(select(Submission).order_by(Submission.id.desc())))
-        tops = pages.maxima(subs)
-        histograms = {t: pages.histogram_svg([r.best[t] for r in rows if t in r.best], tops[t], t)
-                      for t in topics if t in tops}
-        return render(request, "gradebook.html", who=who, rows=rows, topics=topics, histograms=histograms,
-                      timeline=pages.timeline_svg([s.created_at for s in subs]), recent=subs[:50])
-
-    @router.post("/gradebook/regrade")
-    async def page_regrade(request: Request, session: SessionDep) -> Response:
-        who = who_or_none(request, session)
-        if who is None or not who.is_instructor:
-            return login_redirect(request)
-        form = await request.form()
-        rows = session.execute(select(Submission.id, Submission.topics)).all()
-        what = str(form.get("what", ""))
-        if what == "all":
-            ids = [i for i, _ in rows]
-        elif what.startswith("topic:"):
-            ids = [i for i, names in rows if what[6:] in names.split(",")]
-        else:
-            ids = [int(what)] if what.isdigit() else []
-        await run_in_threadpool(_regrade, request, session, ids)
-        return RedirectResponse(f"{request.app.state.settings.base_path}/gradebook", status_code=303)
-
-    return router
-
-
-def _parse(text: str | None) -> dict | None:
-    return json.loads(text) if text else None
+    return gradebook.gradebook(students, subs), list(request.app.state.topics)

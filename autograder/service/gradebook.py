@@ -1,4 +1,4 @@
-"""What the pages show, computed from the rows: best scores, the gradebook, its CSV and SVG figures.
+"""The gradebook from the rows: best scores per student and topic, its CSV, and the SVG figures.
 
 Figures are small inline SVGs drawn here (a histogram of best scores per topic, submissions
 per hour), so the pages need no script and no plotting library.
