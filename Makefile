@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: setup demo test build student-dist clean
+.PHONY: setup demo test build bench student-dist clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,10 @@ test: setup
 ## Regenerate the student stubs from the solutions.
 build: setup
 	$(BIN)/grade build
+
+## Where grading time goes, per topic and check (a benchmark; prints tables).
+bench: setup
+	$(BIN)/python benchmarks/bench.py
 
 ## Build the student package (wheel + sdist, nothing hidden in it) into dist/.
 student-dist: setup

@@ -53,17 +53,19 @@ def grade(submission: Path, topics: list[Topic], *, reference_dir: Path | None =
         t0 = time.monotonic()
         module = Path(submission) / f"{topic.name}.py"
         reference = Path(reference_dir) / f"{topic.name}.py" if reference_dir is not None else None
+        timings: dict = {}
         if not module.is_file():
             topic_tests = failed_topic(topic, f"the submission has no {topic.name}.py")
         else:
             topic_tests, platform = grade_topic(topic, module, reference, seed, public=public, isolate=isolate,
                                                 limits=limits, on_test=on_test,
-                                                answers=answers(topic.name) if answers else None)
+                                                answers=answers(topic.name) if answers else None, timings=timings)
         tests += topic_tests
         summary[topic.name] = {
             "score": round(sum(t.score for t in topic_tests), 4),
             "max_score": round(sum(t.max_score for t in topic_tests), 4),
             "seconds": round(time.monotonic() - t0, 2),
+            "timings": timings,
         }
     extra = {"seed": seed, "mode": "public" if public else "hidden", "platform": platform, "topics": summary,
              "sandbox": "on" if isolate else "off", "reference": "recorded" if answers else "live"}
@@ -75,30 +77,40 @@ def grade(submission: Path, topics: list[Topic], *, reference_dir: Path | None =
 
 def grade_topic(topic: Topic, module: Path, reference: Path | None, seed: int, *, public: bool, isolate: bool,
                 limits: Limits = Limits(), on_test: Listener | None = None,
-                answers: Live | None = None) -> tuple[list[TestResult], dict]:
-    """All tests of one topic, from a private copy of the student's module."""
+                answers: Live | None = None, timings: dict | None = None) -> tuple[list[TestResult], dict]:
+    """All tests of one topic, from a private copy of the student's module. `timings` (when
+    given) receives where the time went: the workers' start, and per exercise the reference's
+    outputs ("cases") and each check, in seconds (see `benchmarks/bench.py`)."""
+    timings = {} if timings is None else timings
     with tempfile.TemporaryDirectory(prefix=f"jaxlings-{topic.name}-") as tmp:
         private = Path(tmp) / module.name
         shutil.copyfile(module, private)
+        t0 = time.monotonic()
         with TopicSession(topic, private, reference, seed, public=public, isolate=isolate, limits=limits,
                           answers=answers) as session:
+            timings["start"] = round(time.monotonic() - t0, 3)
             if session.load_error:
                 return failed_topic(topic, session.load_error), session.platform
             tests = []
             for ex in topic.exercises:
-                for test in grade_exercise(session, ex):
+                for test in grade_exercise(session, ex, timings.setdefault("exercises", {}).setdefault(ex.name, {})):
                     tests.append(test)
                     if on_test:
                         on_test(test)
             return tests, session.platform
 
 
-def grade_exercise(session: TopicSession, ex: Exercise) -> list[TestResult]:
-    """Run the exercise's checks in order: `correct`, `jit`, then the rest as declared."""
+def grade_exercise(session: TopicSession, ex: Exercise, timings: dict | None = None) -> list[TestResult]:
+    """Run the exercise's checks in order: `correct`, `jit`, then the rest as declared; each
+    one's seconds (and the cases') go into `timings`."""
+    timings = {} if timings is None else timings
+    t0 = time.monotonic()
     run = session.start_exercise(ex)
+    timings["cases"] = round(time.monotonic() - t0, 3)
     tests = []
     died_in = None
     for check in ordered_checks(ex):
+        t0 = time.monotonic()
         deaths = session.deaths
         if died_in:
             outcome = Outcome.fail(f"not run: the function took its process down in the `{died_in}` check")
@@ -116,6 +128,7 @@ def grade_exercise(session: TopicSession, ex: Exercise) -> list[TestResult]:
         if session.deaths > deaths:
             died_in = check
         run.passed[check] = outcome.fraction >= 1.0
+        timings[check] = round(time.monotonic() - t0, 3)
         tests.append(TestResult.of(session.topic.name, ex.name, check, ex.checks[check], outcome, VISIBILITY))
     return tests
 

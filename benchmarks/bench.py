@@ -1,0 +1,75 @@
+"""Where grading time goes (`make bench`): per topic, the workers' start, the reference's
+outputs on the cases, and each kind of check, for `grade check` (public expectations replayed)
+and for hidden grading (live reference), cold (the first run in this process) and warm (the
+same run again).
+
+Numbers come from the engine's own `extra_data["topics"][topic]["timings"]`; the solutions are
+the submission (every check runs). A benchmark, not a test: it decides nothing.
+
+    .venv/bin/python benchmarks/bench.py [--modes check hidden] [--runs 2] [TOPIC ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+COLUMNS = ("start", "cases", "correct", "jit", "speed", "other")
+
+
+def run_once(mode: str, names: list[str]):
+    """One graded run of the solutions: (result, wall seconds)."""
+    from autograder import engine, public, topics
+    from autograder.sandbox import bwrap_available
+
+    t0 = time.perf_counter()
+    if mode == "check":
+        result = engine.grade(ROOT / "solutions", topics.resolve(names, public=True), public=True,
+                              answers=public.replay)
+    else:
+        result = engine.grade(ROOT / "solutions", topics.resolve(names), reference_dir=ROOT / "solutions",
+                              isolate=bwrap_available())
+    return result, time.perf_counter() - t0
+
+
+def rows(result) -> dict[str, dict[str, float]]:
+    """Topic -> seconds per column, summed over its exercises."""
+    table: dict[str, dict[str, float]] = {}
+    for topic, summary in result.extra_data["topics"].items():
+        timings = summary.get("timings", {})
+        row = defaultdict(float, start=timings.get("start", 0.0))
+        for checks in timings.get("exercises", {}).values():
+            for name, seconds in checks.items():
+                row[name if name in COLUMNS else "other"] += seconds
+        row["total"] = summary["seconds"]
+        table[topic] = row
+    return table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("topics", nargs="*")
+    parser.add_argument("--modes", nargs="+", default=["check", "hidden"], choices=["check", "hidden"])
+    parser.add_argument("--runs", type=int, default=2, help="runs per mode: the first is cold, the others warm")
+    args = parser.parse_args()
+    from autograder import topics
+
+    names = args.topics or list(topics.ORDER)
+    print(f"machine: {platform.node()}, {platform.processor() or platform.machine()}, "
+          f"{__import__('os').cpu_count()} cores; seconds")
+    for mode in args.modes:
+        for i in range(args.runs):
+            result, wall = run_once(mode, names)
+            label = f"{mode}, {'cold' if i == 0 else 'warm'}"
+            print(f"\n{label}: {wall:.1f} s for {len(names)} topics, score {result.score:g}/{result.max_score:g}")
+            print(f"{'topic':<12}" + "".join(f"{c:>9}" for c in (*COLUMNS, "total")))
+            for topic, row in rows(result).items():
+                print(f"{topic:<12}" + "".join(f"{row[c]:>9.2f}" for c in (*COLUMNS, "total")), flush=True)
+
+
+if __name__ == "__main__":
+    main()
