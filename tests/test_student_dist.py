@@ -35,6 +35,10 @@ pytestmark = pytest.mark.slow
 
 CRAFTED = {"at_updates": "one_fault_each", "static_args": "one_fault_each", "jit_basics": "one_fault_each"}
 FULL = bool(os.environ.get("JAXLINGS_FULL_SUITE"))
+ENVIRONMENT_PROBES = {"at_updates__attack_privileged", "at_updates__attack_read_grader"}
+"""Attacks whose verdict depends on where they run (their privileges, the grader's files on
+disk): the repo's unsandboxed engine has the solutions beside it, the student package has none.
+tests/test_trust.py judges them under the hidden grader's sandbox."""
 
 
 @pytest.fixture(scope="module")
@@ -165,6 +169,8 @@ def _submissions() -> list[tuple[str, dict[str, Path]]]:
     if FULL:
         subs.append(("solutions", {n: SOLUTIONS / f"{n}.py" for n in topics.ORDER}))
         for path in sorted(SUBMISSIONS.glob("*__*.py")):
+            if path.stem in ENVIRONMENT_PROBES:
+                continue
             topic, variant = path.stem.split("__", 1)
             subs.append((f"{topic}__{variant}", {topic: path}))
     else:
