@@ -184,3 +184,22 @@ def _lose_the_message(course, sub: int) -> None:
     with db.sessions(course.settings().db_url).begin() as session:
         row = session.get(db.Submission, sub)
         row.sent_at = row.created_at = row.created_at - dt.timedelta(minutes=10)
+
+
+def test_serve_with_worker_grades_and_stops_its_worker(course):
+    server = course.serve(args=("--with-worker",))
+    client = api(course, course.token("ivan"))
+    sub = post_zip(client, zip_of({"prng.py": BROKEN})).json()["id"]
+    assert graded(client, sub, 120)["status"] == "done"
+    children = subprocess.run(["pgrep", "-P", str(server.pid)], capture_output=True, text=True).stdout.split()
+    assert children, "the worker is a child of grade serve"
+    server.terminate()                                  # SIGTERM to grade serve alone: it stops its worker
+    assert server.wait(90) == 0
+    assert "Warm shutdown" in course.log("serve.log")
+    wait_for(lambda: not any(os.path.exists(f"/proc/{pid}") for pid in children), 30, "the worker to exit")
+    course.procs.remove(server)
+    again = course.serve(args=("--with-worker",))       # kill -9 of grade serve: the kernel stops its worker
+    children = subprocess.run(["pgrep", "-P", str(again.pid)], capture_output=True, text=True).stdout.split()
+    os.kill(again.pid, 9)
+    again.wait(30)
+    wait_for(lambda: not any(os.path.exists(f"/proc/{pid}") for pid in children), 60, "the orphaned worker to exit")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -168,7 +169,10 @@ def serve(
                              broker_url=broker_url, sandbox=sandbox)
     db.upgrade(settings.db_url)
     os.environ.update(settings.to_env())      # what a worker or a second API process reads
-    worker = subprocess.Popen([sys.executable, "-m", "autograder", "worker"]) if with_worker else None
+    worker = _child_worker() if with_worker else None
+    # uvicorn shuts down on SIGTERM, then raises it again with the handler it found: this one, so
+    # that the `finally` below stops the worker instead of the process dying around it.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     console.print(f"jaxlings service at {settings.url}/ (gradebook: {settings.url}/gradebook)", highlight=False)
     try:
         app = api.create_app(settings) if workers == 1 else "autograder.service.api:from_env"
@@ -177,6 +181,17 @@ def serve(
     finally:
         if worker is not None:
             _stop(worker)
+
+
+def _child_worker() -> subprocess.Popen:
+    """`grade worker` as a child that the kernel stops (SIGTERM) if this process dies, however it dies."""
+    def die_with_parent() -> None:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+    return subprocess.Popen([sys.executable, "-m", "autograder", "worker"],
+                            preexec_fn=die_with_parent if sys.platform == "linux" else None)
 
 
 def _stop(process) -> None:
