@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import shutil
 
 import pytest
@@ -70,6 +71,9 @@ def test_student_submits_in_the_browser_and_instructor_downloads_the_csv(course,
         prof.click("#csv")
     rows = list(csv.DictReader(io.StringIO(open(download.value.path()).read())))
     assert [(r["login"], r["prng"], r["at_updates"], r["total"]) for r in rows] == [("grace", "0", score, score)]
+    with prof.expect_download() as results:
+        prof.click("#recent a:has-text('results.json')")
+    assert json.loads(open(results.value.path()).read())["max_score"] == 33
     prof.click("#regrade-all")                                 # regrade everything, from the page
     assert prof.url.endswith("/gradebook")
     teacher = api(course, course.instructor())

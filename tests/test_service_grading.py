@@ -203,3 +203,16 @@ def test_serve_with_worker_grades_and_stops_its_worker(course):
     os.kill(again.pid, 9)
     again.wait(30)
     wait_for(lambda: not any(os.path.exists(f"/proc/{pid}") for pid in children), 60, "the orphaned worker to exit")
+
+
+def test_a_worker_that_cannot_sandbox_fails_the_job_saying_why(course, tmp_path):
+    course.serve()
+    course.worker(JAXLINGS_SANDBOX="on", PATH=os.path.dirname(GRADE[0]))   # no bwrap on this PATH
+    client = api(course, course.token("judy"))
+    sub = post_zip(client, zip_of({"prng.py": BROKEN})).json()["id"]
+    failed = graded(client, sub, 120)
+    assert failed["status"] == "failed" and "bubblewrap" in failed["error"]
+    assert client.get(f"/api/submissions/{sub}/results.json").status_code == 409
+    (tmp_path / "client.json").write_text(json.dumps({"url": course.url, "token": client.headers["authorization"][7:]}))
+    shown = run_grade(course, ["result", str(sub)], tmp_path)
+    assert shown.returncode == 2 and "could not be graded" in shown.stdout and "bubblewrap" in shown.stdout
