@@ -29,7 +29,6 @@ from autograder.service.db import DONE, FAILED, GRADING, QUEUED, Submission, Upl
 
 TASK = "jaxlings.grade"
 log = logging.getLogger("jaxlings.jobs")
-_SETTINGS: dict[str, Settings] = {}
 
 
 def make_celery(settings: Settings) -> Celery:
@@ -50,7 +49,7 @@ def make_celery(settings: Settings) -> Celery:
         worker_hijack_root_logger=False,
         worker_cancel_long_running_tasks_on_connection_loss=True,
     )
-    _SETTINGS[app.main + app.conf.broker_url] = settings
+    app.conf.jaxlings_settings = settings       # what the task reads, in this process and its forked pool
     app.task(name=TASK, bind=True, ignore_result=False)(_grade_task)
     return app
 
@@ -66,8 +65,7 @@ def _transport_options(broker: str) -> dict:
 
 def _grade_task(task, submission_id: int) -> dict:
     """Celery's entry point: grade one submission (or nothing, if it is done or held)."""
-    settings = _SETTINGS[task.app.main + task.app.conf.broker_url]
-    return grade_submission(settings, submission_id, worker_name())
+    return grade_submission(task.app.conf.jaxlings_settings, submission_id, worker_name())
 
 
 def worker_name() -> str:
