@@ -97,20 +97,32 @@ class Course:
         return proc
 
     def serve(self, timeout: float = 60, args: tuple[str, ...] = (), **env: str) -> subprocess.Popen:
-        """Start the API (on JAXLINGS_PORT if given, else the course's port) and wait (bounded) until it answers."""
-        proc = self._start(["serve", *args], "serve.log", **env)
-        url = f"http://127.0.0.1:{env.get('JAXLINGS_PORT', self.port)}"
+        """Start the API (on JAXLINGS_PORT if given, else the course's port) and wait (bounded) until it answers.
+
+        A port taken between `free_port()` and the bind (another test run on this machine) is
+        replaced by a fresh one, up to three times, when the course's own port was meant.
+        """
+        for _ in range(3):
+            proc = self._start(["serve", *args], "serve.log", **env)
+            if self._answers(proc, int(env.get("JAXLINGS_PORT", self.port)), timeout):
+                return proc
+            if "JAXLINGS_PORT" in env or "address already in use" not in self.log("serve.log"):
+                break
+            self.port = free_port()
+            self.env["JAXLINGS_PORT"] = str(self.port)
+        raise RuntimeError(f"grade serve did not start: {self.log('serve.log')}")
+
+    def _answers(self, proc: subprocess.Popen, port: int, timeout: float) -> bool:
+        """Whether the API started as `proc` answers on `port` within `timeout` s (False if it exited)."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError(f"grade serve exited: {self.log('serve.log')}")
+        while time.monotonic() < deadline and proc.poll() is None:
             try:
-                if httpx.get(f"{url}/api/health", timeout=2).status_code == 200:
-                    return proc
+                if httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=2).status_code == 200:
+                    return True
             except httpx.HTTPError:
                 pass
             time.sleep(0.2)
-        raise RuntimeError(f"grade serve did not answer in {timeout} s: {self.log('serve.log')}")
+        return False
 
     def worker(self, **env: str) -> subprocess.Popen:
         return self._start(["worker"], "worker.log", **env)

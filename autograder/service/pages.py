@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, HTTPException, Request, Response
+from fastapi import APIRouter, Form, HTTPException, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 from sqlalchemy import select
@@ -54,9 +54,8 @@ def page_router() -> APIRouter:
         return render(request, "login.html", error=error)
 
     @router.post("/login")
-    async def login(request: Request, session: SessionDep) -> Response:
-        form = await request.form()
-        token = str(form.get("token", "")).strip()
+    def login(request: Request, session: SessionDep, token: Annotated[str, Form()] = "") -> Response:
+        token = token.strip()
         who = auth.identify(session, token, request.app.state.settings) if token else None
         if who is None:
             return render(request, "login.html", error="That token is not known. Ask your instructor for yours.")
@@ -125,20 +124,19 @@ def page_router() -> APIRouter:
                       timeline=gradebook.timeline_svg([s.created_at for s in subs]), recent=subs[:50])
 
     @router.post("/gradebook/regrade")
-    async def page_regrade(request: Request, session: SessionDep) -> Response:
+    def page_regrade(request: Request, session: SessionDep, what: Annotated[str, Form()] = "") -> Response:
+        """Regrade one submission (`what` = its id), a topic (`topic:NAME`) or everything (`all`)."""
         who = who_or_none(request, session)
         if who is None or not who.is_instructor:
             return login_redirect(request)
-        form = await request.form()
         rows = session.execute(select(Submission.id, Submission.topics)).all()
-        what = str(form.get("what", ""))
         if what == "all":
             ids = [i for i, _ in rows]
         elif what.startswith("topic:"):
             ids = [i for i, names in rows if what[6:] in names.split(",")]
         else:
             ids = [int(what)] if what.isdigit() else []
-        await run_in_threadpool(regrade, request, session, ids)
+        regrade(request, session, ids)
         return RedirectResponse(f"{request.app.state.settings.base_path}/gradebook", status_code=303)
 
     return router
