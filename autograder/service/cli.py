@@ -50,7 +50,7 @@ def friendly(fn: Callable) -> Callable:
         except (client.ClientError, ValueError, FileNotFoundError) as exc:
             console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
             raise typer.Exit(2) from None
-        except ModuleNotFoundError as exc:  # a server command in the student package
+        except ImportError as exc:  # a server command in the student package (no server modules or libraries)
             console.print(f"[red]error:[/] `grade {fn.__name__.replace('_', '-')}` runs on the grading server, which "
                           f"needs the grader: pip install 'jaxlings\\[server]' (missing: {exc.name})", highlight=False)
             raise typer.Exit(2) from None
