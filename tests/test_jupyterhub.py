@@ -96,9 +96,9 @@ def hub(tmp_path_factory):
         deadline = time.monotonic() + 90
         while True:
             try:
-                if requests.get(f"{api}/assignments", headers=auth(), timeout=5).status_code == 200:
+                if requests.get(f"{api}/assignments", headers=auth(), timeout=15).status_code == 200:
                     break
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):  # not up yet, or slow to answer on a busy machine
                 pass
             assert proc.poll() is None and time.monotonic() < deadline, (tmp / "hub.log").read_text()[-4000:]
             time.sleep(1)
