@@ -30,6 +30,7 @@ import pytest
 from autograder import topics
 from autograder.course import dist
 from conftest import EXERCISES, SOLUTIONS, SUBMISSIONS, grade_dir
+from service_helpers import BROKEN, course  # noqa: F401  (a course server on loopback, for `grade submit`)
 
 pytestmark = pytest.mark.slow
 
@@ -282,23 +283,24 @@ def test_nbgraders_validate_passes_with_the_hubs_settings(student, tmp_path, mon
     assert "Success! Your notebook passes all the tests." in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
 
 
-def test_the_package_submits_to_a_real_course_server(student, tmp_path):
-    """`grade login` and `grade submit --wait` from the student package, against `grade serve`
-    and a `grade worker` of the repo (the grader's side) on loopback: the hidden verdicts come
-    back as the same table as `grade check`."""
-    from service_helpers import new_course
 
-    course = new_course(tmp_path / "course")
-    try:
-        course.serve()
-        course.worker()
-        token = course.token("alice")
-        ws = student.home / "submitter"
-        student.run("grade", "init", str(ws), check=True)
-        shutil.copyfile(SOLUTIONS / "at_updates.py", ws / "exercises" / "at_updates.py")
-        student.run("grade", "login", "--server", course.url, "--token", token, cwd=ws, check=True)
-        done = student.run("grade", "submit", "at_updates", "--wait", cwd=ws, check=True)
-        assert "at_updates: " in done.stdout and "scatter_ops" in done.stdout and "judged on submission" not in done.stdout
-        assert "Total: " in done.stdout
-    finally:
-        course.stop()
+def test_the_student_packages_grade_submits_to_the_service(course, student, tmp_path):
+    """`grade login`, `grade submit --wait`, `grade result` and `grade submissions` from the
+    package, against `grade serve` and a `grade worker` of the repo (the grader's side) on
+    loopback; the package's server commands say they belong on the grading server."""
+    course.serve()
+    course.worker()
+    work = tmp_path / "work"
+    (work / "exercises").mkdir(parents=True)
+    (work / "exercises" / "prng.py").write_text(BROKEN)
+    (work / "exercises" / "at_updates.py").write_text((SOLUTIONS / "at_updates.py").read_text())
+    token = course.token("kim")
+    logged = student.run("grade", "login", "--server", course.url, "--token", token, cwd=work)
+    assert logged.returncode == 0 and "kim" in logged.stdout, logged.stdout + logged.stderr
+    done = student.run("grade", "submit", "prng", "--wait", cwd=work)
+    assert done.returncode == 0 and "Total: 0 / 19" in done.stdout, done.stdout + done.stderr
+    sub = done.stdout.split("submission ")[1].split(":")[0]
+    assert "Total: 0 / 19" in student.run("grade", "result", sub, cwd=work).stdout
+    assert sub in student.run("grade", "submissions", cwd=work).stdout
+    served = student.run("grade", "serve", cwd=work)
+    assert served.returncode == 2 and "runs on the grading server" in served.stdout, served.stdout + served.stderr
