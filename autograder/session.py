@@ -78,13 +78,9 @@ class TopicSession:
         self._rngs: dict[tuple[str, str], np.random.Generator] = {}
         self._ref: Worker | None = None
         self._analysis_dir: tempfile.TemporaryDirectory | None = None
-        if self.answers.mode == "replay":
-            self._stu, self.load_error = self._start_student()
-            self._platform = self._stu.platform if self._stu is not None else {}
-            return
-        if reference is None:
+        if reference is None and self.answers.mode != "replay":
             raise GraderError(f"grading {topic.name} live needs the reference solutions")
-        with ThreadPoolExecutor(2) as pool:
+        with ThreadPoolExecutor(2) as pool:  # replaying, the trusted worker only analyses programs
             ref_future = pool.submit(self._start_reference)
             stu_future = pool.submit(self._start_student)
             self._ref = ref_future.result()
@@ -132,8 +128,8 @@ class TopicSession:
 
     @property
     def ref(self) -> Worker:
-        """The trusted worker (started on first use when replaying: only exported programs
-        need it then)."""
+        """The trusted worker (started beside the student's; again on first use after a
+        restart)."""
         if self._ref is None:
             self._ref = self._start_reference()
         return self._ref
