@@ -103,6 +103,15 @@ def crafted(tmp_path: Path):
     return make
 
 
+def hub_on_loopback(tmp: Path, port: int) -> str:
+    """JupyterHub config lines for a throwaway hub: loopback on `port`, its state in `tmp`."""
+    from service_helpers import free_port
+
+    return (f'c.JupyterHub.ip = "127.0.0.1"\nc.JupyterHub.port = {port}\nc.JupyterHub.hub_port = {free_port()}\n'
+            f'c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{free_port()}"\n'
+            f'c.JupyterHub.db_url = "sqlite:///{tmp}/hub.sqlite"\nc.JupyterHub.cookie_secret_file = "{tmp}/cookie_secret"\n')
+
+
 def descendants_of_this_process() -> list[int]:
     """Live processes below the test process (zombies excluded)."""
     from autograder.sandbox import _descendants

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,19 +20,14 @@ import pytest
 import requests
 
 from autograder import topics
-from conftest import ROOT
+from conftest import ROOT, hub_on_loopback
+from service_helpers import free_port
 
 CONFIG = ROOT / "course" / "jupyterhub_config.py"
 TOPIC = "at_updates"
 TOKEN = "jaxlings-probe-token-0123456789"
 BIN = Path(sys.executable).parent
 PROXY_PATH = os.pathsep.join([str(BIN), str(BIN.parent / "node_modules" / ".bin"), os.environ["PATH"]])
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_every_setting_is_a_configurable_trait():
@@ -63,13 +57,7 @@ c.JupyterHub.load_roles.append({{"name": "probe", "services": ["probe"], "scopes
     "list:groups", "read:groups", "list:services", "read:services", "access:services!service=jaxlings"]}})
 c.JupyterHub.authenticator_class = "dummy"
 c.JupyterHub.spawner_class = "simple"
-c.JupyterHub.ip = "127.0.0.1"
-c.JupyterHub.port = {port}
-c.JupyterHub.hub_port = {hub_port}
-c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{proxy_port}"
-c.JupyterHub.db_url = "sqlite:///{tmp}/hub.sqlite"
-c.JupyterHub.cookie_secret_file = "{tmp}/cookie_secret"
-'''
+{loopback}'''
 
 
 @pytest.fixture(scope="module")
@@ -85,8 +73,8 @@ def hub(tmp_path_factory):
     (course / "nbgrader_config.py").write_text(config)
     port = free_port()
     (tmp / "test_config.py").write_text(TEST_CONFIG.format(
-        config=str(CONFIG), course=str(course), path=PROXY_PATH, token=TOKEN, port=port, hub_port=free_port(),
-        proxy_port=free_port(), tmp=tmp, root_flag=["--allow-root"] if os.geteuid() == 0 else []))
+        config=str(CONFIG), course=str(course), path=PROXY_PATH, token=TOKEN, loopback=hub_on_loopback(tmp, port),
+        root_flag=["--allow-root"] if os.geteuid() == 0 else []))
     log = open(tmp / "hub.log", "w")
     proc = subprocess.Popen([str(BIN / "jupyterhub"), "-f", str(tmp / "test_config.py")], cwd=tmp, stdout=log,
                             stderr=subprocess.STDOUT, env={**os.environ, "PATH": PROXY_PATH}, start_new_session=True)

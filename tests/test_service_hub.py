@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from conftest import hub_on_loopback
 from service_helpers import SOLUTIONS, free_port, kill, zip_of
 
 BIN = Path(sys.executable).parent
@@ -28,13 +29,7 @@ c.JupyterHub.authenticator_class = "dummy"
 c.JupyterHub.spawner_class = "simple"
 c.Authenticator.allowed_users = {{"student1", "student2", "teacher"}}
 c.JupyterHub.load_groups = {{"instructors": {{"users": ["teacher"]}}}}
-c.JupyterHub.ip = "127.0.0.1"
-c.JupyterHub.port = {port}
-c.JupyterHub.hub_port = {hub_port}
-c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{proxy_port}"
-c.JupyterHub.db_url = "sqlite:///{tmp}/hub.sqlite"
-c.JupyterHub.cookie_secret_file = "{tmp}/cookie_secret"
-c.JupyterHub.services = [
+{loopback}c.JupyterHub.services = [
     {{"name": "grading", "url": "http://127.0.0.1:{service_port}", "command": {command!r},
       "environment": {environment!r}}},
     {{"name": "probe", "api_token": {probe!r}}},
@@ -59,7 +54,7 @@ def hub(tmp_path_factory):
                    "JAXLINGS_PORT": str(service_port), "JAXLINGS_SANDBOX": "auto",
                    "JAXLINGS_SOLUTIONS": str(SOLUTIONS), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
     (tmp / "config.py").write_text(CONFIG.format(
-        port=port, hub_port=free_port(), proxy_port=free_port(), tmp=tmp, service_port=service_port,
+        loopback=hub_on_loopback(tmp, port), service_port=service_port,
         command=[sys.executable, "-m", "autograder", "serve"], environment=environment, probe=PROBE))
     log = open(tmp / "hub.log", "w")
     proc = subprocess.Popen([str(BIN / "jupyterhub"), "-f", str(tmp / "config.py")], cwd=tmp, stdout=log,

@@ -1,12 +1,13 @@
 """`key_reuse` (ADVISORY: worth no points): no PRNG key is consumed twice, and no key is
 smuggled through legacy uint32s.
 
-The function runs under `jax.debug_key_reuse(True)` and `jax.jit` on the run's cases (the
-grader hands it typed keys, which the checker tracks): under jit the checker analyses the
-whole traced program, so a key consumed twice anywhere in it is found, once per input shape.
-(Running every case eagerly as well found nothing more and cost `prng` more time than all its
-scored checks: eager calls dispatch and compile op by op.) Its jaxpr must not contain
-`random_unwrap`/`random_wrap` (raw uint32 keys hide reuse from the checker). Both
+The function runs under `jax.debug_key_reuse(True)`, called directly on the run's first case
+and under `jax.jit` on every case (the grader hands it typed keys, which the checker tracks):
+under jit the checker analyses the whole traced program, once per input shape; the direct call
+catches code that consumes keys differently when not traced. (Calling every case directly, as
+this check did, cost `prng` more time than all its scored checks: eager calls dispatch and
+compile op by op.) Its jaxpr must not contain `random_unwrap`/`random_wrap` (raw uint32 keys
+hide reuse from the checker). Both
 facts come from the student's own process, where a module can switch the checker off or patch
 the tracer, so the check teaches but does not score: the points of a PRNG exercise rest on
 `correct`, whose exact comparison with the reference's random draws already fails a function
@@ -31,12 +32,14 @@ SUMMARY = "advice, no points: never use a PRNG key twice (jax.debug_key_reuse), 
 
 def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     ex = run.exercise
-    for case in run.cases:
+    calls = [(False, case) for case in run.cases[:1]] + [(True, case) for case in run.cases]
+    for jit, case in calls:
         try:
-            session.call_student("call", fn=ex.name, args=case.args, key_reuse=True, jit=True,
+            session.call_student("call", fn=ex.name, args=case.args, key_reuse=True, jit=jit,
                                  static_argnums=ex.static_argnums)
         except StudentError as exc:
-            return Outcome.fail(f"under jax.jit, {case.label} {shapes(case.args)}: {exc}", advisory=True)
+            mode = "under jax.jit" if jit else "called directly"
+            return Outcome.fail(f"{mode}, {case.label} {shapes(case.args)}: {exc}", advisory=True)
     try:
         facts, _ = trace_facts(session, run)
     except StudentError as exc:
