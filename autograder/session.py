@@ -76,16 +76,15 @@ class TopicSession:
         self.deadline = time.monotonic() + topic.time_limit
         self.deaths = 0
         self._rngs: dict[tuple[str, str], np.random.Generator] = {}
-        self._ref: Worker | None = None
         self._analysis_dir: tempfile.TemporaryDirectory | None = None
         if reference is None and self.answers.mode != "replay":
             raise GraderError(f"grading {topic.name} live needs the reference solutions")
         with ThreadPoolExecutor(2) as pool:  # replaying, the trusted worker only analyses programs
             ref_future = pool.submit(self._start_reference)
             stu_future = pool.submit(self._start_student)
-            self._ref = ref_future.result()
+            self.ref: Worker = ref_future.result()
             self._stu, self.load_error = stu_future.result()
-        self._platform = self._ref.platform
+        self._platform = self.ref.platform
 
     # -- workers -------------------------------------------------------------------------
 
@@ -122,17 +121,8 @@ class TopicSession:
     def restart_reference(self) -> None:
         """A fresh reference worker, after a student's exported program took the old one down
         while it was being analysed (the reference worker is the trusted side's only process)."""
-        if self._ref is not None:
-            self._ref.close()
-        self._ref = self._start_reference()
-
-    @property
-    def ref(self) -> Worker:
-        """The trusted worker (started beside the student's; again on first use after a
-        restart)."""
-        if self._ref is None:
-            self._ref = self._start_reference()
-        return self._ref
+        self.ref.close()
+        self.ref = self._start_reference()
 
     @property
     def platform(self) -> dict[str, Any]:
@@ -182,7 +172,7 @@ class TopicSession:
         return contextlib.nullcontext()
 
     def close(self) -> None:
-        for w in (self._ref, self._stu):
+        for w in (self.ref, self._stu):
             if w is not None:
                 w.close()
         if self._analysis_dir is not None:

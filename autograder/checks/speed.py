@@ -53,7 +53,7 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
         warm = rep == 1
         student_first = rep % 2 == 0 and bool(ref_times)
         if student_first:  # alternate who goes first: neither side always runs in the other's wake
-            stu = _student_round(session, ex, cases, jit, opts, _limit(False, ref_times[-1], speed), size)
+            stu = _student_round(session, ex, cases, jit, opts, _limit(False, ref_times[-1], speed), size=size)
             if isinstance(stu, Outcome):
                 return stu
         try:
@@ -62,7 +62,7 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
         except (WorkerDied, CallFailed) as exc:
             raise GraderError(f"the reference {session.topic.name}.{ex.name} failed on the speed workload: {exc}") from None
         if not student_first:
-            stu = _student_round(session, ex, cases, jit, opts, _limit(warm, ref, speed), size)
+            stu = _student_round(session, ex, cases, jit, opts, _limit(warm, ref, speed), size=size)
             if isinstance(stu, Outcome):
                 return stu
         for expected, got in zip(ref.outs, stu.outs):
@@ -82,9 +82,9 @@ def own_time(session: TopicSession, run: ExerciseRun) -> Outcome:
     jit = speed.jit and (run.passed.get("jit", False) or "jit" not in ex.checks)
     times = []
     for _ in range(PUBLIC_ROUNDS + 1):
-        stu = _student_round(session, ex, [case], jit, {"static_argnums": ex.static_argnums}, 60.0, 0)
+        stu = _student_round(session, ex, [case], jit, {"static_argnums": ex.static_argnums}, 60.0, workload=case.label)
         if isinstance(stu, Outcome):
-            return Outcome.fail(stu.message.replace("the speed workload (size 0)", case.label))
+            return stu
         times.append(stu.seconds)
     best = min(times[1:])
     return Outcome.pending(f"{best * 1e3:.3g} ms per call on this machine ({case.label}, wall time, best of "
@@ -98,14 +98,16 @@ def _limit(warm: bool, ref: Timed, speed: Speed) -> float:
     return max(WARMUP_TIMEOUT, 20 * ref.seconds) if warm else max(MIN_TIMEOUT, 4 * speed.zero * ref.seconds)
 
 
-def _student_round(session: TopicSession, ex, cases: list, jit: bool, opts: dict, limit: float,
-                   size: int) -> Timed | Outcome:
-    """The student's timed round, or the failing Outcome when it did not complete."""
+def _student_round(session: TopicSession, ex, cases: list, jit: bool, opts: dict, limit: float, *,
+                   size: int | None = None, workload: str | None = None) -> Timed | Outcome:
+    """The student's timed round, or the failing Outcome when it did not complete; the speed
+    workload of `size`, or the public case called `workload`."""
     try:
         return timed_call(session.student(), ex.name, cases, jit=jit, timeout=limit, **opts)
     except (WorkerDied, StudentError, CallFailed) as exc:
-        return Outcome.fail(f"the timed call on the speed workload (size {size}) did not finish well "
-                            f"within {limit:.0f} s: {exc}", size=size)
+        what = workload or f"the speed workload (size {size})"
+        return Outcome.fail(f"the timed call on {what} did not finish well within {limit:.0f} s: {exc}",
+                            **({} if size is None else {"size": size}))
 
 
 def clock_for(backend: str, times: list[Timed]) -> tuple[str, Callable[[Timed], float]]:
