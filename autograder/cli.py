@@ -7,7 +7,7 @@
     grade list                                 topics, exercises, points, what passed locally
   the grader's side only (the repo, not the student package):
     grade grade SUBMISSION [--json FILE]       hidden checks on a submission (dir or .zip)
-    grade build [--check]                      regenerate stubs, notebooks, public expectations
+    grade build [TOPIC...] [--check]           regenerate stubs, notebooks, public expectations
 
 Public checks replay the public expectations (`autograder.public`): no reference solution runs.
 Errors print one line and exit with status 2; `grade grade` exits 0 whatever the score.
@@ -161,14 +161,18 @@ def list_() -> None:
 
 
 @friendly
-def build_(check: bool = typer.Option(False, "--check", help="Write nothing; fail if a generated file is out of date.")) -> None:
+def build_(
+    names: list[str] = typer.Argument(None, metavar="[TOPIC]...", help="Only these topics (default: all)."),
+    check: bool = typer.Option(False, "--check", help="Write nothing; fail if a generated file is out of date."),
+) -> None:
     """Regenerate the stubs (exercises/), the nbgrader notebooks (course/source/) and the public
     expectations (autograder/public/) from the solutions and specs."""
     from autograder.course import build as builder
 
     try:
         built = builder.build(paths.solutions_dir(), paths.exercises_dir(), paths.course_dir(), check=check,
-                              public_dir=public_data.DIR, on_record=lambda t: console.print(f"recording the public expectations of {t}…"))
+                              public_dir=public_data.DIR, names=names or (),
+                              on_record=lambda t: console.print(f"recording the public expectations of {t}…"))
     except builder.BuildError as exc:
         raise ValueError(str(exc)) from None
     stale = [b.path for b in built if b.changed]

@@ -95,6 +95,7 @@ def test_the_package_holds_no_solution_no_spec_and_no_hidden_case(built):
     assert not [n for n in names if n.startswith("autograder/topics/") and not n.endswith("__init__.py")]
 
 
+@pytest.mark.filterwarnings("ignore:Duplicate name")  # a plant replaces a packaged file on purpose
 def test_the_leak_scan_finds_a_planted_solution_a_spec_and_a_hidden_case(built, tmp_path):
     """The scan is what stands between the repo and the students: each kind of leak is caught."""
     block = next(iter(dist.solution_blocks().values()))

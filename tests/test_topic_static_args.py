@@ -86,9 +86,9 @@ def test_cached_solutions_hit_or_miss_by_a_wide_margin():
 
 def test_reference_earns_every_point(reference):
     assert failing(reference) == set(), [t.output for t in reference.tests if t.score < t.max_score]
-    assert figures(reference, "create_filled", "compiles")["compiles"] <= 3
-    assert figures(reference, "standardize", "compiles")["compiles"] <= spec.BUCKETS
-    assert figures(reference, "window_sums", "compiles")["compiles"] <= 3
+    assert figures(reference, "create_filled", "compiles")["advisory"]["compiles"] <= 3
+    assert figures(reference, "standardize", "compiles")["advisory"]["compiles"] <= spec.BUCKETS
+    assert figures(reference, "window_sums", "compiles")["advisory"]["compiles"] <= 3
     assert not {"case", "select"} & set(figures(reference, "conditional_fn", "jit")["ops"])
     assert figures(reference, "cached_solve", "jit")["ops"]["case"] >= 1
 
@@ -197,7 +197,9 @@ def test_padding_and_cutting_with_jax_compile_once_per_length(tmp_path):
 def test_one_giant_bucket_fails_speed_only(more_faults):
     assert failed(more_faults, "standardize") == {"speed"}
     assert verdicts(more_faults)["static_args.standardize:speed"][0] == 0
-    assert figures(more_faults, "standardize", "compiles")["compiles"] <= 1
+    # compiles passed (the trusted, timed count within its allowance); what JAX's events report is
+    # a count, not a time, so it is exact: the one bucket compiles once
+    assert figures(more_faults, "standardize", "compiles")["advisory"]["compiles"] <= 1
 
 
 # -- window_sums --------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import ast
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from autograder import topics
 from autograder.course import expectations, notebooks
@@ -86,13 +86,16 @@ def marked_functions(source: str) -> list[str]:
 
 
 def build(solutions_dir: Path, exercises_dir: Path, course_dir: Path | None = None, *, check: bool = False,
-          public_dir: Path | None = None, on_record: Callable[[str], None] | None = None) -> list[Built]:
+          public_dir: Path | None = None, on_record: Callable[[str], None] | None = None,
+          names: Sequence[str] = ()) -> list[Built]:
     """Generate (or, with `check`, compare) every topic's stub and, given `course_dir`, its
     nbgrader source notebook and, given `public_dir`, its public expectations (recorded again
     only when their fingerprint changed; `on_record(topic)` is called before each recording);
-    return what changed."""
+    return what changed. `names` limits it to those topics (all of them when empty)."""
+    for name in names:
+        topics.check_name(name)
     built = []
-    for name in topics.ORDER:
+    for name in [n for n in topics.ORDER if not names or n in names]:
         spec = topics.load(name)
         source = (solutions_dir / f"{name}.py").read_text()
         expected = [ex.name for ex in spec.exercises]
