@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -46,8 +47,8 @@ STUDENT_MODULES = (
 STUDENT_FOLDERS = ("checks", "worker")
 """Subpackages of `autograder/` whose every module ships."""
 
-DEPENDENCIES = ("jax>=0.10", "numpy>=1.26", "typer>=0.12", "rich>=13", "netket>=3.23", "flatbuffers>=24",
-                "httpx>=0.27")
+# The student package needs what the grader's core needs: the project's own dependencies.
+DEPENDENCIES = tuple(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"])
 NOTEBOOK_EXTRA = ("jupyterlab>=4", "ipykernel>=6", "nbgrader>=0.9")
 
 PYPROJECT = """\

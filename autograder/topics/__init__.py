@@ -14,8 +14,8 @@ import importlib
 
 from autograder.spec import Topic
 
-ORDER: tuple[str, ...] = ("prng", "at_updates", "static_args", "loops", "pytrees", "primitives", "sharding", "ising",
-                         "jit_basics")
+ORDER: tuple[str, ...] = ("jit_basics", "prng", "at_updates", "static_args", "loops", "pytrees", "primitives", "sharding",
+                         "ising")
 
 
 def load(name: str) -> Topic:
