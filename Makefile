@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: setup demo test build bench student-dist clean
+.PHONY: setup demo test build bench gpu-check student-dist clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,11 @@ build: setup
 ## Where grading time goes, per topic and check (a benchmark; prints tables).
 bench: setup
 	$(BIN)/python benchmarks/bench.py
+
+## On the grading machine (one NVIDIA GPU): speed verdicts of the reference, 2x and 10x slower
+## versions, and the whole course's grading, in one call of a few minutes.
+gpu-check: setup
+	$(BIN)/python benchmarks/gpu_check.py
 
 ## Build the student package (wheel + sdist, nothing hidden in it) into dist/.
 student-dist: setup

@@ -24,7 +24,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from autograder import __version__, engine, hints, paths, report, topics, workspace
+from autograder import __version__, changes, engine, hints, paths, report, topics, workspace
 from autograder import public as public_data
 from autograder.results import Result, TestResult
 from autograder.sandbox import bwrap_available
@@ -57,15 +57,16 @@ def _progress(status) -> Callable[[TestResult], None]:
 
 
 def _run(submission: Path, selected: list[str] | None, *, public: bool, seed: int | None = None,
-         isolate: bool = False) -> Result:
+         isolate: bool = False, jobs: int | None = None) -> Result:
     """Public runs replay the public expectations; hidden runs grade against the live reference."""
     specs = topics.resolve(selected, public=public)
+    jobs = jobs or engine.default_jobs()
     with console.status("starting workers…") as status:
         if public:
             return engine.grade(submission, specs, public=True, isolate=isolate, on_test=_progress(status),
-                                answers=public_data.replay)
+                                answers=public_data.replay, jobs=jobs)
         return engine.grade(submission, specs, reference_dir=paths.solutions_dir(), public=False, seed=seed,
-                            isolate=isolate, on_test=_progress(status))
+                            isolate=isolate, on_test=_progress(status), jobs=jobs)
 
 
 def _failed(result: Result) -> bool:
@@ -104,6 +105,8 @@ def grade(
     seed: Optional[int] = typer.Option(None, help="Seed of the random cases (default: fresh, recorded in the result)."),
     sandbox: str = typer.Option("on", help="on (the default: student code under bubblewrap, refused without it), "
                                            "off (no sandbox: recorded in the result), or auto (on when available)."),
+    jobs: Optional[int] = typer.Option(None, min=1, help="Topics graded at a time (default: JAXLINGS_JOBS, else one "
+                                                         "per core, at most 4; timed checks stay fair)."),
 ) -> None:
     """Run the hidden checks on a submission and print (and optionally write) the result."""
     if sandbox not in ("auto", "on", "off"):
@@ -116,7 +119,7 @@ def grade(
         console.print("[yellow]warning:[/] student code runs WITHOUT the sandbox (no file-system, network or "
                       "process isolation); the result records it")
     with open_submission(submission) as folder:
-        result = _run(folder, topic, public=False, seed=seed, isolate=isolate)
+        result = _run(folder, topic, public=False, seed=seed, isolate=isolate, jobs=jobs)
     report.result_tables(result, console)
     if json_path:
         result.write(json_path)
@@ -187,25 +190,38 @@ def build_(
 def watch(
     names: list[str] = typer.Argument(None, metavar="[TOPIC|TOPIC.EXERCISE]..."),
     directory: Path = typer.Option(Path("exercises"), "--dir"),
-    interval: float = typer.Option(1.0, help="Seconds between looks at the files."),
+    interval: float = typer.Option(0.5, help="Seconds between looks at the files."),
 ) -> None:
-    """Re-run `grade check` on a topic each time you save its file (Ctrl-C to stop)."""
-    selection = {t.name: [n for n in names or () if n.partition(".")[0] == t.name] or [t.name]
-                 for t in topics.resolve(names, public=True)}
-    watched = list(selection)
-    mtimes = {n: None for n in watched}
-    console.print(f"watching {', '.join(f'{directory}/{n}.py' for n in watched)}; save a file to check it")
+    """Check a topic each time you save its file, re-checking only the functions you changed
+    (and those that use what you changed); Ctrl-C to stop."""
+    specs = {t.name: t for t in topics.resolve(names, public=True)}
+    selection = {n: [ex.name for ex in t.exercises] for n, t in specs.items()}
+    seen: dict[str, tuple[float | None, changes.Snapshot | None]] = {n: (None, None) for n in specs}
+    latest: dict[str, TestResult] = {}
+    console.print(f"watching {', '.join(f'{directory}/{n}.py' for n in specs)}; save a file to check it")
     try:
         while True:
-            for n in watched:
+            for n in specs:
                 path = directory / f"{n}.py"
                 mtime = path.stat().st_mtime if path.exists() else None
-                if mtime != mtimes[n]:
-                    if mtimes[n] is not None or mtime is not None:
-                        result = _run(directory, selection[n], public=True)
-                        report.result_tables(result, console)
-                        report.save_last_check(Path.cwd(), result)
-                    mtimes[n] = mtime
+                if mtime == seen[n][0]:
+                    continue
+                after = changes.snapshot(path.read_text()) if mtime is not None else None
+                todo = selection[n] if after is None else changes.changed(seen[n][1], after, selection[n])
+                seen[n] = (mtime, after)
+                if mtime is None or not todo:
+                    if mtime is not None:
+                        console.print(f"{path}: saved, no function changed")
+                    continue
+                if len(todo) < len(selection[n]):
+                    console.print(f"{path}: re-checking {', '.join(todo)} (changed)")
+                result = _run(directory, [f"{n}.{ex}" for ex in todo], public=True)
+                report.result_tables(result, console)
+                latest.update({t.name: t for t in result.tests})
+                mine = [t for t in latest.values() if t.topic == n]
+                console.print(f"{n} so far: {sum(t.score for t in mine):g} / "
+                              f"{sum(t.max_score for t in mine if not t.pending):g} judged here")
+                report.save_last_check(Path.cwd(), result)
             time.sleep(interval)
     except KeyboardInterrupt:
         console.print("stopped watching")

@@ -1,25 +1,30 @@
 """The grading engine: a submission and a list of topics in, a `Result` out.
 
 One engine serves `grade check` (public cases, fixed seed), `grade grade` (hidden cases,
-fresh seed), nbgrader and the service. Topics are graded one after another, each in its own
-pair of workers (see `session.TopicSession`), so anything a topic does costs that topic
-only. Every check of every exercise yields a test, failed or passed, so a result is always
+fresh seed), nbgrader and the service. Topics are graded one after another, or `jobs` at a
+time (`autograder.gate` keeps timed checks fair), each in its own pair of workers (see
+`session.TopicSession`), so anything a topic does costs that topic only. Every check of every exercise yields a test, failed or passed, so a result is always
 complete.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import secrets
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
 from autograder.answers import Live
-from autograder.checks import NEEDS_CORRECT, REGISTRY
+from autograder.checks import NEEDS_CORRECT, REGISTRY, TIMED
+from autograder.gate import ClockGate
 from autograder.results import Outcome, Result, TestResult
 from autograder.sandbox import Limits
 from autograder.session import GraderError, StudentError, TopicSession
@@ -32,9 +37,19 @@ Listener = Callable[[TestResult], None]
 AnswersFor = Callable[[str], Live]
 
 
+def default_jobs() -> int:
+    """Topics graded at a time by default: `JAXLINGS_JOBS`, else one per core, at most four."""
+    configured = os.environ.get("JAXLINGS_JOBS", "")
+    if configured:
+        if not configured.isdigit() or int(configured) < 1:
+            raise ValueError(f"JAXLINGS_JOBS must be a positive whole number, not {configured!r}")
+        return int(configured)
+    return max(1, min(4, os.cpu_count() or 1))
+
+
 def grade(submission: Path, topics: list[Topic], *, reference_dir: Path | None = None, public: bool = False,
           seed: int | None = None, isolate: bool = False, limits: Limits = Limits(), on_test: Listener | None = None,
-          answers: AnswersFor | None = None) -> Result:
+          answers: AnswersFor | None = None, jobs: int = 1) -> Result:
     """Grade the `<topic>.py` files found in `submission`.
 
     `reference_dir` holds the reference solutions (`<topic>.py`), run live in a trusted worker;
@@ -42,33 +57,44 @@ def grade(submission: Path, topics: list[Topic], *, reference_dir: Path | None =
     `Replay` of the public expectations, which needs no reference at all). `public` runs the
     public cases (seed 0, no hidden edge cases; checks that need the grading machine are
     "judged on submission"). `isolate` sandboxes the student's worker. `on_test` is called
-    with every test as it finishes.
+    with every test as it finishes. `jobs` topics are graded at a time (see `autograder.gate`:
+    timed checks run alone where the clock is wall time); the result keeps the topics' order.
     """
     started = time.monotonic()
     seed = PUBLIC_SEED if public and seed is None else (seed if seed is not None else secrets.randbits(32))
-    tests: list[TestResult] = []
-    summary: dict[str, dict] = {}
-    platform: dict = {}
-    for topic in topics:
+    gate, lock = ClockGate(), threading.Lock()
+
+    def listener(test: TestResult) -> None:
+        with lock:
+            on_test(test)
+
+    def one(topic: Topic) -> tuple[list[TestResult], dict, dict]:
         t0 = time.monotonic()
         module = Path(submission) / f"{topic.name}.py"
         reference = Path(reference_dir) / f"{topic.name}.py" if reference_dir is not None else None
         timings: dict = {}
+        platform: dict = {}
         if not module.is_file():
             topic_tests = failed_topic(topic, f"the submission has no {topic.name}.py")
         else:
             topic_tests, platform = grade_topic(topic, module, reference, seed, public=public, isolate=isolate,
-                                                limits=limits, on_test=on_test,
-                                                answers=answers(topic.name) if answers else None, timings=timings)
-        tests += topic_tests
-        summary[topic.name] = {
+                                                limits=limits, on_test=listener if on_test else None,
+                                                answers=answers(topic.name) if answers else None, timings=timings,
+                                                gate=gate)
+        return topic_tests, platform, {
             "score": round(sum(t.score for t in topic_tests), 4),
             "max_score": round(sum(t.max_score for t in topic_tests), 4),
             "seconds": round(time.monotonic() - t0, 2),
             "timings": timings,
         }
+
+    with ThreadPoolExecutor(max(1, min(jobs, len(topics) or 1)), thread_name_prefix="topic") as pool:
+        graded = list(pool.map(one, topics))
+    tests = [t for topic_tests, _, _ in graded for t in topic_tests]
+    platform = next((p for _, p, _ in reversed(graded) if p), {})
+    summary = {topic.name: entry for topic, (_, _, entry) in zip(topics, graded)}
     extra = {"seed": seed, "mode": "public" if public else "hidden", "platform": platform, "topics": summary,
-             "sandbox": "on" if isolate else "off", "reference": "recorded" if answers else "live"}
+             "sandbox": "on" if isolate else "off", "reference": "recorded" if answers else "live", "jobs": jobs}
     if not isolate and not public:
         extra["sandbox_warning"] = ("student code ran without the sandbox: it could read files and reach the "
                                     "network, and its verdicts are not protected against a hostile submission")
@@ -77,35 +103,51 @@ def grade(submission: Path, topics: list[Topic], *, reference_dir: Path | None =
 
 def grade_topic(topic: Topic, module: Path, reference: Path | None, seed: int, *, public: bool, isolate: bool,
                 limits: Limits = Limits(), on_test: Listener | None = None,
-                answers: Live | None = None, timings: dict | None = None) -> tuple[list[TestResult], dict]:
+                answers: Live | None = None, timings: dict | None = None,
+                gate: ClockGate | None = None) -> tuple[list[TestResult], dict]:
     """All tests of one topic, from a private copy of the student's module. `timings` (when
     given) receives where the time went: the workers' start, and per exercise the reference's
-    outputs ("cases") and each check, in seconds (see `benchmarks/bench.py`)."""
+    outputs ("cases") and each check, in seconds (see `benchmarks/bench.py`). `gate` is shared
+    by the topics graded side by side."""
     timings = {} if timings is None else timings
+    gate = gate or ClockGate()
     with tempfile.TemporaryDirectory(prefix=f"jaxlings-{topic.name}-") as tmp:
         private = Path(tmp) / module.name
         shutil.copyfile(module, private)
         t0 = time.monotonic()
-        with TopicSession(topic, private, reference, seed, public=public, isolate=isolate, limits=limits,
-                          answers=answers) as session:
+        with gate.shared():
+            session = TopicSession(topic, private, reference, seed, public=public, isolate=isolate, limits=limits,
+                                   answers=answers)
+        with session:
             timings["start"] = round(time.monotonic() - t0, 3)
             if session.load_error:
                 return failed_topic(topic, session.load_error), session.platform
             tests = []
             for ex in topic.exercises:
-                for test in grade_exercise(session, ex, timings.setdefault("exercises", {}).setdefault(ex.name, {})):
+                for test in grade_exercise(session, ex, timings.setdefault("exercises", {}).setdefault(ex.name, {}), gate):
                     tests.append(test)
                     if on_test:
                         on_test(test)
             return tests, session.platform
 
 
-def grade_exercise(session: TopicSession, ex: Exercise, timings: dict | None = None) -> list[TestResult]:
+def _gated(session: TopicSession, gate: ClockGate, check: str | None) -> contextlib.AbstractContextManager:
+    """How a check (None: the reference's outputs) holds the gate: a timed one alone where the
+    clock is wall time, everything else shared."""
+    if check in TIMED and session.wall_clock:
+        return gate.exclusive()
+    return gate.shared()
+
+
+def grade_exercise(session: TopicSession, ex: Exercise, timings: dict | None = None,
+                   gate: ClockGate | None = None) -> list[TestResult]:
     """Run the exercise's checks in order: `correct`, `jit`, then the rest as declared; each
     one's seconds (and the cases') go into `timings`."""
     timings = {} if timings is None else timings
+    gate = gate or ClockGate()
     t0 = time.monotonic()
-    run = session.start_exercise(ex)
+    with _gated(session, gate, None):
+        run = session.start_exercise(ex)
     timings["cases"] = round(time.monotonic() - t0, 3)
     tests = []
     died_in = None
@@ -118,7 +160,8 @@ def grade_exercise(session: TopicSession, ex: Exercise, timings: dict | None = N
             outcome = Outcome.fail("not judged until the function is correct")
         else:
             try:
-                outcome = REGISTRY[check](session, run)
+                with _gated(session, gate, check):
+                    outcome = REGISTRY[check](session, run)
             except StudentError as exc:
                 outcome = Outcome.fail(str(exc))
             except GraderError:

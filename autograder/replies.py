@@ -93,6 +93,8 @@ def _call(reply: dict) -> None:
 def _step(reply: dict) -> None:
     output(reply.get("out"))
     _counts([reply.get("counts")], "counts")
+    if type(reply.get("cache_hits", 0)) is not int:
+        _fail("cache_hits", "expected a count")
 
 
 def _trace(reply: dict) -> None:

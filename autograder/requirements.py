@@ -15,6 +15,8 @@ compute the function, whatever the student's process did (see `autograder.struct
                  `jax.random` draws, adds a `call` per step there, its whole body to `n_ops`)
   n_ops_other    n_ops of the program exported at the exercise's smallest size
   custom_calls   distinct custom-call targets (`lapack_sgetrf_ffi`, ...)
+  scopes         {named scope path: {op: count}}, from the operations' locations
+                 (`jax.named_scope("hidden")` -> `hidden`; nested: `mlp/hidden`)
   fingerprint    sha256 of the program without locations; `fingerprint_again`: of the program
                  exported for a second input of the same shapes
   hlo_lines, collectives, flops, bytes_accessed, compile_seconds, loops, counted_loops
@@ -115,6 +117,27 @@ class UsesOp:
     def judge(self, facts: Facts, ref: Facts) -> str | None:
         if not _ops(facts).get(self.op, 0):
             return _because(f"the compiled program has no `{self.op}`", self.why)
+        return None
+
+
+@dataclass(frozen=True)
+class InScope:
+    """Some `op` of the program lies directly inside the named scope path `scope`
+    (`jax.named_scope`; nested scopes read `outer/inner`), read from the operations' locations
+    (fact `scopes`: {scope path: {op: count}}). The path must be exact, so that one scope
+    nested in another (`hidden/readout`) does not count for both."""
+
+    scope: str
+    op: str
+    why: str = ""
+    trusted: ClassVar[bool] = True
+
+    def judge(self, facts: Facts, ref: Facts) -> str | None:
+        scopes = facts.get("scopes") or {}
+        if not (scopes.get(self.scope) or {}).get(self.op, 0):
+            named = ", ".join(f"`{p}`" for p in sorted(scopes)[:8]) or "none"
+            return _because(f"no `{self.op}` of the compiled program is directly inside the named scope `{self.scope}` "
+                            f"(the scopes it has: {named})", self.why)
         return None
 
 

@@ -78,7 +78,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
-from autograder import replies
+from autograder import compile_cache, replies
 from autograder.worker import wire
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -190,6 +190,9 @@ def _bwrap_argv(submission_dir: Path, limits: Limits = Limits()) -> list[str]:
     # hide it there; only its worker subpackage is bound.
     if any(PACKAGE_DIR.is_relative_to(tree) for tree in trees):
         argv += ["--tmpfs", str(PACKAGE_DIR), "--remount-ro", str(PACKAGE_DIR)]
+    for cache in compile_cache.hidden_paths():  # the grader's compiled executables, where a bound tree holds them
+        if any(cache.resolve().is_relative_to(tree) for tree in trees) and cache.is_dir():
+            argv += ["--tmpfs", str(cache.resolve()), "--remount-ro", str(cache.resolve())]
     gpu = sorted(glob.glob("/dev/nvidia*"))
     for dev in gpu:
         argv += ["--dev-bind", dev, dev]
@@ -534,9 +537,10 @@ class Worker:
     """
 
     def __init__(self, module_path: Path, module_name: str, *, env: dict[str, str] | None = None,
-                 isolate: bool = False, limits: Limits = Limits(), start_timeout: float = 120.0) -> None:
+                 isolate: bool = False, limits: Limits = Limits(), start_timeout: float = 120.0,
+                 cache: compile_cache.Policy = compile_cache.NONE) -> None:
         self.module_path, self.module_name = Path(module_path).resolve(), module_name
-        self.limits, self.isolate = limits, isolate
+        self.limits, self.isolate, self.cache = limits, isolate, cache
         self.killed_for: str | None = None
         self.output = bytearray()
         self.output_total = 0
@@ -558,9 +562,11 @@ class Worker:
     # -- life cycle ------------------------------------------------------------------------
 
     def _start(self, extra_env: dict[str, str]) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("JAXLINGS_")}
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("JAXLINGS_") and k not in compile_cache.JAX_VARIABLES}
         env.update({"PYTHONUNBUFFERED": "1", "XLA_PYTHON_CLIENT_PREALLOCATE": "false"})
         env.update(extra_env)
+        env.update(self.cache.env())
         env["XLA_FLAGS"] = " ".join(filter(None, [env.get("XLA_FLAGS", ""), CPU_TIMING_FLAGS]))
         try:
             self._cgroup = _Cgroup.create(self.limits)

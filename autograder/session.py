@@ -25,7 +25,7 @@ from typing import Any, Callable, TypeVar
 
 import numpy as np
 
-from autograder import replies
+from autograder import compile_cache, replies
 from autograder.answers import Live, MissingAnswer
 from autograder.compare import mismatch
 from autograder.sandbox import Limits, Worker, WorkerDied
@@ -91,14 +91,15 @@ class TopicSession:
     def _start_reference(self) -> Worker:
         """The trusted worker: the reference module live, or, when replaying, an empty module
         that only analyses and runs the student's exported programs."""
-        module, name = self.reference, f"reference_{self.topic.name}"
+        module, name, cache = self.reference, f"reference_{self.topic.name}", compile_cache.reference()
         if self.answers.mode == "replay":
+            cache = compile_cache.student_public()
             if self._analysis_dir is None:
                 self._analysis_dir = tempfile.TemporaryDirectory(prefix="jaxlings-analysis-")
             module, name = Path(self._analysis_dir.name) / "analysis.py", "jaxlings_analysis"
             module.write_text('"""Nothing: this worker only analyses exported programs."""\n')
         try:
-            ref = Worker(module, name, env=self.topic.env, limits=self.limits)
+            ref = Worker(module, name, env=self.topic.env, limits=self.limits, cache=cache)
         except WorkerDied as exc:
             raise GraderError(f"the reference for {self.topic.name} did not start: {exc}") from None
         if not ref.load_reply["ok"]:
@@ -110,7 +111,8 @@ class TopicSession:
         """Start the student's worker; (None, reason) when the module cannot be imported."""
         try:
             stu = Worker(self.module, self.topic.name, env=self.topic.env, isolate=self.isolate, limits=self.limits,
-                         start_timeout=min(120.0, self.time_left()))
+                         start_timeout=min(120.0, self.time_left()),
+                         cache=compile_cache.student_public() if self.public and not self.isolate else compile_cache.NONE)
         except WorkerDied as exc:
             return None, f"importing {self.module.name} failed: {exc}"
         if not stu.load_reply["ok"]:
@@ -127,6 +129,13 @@ class TopicSession:
     @property
     def platform(self) -> dict[str, Any]:
         return self._platform
+
+    @property
+    def wall_clock(self) -> bool:
+        """Whether timed checks read wall time (a GPU, or no cgroups): then they must run alone
+        (`autograder.gate`); on a CPU with cgroups each worker's CPU time is its own."""
+        workers = [w for w in (self.ref, self._stu) if w is not None]
+        return self._platform.get("backend") != "cpu" or any(w.accounting != "cgroup" for w in workers)
 
     # -- the reference's side: answers and draws ---------------------------------------------
 

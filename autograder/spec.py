@@ -45,7 +45,12 @@ class Speed:
     GPU, 10 us on a CPU). Points: full at `ratio <= full`, none at `ratio >= zero`, and
     log-linear in between. The check times at least `min_reps` rounds, and more (up to
     `max_reps`) while the reference's share of the timed work stays under `budget` seconds:
-    the more rounds, the surer the best time.
+    the more rounds, the surer the best time. It stops sooner, after `decided_after` timed
+    rounds, once the verdict is decided with `margin` to spare: a best-time ratio at or under
+    `full / margin` (full marks), or at or over `zero * margin` (none). More rounds can only
+    lower either side's best time, and an early stop only ever gives the verdict the rounds
+    already showed with room on both sides, so what it saves is the rounds that would have
+    changed nothing.
 
     A round times one call on `sample(rng, size)`, or, with `stream`, the whole sequence of
     calls `stream(rng, size)` (for functions whose cost is in how they handle many calls).
@@ -58,12 +63,20 @@ class Speed:
     min_reps: int = 11
     max_reps: int = 61
     budget: float = 1.0
+    decided_after: int = 5
+    margin: float = 1.25
     stream: StreamSampler | None = None
     jit: bool = True
 
     def size_for(self, backend: str) -> int:
         """The workload size for `backend`, falling back to the CPU's."""
         return self.size.get(backend, self.size["cpu"])
+
+    def decided(self, ratio: float, wall_ratio: float) -> bool:
+        """Whether a best-time `ratio` (and the wall-time one, the guard against idling) already
+        decides the verdict with `margin` to spare (see the class's docstring)."""
+        full_marks = ratio * self.margin <= self.full and wall_ratio * self.margin < self.zero
+        return full_marks or ratio >= self.zero * self.margin or wall_ratio >= self.zero * self.margin
 
     def score(self, ratio: float) -> float:
         """Fraction of the points earned at time ratio `ratio` (student / reference)."""

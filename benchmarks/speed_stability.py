@@ -1,34 +1,36 @@
-"""Speed-check stability under load: are the speed points the same every time?
+"""Speed-verdict stability under load: are the speed points the same every time?
 
-Grades the reference `histogram` and a slow Python-loop `histogram` (a loop over the bins)
-N times each while other processes keep every core busy, and prints the speed points and
-the measured time ratios (min / median / max) of each. Usage:
+Grades one exercise's speed check `--runs` times (20 by default) for three versions: the
+reference against itself, a 2x-slower and a 10x-slower one (built as in `gpu_check.py`), while
+`--hogs` processes keep every core busy. Prints, per version, the points seen, the measured
+ratio (min / median / max), the rounds the check timed and the seconds per grading.
 
-    python benchmarks/speed_stability.py [--runs 10] [--hogs 2] [--exercise at_updates.histogram]
+`--before` times every round the check allows (no early stop: what the check did before rounds
+stopped once the band was decided); `--side-by-side` grades two at a time, as `jobs=2` grades
+two topics at once, to show that a neighbour does not move the verdict.
+
+    python benchmarks/speed_stability.py [--runs 20] [--hogs 2] [--exercise at_updates.histogram]
+                                         [--before] [--side-by-side]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import multiprocessing as mp
 import statistics
+import sys
 import tempfile
-import textwrap
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from autograder import engine, topics
-
 ROOT = Path(__file__).resolve().parent.parent
-SLOW = '''
-import jax.numpy as jnp
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
-def histogram(x, nbins):
-    h = jnp.zeros(nbins, jnp.int32)
-    for b in range(nbins):  # a Python loop over the bins: one pass over x per bin
-        h = h.at[b].set(jnp.sum(x == b, dtype=jnp.int32))
-    return h
-'''
+from autograder import engine, topics  # noqa: E402
+from gpu_check import variants  # noqa: E402
 
 
 def _hog() -> None:
@@ -36,34 +38,52 @@ def _hog() -> None:
         pass
 
 
-def speed_of(folder: Path, name: str) -> tuple[float, float | None]:
-    result = engine.grade(folder, topics.resolve([name]), reference_dir=ROOT / "solutions")
+def spec_for(name: str, before: bool):
+    """The topic spec holding just `name`, with early stopping off for `before`."""
+    (spec,) = topics.resolve([name])
+    if not before:
+        return spec
+    exercises = tuple(dataclasses.replace(ex, speed=dataclasses.replace(ex.speed, decided_after=10**6))
+                      for ex in spec.exercises)
+    return dataclasses.replace(spec, exercises=exercises)
+
+
+def speed_of(folder: Path, spec) -> tuple[float, float | None, int]:
+    """(points, ratio, rounds) of one grading."""
+    result = engine.grade(folder, [spec], reference_dir=ROOT / "solutions")
     (test,) = [t for t in result.tests if t.check == "speed"]
-    return test.score, test.extra_data.get("ratio")
+    return test.score, test.extra_data.get("ratio"), test.extra_data.get("reps", 0)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--hogs", type=int, default=mp.cpu_count())
     ap.add_argument("--exercise", default="at_updates.histogram")
+    ap.add_argument("--before", action="store_true", help="no early stop (every round the check allows)")
+    ap.add_argument("--side-by-side", action="store_true", help="two gradings at a time")
     args = ap.parse_args()
+    topic, exercise = args.exercise.split(".")
+    spec = spec_for(args.exercise, args.before)
     hogs = [mp.Process(target=_hog, daemon=True) for _ in range(args.hogs)]
     for h in hogs:
         h.start()
+    print(f"{args.exercise}: {args.runs} gradings per version, {args.hogs} hogs, "
+          f"{'no early stop' if args.before else 'early stop'}, {'two at a time' if args.side_by_side else 'one at a time'}")
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            slow = Path(tmp)
-            (slow / "at_updates.py").write_text(textwrap.dedent(SLOW))
-            for label, folder in (("reference", ROOT / "solutions"), ("python loop", slow)):
+            for label, folder in variants(topic, exercise, Path(tmp)).items():
                 t0 = time.monotonic()
-                runs = [speed_of(folder, args.exercise) for _ in range(args.runs)]
-                points = sorted({p for p, _ in runs})
-                ratios = [r for _, r in runs if r is not None]
+                with ThreadPoolExecutor(2 if args.side_by_side else 1) as pool:
+                    runs = list(pool.map(lambda _: speed_of(folder, spec), range(args.runs)))
+                points = sorted({p for p, _, _ in runs})
+                ratios = [r for _, r, _ in runs if r is not None]
+                rounds = [n for _, _, n in runs]
                 summary = (f"min {min(ratios):.3f} / median {statistics.median(ratios):.3f} / max {max(ratios):.3f}"
                            if ratios else "no ratio (timed out)")
-                print(f"{label:12s} speed points over {args.runs} runs: {points}; ratio {summary}; "
-                      f"{(time.monotonic() - t0) / args.runs:.1f} s per grading")
+                print(f"{label:16s} points {points}; ratio {summary}; rounds {min(rounds)}-{max(rounds)} "
+                      f"(median {statistics.median(rounds):g}); {(time.monotonic() - t0) / args.runs:.1f} s per grading",
+                      flush=True)
     finally:
         for h in hogs:
             h.terminate()

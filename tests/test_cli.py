@@ -89,26 +89,49 @@ def test_build_check_passes_on_the_committed_stubs():
     assert run.returncode == 0, run.stdout
 
 
-def test_watch_rechecks_when_the_file_is_saved(tmp_path):
+def test_watch_rechecks_only_the_function_that_was_saved(tmp_path):
+    """The first look checks the whole topic; a save re-checks the function that changed (and
+    only it); a comment-only save checks nothing."""
     import signal
     import time
 
     ex_dir = tmp_path / "exercises"
     ex_dir.mkdir()
     target = ex_dir / "at_updates.py"
-    target.write_text((ROOT / "exercises" / "at_updates.py").read_text())
-    proc = subprocess.Popen([sys.executable, "-m", "autograder", "watch", "at_updates.mask_fill", "--interval", "0.2"],
+    stub = (ROOT / "exercises" / "at_updates.py").read_text()
+    target.write_text(stub)
+    proc = subprocess.Popen([sys.executable, "-m", "autograder", "watch", "at_updates", "--interval", "0.2"],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, "COLUMNS": "200"})
     try:
-        lines = _read_until(proc, "Total: 0 / 3")
+        lines = _read_until(proc, "at_updates so far: 0")
+        assert any("lookup_and_clamp" in line for line in lines)  # the whole topic, first
         time.sleep(1.1)  # a new mtime, even on coarse clocks
-        target.write_text((SOLUTIONS / "at_updates.py").read_text())
-        lines += _read_until(proc, "Total: 3 / 3")
+        target.write_text(_with_function(stub, (SOLUTIONS / "at_updates.py").read_text(), "mask_fill"))
+        saved = _read_until(proc, "at_updates so far: 3")
+        assert any("re-checking mask_fill (changed)" in line for line in saved)
+        assert any("Total: 3 / 3" in line for line in saved)
+        assert not any("lookup_and_clamp" in line or "histogram" in line for line in saved)
+        time.sleep(1.1)
+        target.write_text(target.read_text() + "\n# a comment changes no function\n")
+        assert any("no function changed" in line for line in _read_until(proc, "no function changed"))
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=30)
     assert any("not implemented yet" in line for line in lines)
+
+
+def _with_function(module: str, donor: str, name: str) -> str:
+    """`module` with its top-level function `name` replaced by `donor`'s."""
+    import ast
+
+    def span(source: str) -> tuple[int, int]:
+        node = next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == name)
+        return node.lineno - 1, node.end_lineno
+
+    lines, donor_lines = module.splitlines(keepends=True), donor.splitlines(keepends=True)
+    (a, b), (c, d) = span(module), span(donor)
+    return "".join(lines[:a] + donor_lines[c:d] + lines[b:])
 
 
 def _read_until(proc, marker: str, timeout: float = 240) -> list[str]:

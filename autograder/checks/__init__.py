@@ -31,6 +31,8 @@ REGISTRY: dict[str, Check] = {
     "vmc": vmc.run,
 }
 
+TIMED = frozenset({"speed", "compiles", "vmc"})
+"""Checks whose verdict reads the grader's clock (`autograder.gate` runs them alone where it is wall time)."""
 NEEDS_CORRECT = frozenset({"speed", "key_reuse", "grad", "vmap", "sharding", "prints", "compiles"})
 
 ADVISORY = frozenset(name for name, check in REGISTRY.items() if getattr(sys.modules[check.__module__], "ADVISORY", False))

@@ -7,7 +7,8 @@ request `prepare`); the grader then sends the calls one by one (`step`) and read
 printed from the worker's stdout pipe itself, between sending the call and holding its reply
 (`Worker.stdout_mark`/`stdout_since`): nothing the student's process says about its printing is
 taken. The expected lines are the reference's on the same stream, so a topic prescribes them
-in its docstring only. Outputs are verified too; compile and trace counts are reported
+in its docstring only (a reference that prints on calls that do not trace prints at run
+time, with `jax.debug.print`, and the messages say so). Outputs are verified too; compile and trace counts are reported
 (advisory), not judged.
 """
 
@@ -66,10 +67,15 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
         "reference_traces": sum(t for _, t in ref["counts"]),
         "reference_compiles": sum(c for c, _ in ref["counts"]),
     }
+    # The reference prints at run time (jax.debug.print) if it printed on a call that did not trace.
+    run_time = any(w and traces == 0 for w, (_, traces) in zip(want, ref["counts"]))
     for i, (w, h) in enumerate(zip(want, have)):
         if w != h:
-            return Outcome.fail(_explain(cases, i, w, h), **data)
+            return Outcome.fail(_explain_run_time(cases, i, w, h) if run_time else _explain(cases, i, w, h), **data)
     quiet = len(cases) - data["tracing_calls"]
+    if run_time:
+        return Outcome.ok(f"{len(cases)} jitted calls printed as the reference's: on the {data['tracing_calls']} calls "
+                          f"where it prints at run time, and not on the other {quiet}", **data)
     return Outcome.ok(f"{len(cases)} jitted calls printed as the reference's: on the {data['tracing_calls']} calls "
                       f"that traced (one per new shape), and not on the {quiet} that reused a compilation", **data)
 
@@ -91,6 +97,18 @@ def _explain(cases: list[Case], i: int, want: list[str], have: list[str]) -> str
     if not have:
         return (f"{where} is the first with these shapes, so JAX traced the function, but it printed nothing; "
                 f"expected {_quote(want)} (Python's `print`, inside the function)")
+    return f"{where} printed {_quote(have)}; expected {_quote(want)}"
+
+
+def _explain_run_time(cases: list[Case], i: int, want: list[str], have: list[str]) -> str:
+    """Why call `i` printed the wrong thing, where the reference prints at run time (on every
+    call that asks for it, traced or not)."""
+    where = f"call {i + 1} of {len(cases)} {shapes(cases[i].args)}"
+    if not have:
+        return (f"{where} printed nothing; expected {_quote(want)} on this call. A Python `print` runs only while JAX "
+                "traces; `jax.debug.print` runs in the compiled program, on every call")
+    if not want:
+        return f"{where} printed {_quote(have)}, but should print nothing on this call"
     return f"{where} printed {_quote(have)}; expected {_quote(want)}"
 
 

@@ -6,7 +6,8 @@ worker frozen, so that nothing it started competes with it) and the student on i
 who goes first, and verifies the student's timed output against the reference's.
 A round is one request that carries the inputs and returns the outputs as arrays; the clock
 covers all of it (`autograder.timing`). The ratio is the student's best time over the
-reference's best time: the minimum is the estimate least disturbed by other load. On the GPU
+reference's best time: the minimum is the estimate least disturbed by other load. Rounds stop
+as soon as the ratio decides the band with room to spare (`Speed.decided`). On the GPU
 the clock is wall time (the device is the grader's alone); on a CPU it is the CPU time of the
 worker's cgroup (every thread and process it ran, ended ones included), which waiting for a
 busy core does not inflate, so the verdict does not hinge on how busy the machine is; without
@@ -71,6 +72,8 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
         if not warm:
             ref_times.append(ref)
             stu_times.append(stu)
+            if len(ref_times) >= speed.decided_after and speed.decided(*ratios(backend, ref_times, stu_times)):
+                break
     return verdict(speed, ref_times, stu_times, size, backend)
 
 
@@ -118,12 +121,18 @@ def clock_for(backend: str, times: list[Timed]) -> tuple[str, Callable[[Timed], 
     return "wall", lambda t: t.seconds
 
 
+def ratios(backend: str, ref_times: list[Timed], stu_times: list[Timed]) -> tuple[float, float]:
+    """The best-time ratio on the backend's clock, and the best-wall-time ratio."""
+    _, pick = clock_for(backend, ref_times + stu_times)
+    wall = min(t.seconds for t in stu_times) / min(t.seconds for t in ref_times)
+    return min(map(pick, stu_times)) / min(map(pick, ref_times)), wall
+
+
 def verdict(speed: Speed, ref_times: list[Timed], stu_times: list[Timed], size: int, backend: str) -> Outcome:
     """Band the best-time ratio on the backend's clock, with the guard against idling."""
     clock, pick = clock_for(backend, ref_times + stu_times)
     t_ref, t_stu = min(map(pick, ref_times)), min(map(pick, stu_times))
-    ratio = t_stu / t_ref
-    wall_ratio = min(t.seconds for t in stu_times) / min(t.seconds for t in ref_times)
+    ratio, wall_ratio = ratios(backend, ref_times, stu_times)
     data = {
         "ratio": round(ratio, 3), "clock": clock, "reference_ms": round(t_ref * 1e3, 4), "student_ms": round(t_stu * 1e3, 4),
         "wall_ratio": round(wall_ratio, 3), "size": size, "backend": backend, "reps": len(ref_times),

@@ -172,17 +172,17 @@ def _grade_zip(settings: Settings, data: bytes, names: list[str], progress) -> s
     progress(f"grading topic 1 of {len(order)}: {order[0]}")
     seen: set[str] = set()
 
-    def on_test(test) -> None:
+    def on_test(test) -> None:  # topics may be graded side by side: the progress names the newest one
         if test.topic not in seen:
             seen.add(test.topic)
-            progress(f"grading topic {order.index(test.topic) + 1} of {len(order)}: {test.topic}")
+            progress(f"grading topic {len(seen)} of {len(order)}: {test.topic}")
 
     with tempfile.TemporaryDirectory(prefix="jaxlings-job-") as tmp:
         archive = Path(tmp) / "submission.zip"
         archive.write_bytes(data)
         with open_submission(archive) as folder:
             result: Result = engine.grade(folder, specs, reference_dir=paths.solutions_dir(), public=False,
-                                          seed=None, isolate=isolate, on_test=on_test)
+                                          seed=None, isolate=isolate, on_test=on_test, jobs=engine.default_jobs())
         out = Path(tmp) / "results.json"
         result.write(out)
         return out.read_text()

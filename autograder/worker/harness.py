@@ -35,6 +35,31 @@ from autograder.worker.wire import Key
 
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
+CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
+
+
+class PersistentCache:
+    """JAX's persistent compilation cache, on for the ops the grader allows and off for the
+    others (see `autograder.compile_cache`: timed ops always compile). The grader configures it
+    through the environment (JAX's variables, and the allowed ops in JAXLINGS_CACHED_OPS);
+    switching means JAX's config flag and a reset of its cache module, which would otherwise
+    keep its first decision for the process's lifetime."""
+
+    def __init__(self, jax: Any) -> None:
+        from jax._src import compilation_cache
+
+        self.update, self.reset = jax.config.update, compilation_cache.reset_cache
+        configured = bool(os.environ.get("JAX_COMPILATION_CACHE_DIR"))
+        self.ops = frozenset(filter(None, os.environ.pop("JAXLINGS_CACHED_OPS", "").split(","))) if configured else frozenset()
+        self.on = configured
+
+    def for_op(self, op: str) -> None:
+        """Switch the cache on or off for one request of `op`."""
+        wanted = op in self.ops
+        if wanted != self.on:
+            self.update("jax_enable_compilation_cache", wanted)
+            self.reset()
+            self.on = wanted
 
 
 class OutputRefused(TypeError):
@@ -65,6 +90,8 @@ class Harness:
         self.scalar_types = frozenset({bool, int, float, complex} | {np.dtype(c).type for c in np.typecodes["All"]})
         self.counts: Counter[str] = Counter()
         jax.monitoring.register_event_duration_secs_listener(self._on_event)
+        jax.monitoring.register_event_listener(self._on_hit)
+        self.cache = PersistentCache(jax)
         self.platform = {
             "backend": jax.default_backend(),
             "device_kind": jax.devices()[0].device_kind,
@@ -79,6 +106,10 @@ class Harness:
 
     def _on_event(self, event: str, duration: float, **_: Any) -> None:
         if event in (COMPILE_EVENT, TRACE_EVENT):
+            self.counts[event] += 1
+
+    def _on_hit(self, event: str, **_: Any) -> None:
+        if event == CACHE_HIT_EVENT:
             self.counts[event] += 1
 
     # -- loading and argument handling ---------------------------------------------------
@@ -261,9 +292,10 @@ class Harness:
         """Run call `index` of the prepared stream; what it prints goes to this process's stdout,
         which the grader reads itself (`Worker.stdout_since`), flushed before the reply."""
         fn, staged = self.prepared
+        hits = self.counts[CACHE_HIT_EVENT]
         out, count = self.counted(fn, staged[req["index"]])
         self.stdout.flush()
-        return {"out": self.export(out), "counts": count}
+        return {"out": self.export(out), "counts": count, "cache_hits": self.counts[CACHE_HIT_EVENT] - hits}
 
 
 def _as_bytes_array(blob: bytes) -> Any:
@@ -327,6 +359,7 @@ def serve(rfd: int, wfd: int, harness: Harness) -> None:
         if req["op"] == "bye":
             return
         handler = getattr(harness, f"op_{req['op']}")
+        harness.cache.for_op(req["op"])
         try:
             reply = {"ok": True, **handler(req)}
         except BaseException as exc:  # noqa: BLE001 - student code may raise anything, SystemExit too

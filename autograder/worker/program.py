@@ -187,6 +187,8 @@ def analyse(blob: bytes, args: tuple, max_ops: int = MAX_OPS) -> tuple[dict, Any
       n_ops_written  the same over every function as written, each counted once (the sum of
                      `ops` less BOOKKEEPING and the scatter kinds)
       custom_calls   the distinct custom-call targets, sorted
+      scopes         {named scope path: {op: count}}, from each operation's location
+                     (`jax.named_scope`; see `_count_scope`)
       fingerprint    sha256 of the module's text without locations
       hlo_lines      lines of the program compiled here
       collectives    {all-gather|all-reduce|reduce-scatter|all-to-all|collective-permute: count}
@@ -397,6 +399,7 @@ def inspect_module(text: str) -> dict:
 
     ops: Counter[str] = Counter()
     targets: set[str] = set()
+    scopes: dict[str, Counter[str]] = {}  # named scope -> {op: count}, from locations
     direct: Counter[str] = Counter()  # counted operations per function, calls included
     callees: dict[str, list[str]] = {}
     public: list[str] = []
@@ -417,6 +420,7 @@ def inspect_module(text: str) -> dict:
             ops[short] += 1
             if short not in BOOKKEEPING:
                 direct[fn] += 1
+                _count_scope(scopes, op, short)
             if name == "stablehlo.custom_call":
                 targets.add(_check_custom_call(op))
             elif name == "stablehlo.scatter":
@@ -445,7 +449,38 @@ def inspect_module(text: str) -> dict:
         "n_ops_written": written,
         "custom_calls": sorted(targets),
         "fingerprint": hashlib.sha256(stripped.encode()).hexdigest(),
+        "scopes": {k: dict(sorted(v.items())) for k, v in sorted(scopes.items())},
     }
+
+
+MAX_SCOPES = 200  # distinct scope paths kept in the facts (the rest are not recorded)
+_NAME_LOC = re.compile(r'loc\("((?:[^"\\]|\\.)*)"')
+_WRAPPED = re.compile(r"[A-Za-z_][\w.]*\((.*)\)")
+
+
+def _count_scope(scopes: dict[str, Counter[str]], op: Any, short: str) -> None:
+    """Count `op` under its named scope: JAX names each operation's location
+    `jit(f)/<scope>/.../<primitive>` (`jax.named_scope`; a transform wraps it, as in
+    `transpose(jvp(dense1))`). The scope path is what lies between the leading `jit(...)` and
+    the primitive, wrappers removed: `dense1`, `mlp/dense1` (a call to a jitted helper such as
+    `jax.nn.relu` reads `dense1/jit(relu)`: a `call` in `dense1`). Operations without one are
+    not counted."""
+    match = _NAME_LOC.match(str(op.location))
+    if match is None:
+        return
+    parts = [p for p in match.group(1).split("/") if p]
+    if parts and parts[0].startswith(("jit(", "pjit(")):
+        parts = parts[1:]
+    if len(parts) < 2:
+        return
+    names = []
+    for part in parts[:-1]:
+        while (inner := _WRAPPED.fullmatch(part)) is not None:
+            part = inner.group(1)
+        names.append(part[:100])
+    path = "/".join(names)[:300]
+    if path in scopes or len(scopes) < MAX_SCOPES:
+        scopes.setdefault(path, Counter())[short] += 1
 
 
 def _symbol(op: Any, attr: str) -> str:

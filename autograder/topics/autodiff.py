@@ -1,0 +1,254 @@
+"""Topic `autodiff`: value_and_grad, jacfwd vs jacrev, Hessian-vector products, custom_vjp,
+stop_gradient, differentiating through a gradient, per-example gradients with vmap.
+
+Where the skill is a value (`loss_and_grads`), `correct` judges it. Where two ways give the same
+numbers at very different costs, the `jit` check judges the exported program (analysed on the
+trusted side, exact counts): XLA's FLOP count against the reference's on the same inputs, and
+no loop (XLA's cost analysis counts ONE trip of a while loop, so a Hessian built by `lax.map`
+over the basis vectors would otherwise read as cheap; `autodiff__hostile` tries it). Where two
+ways give the same value and different gradients (`td_loss`, `maml_loss`, `pair_energy`), the
+`grad` check judges `jax.grad` of the function against the reference's.
+
+Measured here (2-core CPU, jax 0.10.2; `autograder.worker.program.analyse` on the exported
+programs at the largest size, the same figures as `jax.jit(f).lower(...).compile().cost_analysis()`):
+- tall_jacobian (n = 3, h = 64, m = 256): jacfwd (reference) 1.0e5 FLOPs, jacrev 8.7e6 (x86);
+  reverse mode inside a `lax.map` over the rows 1.6e5 (one trip counted);
+- hvp (d = 128, n = 256): forward-over-reverse (reference) 2.02e5 FLOPs, reverse-over-reverse
+  2.01e5, reverse-over-forward 2.02e5, written by hand 1.98e5; `jax.hessian(...) @ v` 1.7e7
+  (x85); the Hessian built by `lax.map` of HVPs over the identity 2.7e5 (x1.34: within any
+  FLOP bound, hence the no-loop requirement);
+- per_example_grads (n = 64, d = 8, h = 16): vmap of grad (reference) 3.4e4 FLOPs, jacrev of the
+  vector of losses 1.5e6 (x45); operations at n = 2 -> 64: the reference 20 -> 20, a Python loop
+  over the examples 47 -> 1,423, the same loop over one jitted helper 49 -> 1,487 (figures in
+  tests/test_topic_autodiff.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from autograder.requirements import AvoidsOps, FlopsAtMost, OpsDoNotGrow
+from autograder.spec import Case, Exercise, Grad, Topic
+
+F32 = np.float32
+GRAD = Grad(argnums=(0,), rtol=1e-4, atol=1e-5)
+
+
+def _f32(rng: np.random.Generator, *shape: int, scale: float = 1.0) -> np.ndarray:
+    return (scale * rng.normal(size=shape)).astype(F32)
+
+
+def _a(values, dtype=F32) -> np.ndarray:
+    return np.array(values, dtype)
+
+
+def _loss_and_grads(rng: np.random.Generator, size: int) -> Case:
+    n, d = size, 1 + size // 8
+    return Case((_f32(rng, d), np.asarray(rng.normal(), F32), _f32(rng, n, d), _f32(rng, n)))
+
+
+def _tall_jacobian(rng: np.random.Generator, size: int) -> Case:
+    """n = 3 inputs, h = 8 size hidden units, m = 32 size outputs."""
+    n, h, m = 3, 8 * size, 32 * size
+    return Case((_f32(rng, h, n), _f32(rng, h, scale=0.1), _f32(rng, m, h, scale=h**-0.5), _f32(rng, n)))
+
+
+def _hvp(rng: np.random.Generator, size: int) -> Case:
+    d, n = size, 2 * size
+    return Case((_f32(rng, d, scale=d**-0.5), _f32(rng, n, d), (rng.random(n) < 0.5).astype(F32), _f32(rng, d)))
+
+
+def _pair_energy(rng: np.random.Generator, size: int) -> Case:
+    pos = _f32(rng, size, 3)
+    if size >= 3:
+        pos[-1] = pos[0]  # two points coincide: r = 0 off the diagonal too
+    return Case((pos,))
+
+
+def _td_loss(rng: np.random.Generator, size: int) -> Case:
+    n, d = size, 4
+    return Case((_f32(rng, d), _f32(rng, n, d), _f32(rng, n), _f32(rng, n, d), float(rng.choice([0.5, 0.9, 0.99]))))
+
+
+def _maml_loss(rng: np.random.Generator, size: int) -> Case:
+    n, d = size, 3
+    return Case((_f32(rng, d), _f32(rng, n, d), _f32(rng, n), _f32(rng, n, d), _f32(rng, n),
+                 float(rng.choice([0.01, 0.05, 0.1]))))
+
+
+def _per_example_grads(rng: np.random.Generator, size: int) -> Case:
+    n, d, h = size, 8, 16
+    params = {"W1": _f32(rng, h, d, scale=d**-0.5), "b1": _f32(rng, h, scale=0.1), "w2": _f32(rng, h, scale=h**-0.5)}
+    return Case((params, _f32(rng, n, d), _f32(rng, n)))
+
+
+NO_LOOP = AvoidsOps(("while",), "the reference has no loop; a loop over basis vectors or examples does the work one "
+                                "direction at a time (and XLA's FLOP count sees only one trip of it)")
+
+TOPIC = Topic(
+    name="autodiff",
+    title="Automatic differentiation: grad, Jacobians, HVPs, custom_vjp, stop_gradient, per-example gradients",
+    exercises=(
+        Exercise(
+            name="loss_and_grads",
+            sample=_loss_and_grads,
+            edge_cases=(
+                Case((_a([1, 2]), np.asarray(0.0, F32), np.eye(2, dtype=F32), _a([0, 0])), "the docstring's example"),
+                Case((_a([0.5]), np.asarray(-1.0, F32), _a([[2.0]]), _a([0.0])), "one example, one feature"),
+            ),
+            rtol=1e-5,
+            atol=1e-5,
+            checks={"correct": 2, "jit": 1},
+            hints=(
+                "One transformation gives the value and the gradient together, and can carry an auxiliary output along "
+                "without differentiating it.",
+                "`jax.value_and_grad` takes `argnums` (an int, or a tuple for several arguments: then the gradients "
+                "come as a tuple) and `has_aux=True` (the function returns `(loss, aux)`).",
+                "Transform the given `linear_loss` once, differentiating its first two arguments with the auxiliary "
+                "flag on, and call the result on the four arguments: its return value already has the asked "
+                "structure, `((loss, aux), (grad_w, grad_b))`.",
+            ),
+        ),
+        Exercise(
+            name="tall_jacobian",
+            sample=_tall_jacobian,
+            sizes=(1, 2, 8),
+            edge_cases=(
+                Case((np.eye(2, dtype=F32), _a([0, 0]), _a([[1, 1]]), _a([0, 0])), "the docstring's example"),
+            ),
+            rtol=1e-5,
+            atol=1e-5,
+            # measured at h = 64, m = 256: jacfwd 1.0e5 FLOPs, jacrev 8.7e6
+            requirements=(FlopsAtMost(2.0, 2000.0, "a tall Jacobian (3 inputs, 256 outputs) costs 3 forward-mode "
+                                                   "passes or 256 reverse-mode ones"), NO_LOOP),
+            checks={"correct": 1, "jit": 2},
+            hints=(
+                "Count the directions: building a Jacobian column by column needs one pass per input, row by row one "
+                "pass per output. Here there are 3 inputs and hundreds of outputs.",
+                "`jax.jacfwd(f, argnums=...)` builds it from JVPs (one per input), `jax.jacrev` from VJPs (one per "
+                "output). Both return the (m, n) matrix.",
+                "Apply the forward-mode Jacobian to the given `mlp`, differentiating with respect to its fourth "
+                "argument, `x`, and call it on the four arguments.",
+            ),
+        ),
+        Exercise(
+            name="hvp",
+            sample=_hvp,
+            sizes=(1, 4, 16, 128),
+            edge_cases=(
+                Case((_a([0, 0]), np.eye(2, dtype=F32), _a([1, 0]), _a([1, 2])), "the docstring's example: w = 0"),
+                Case((_a([30.0]), _a([[1.0], [2.0]]), _a([1, 0]), _a([1.0])), "saturated logits: a tiny curvature"),
+            ),
+            rtol=1e-5,
+            atol=1e-5,
+            # measured at d = 128, n = 256: forward-over-reverse 2.0e5 FLOPs, jax.hessian(...) @ v 1.7e7
+            requirements=(FlopsAtMost(2.0, 2000.0, "the Hessian-vector product must not build the d x d Hessian"),
+                          NO_LOOP),
+            checks={"correct": 1, "jit": 2},
+            hints=(
+                "H @ v is the derivative of the gradient in the direction v. Which transformation computes a "
+                "directional derivative without forming the matrix?",
+                "`jax.grad(logistic_loss)` is a function of w (close over X and y with a small lambda); "
+                "`jax.jvp(fn, (primal,), (tangent,))` returns `(fn(primal), derivative along tangent)`.",
+                "Make the gradient a function of w alone, push the direction v through it with forward mode at w, "
+                "and return the tangent half of the result, shape (d,). `jax.hessian` builds all d x d entries first.",
+            ),
+        ),
+        Exercise(
+            name="pair_energy",
+            sample=_pair_energy,
+            sizes=(2, 5, 17, 40),
+            edge_cases=(
+                Case((_a([[0, 0, 0], [1, 0, 0]]),), "the docstring's example"),
+                Case((_a([[0.5, -1.0, 2.0]]),), "a single point"),
+                Case((_a([[0, 0, 0], [0, 0, 0], [0, 3, 4]]),), "two coinciding points"),
+                Case((np.zeros((4, 3), F32),), "all points at one place", hidden=True),
+            ),
+            rtol=1e-5,
+            atol=1e-5,
+            checks={"correct": 1, "jit": 1, "grad": 3},
+            options={"grad": GRAD},
+            hints=(
+                "The value is right with the obvious code. Compute `jax.grad` of it on two points: NaN. Where does the "
+                "chain rule meet 0 times infinity, and why does masking the diagonal not remove it?",
+                "Decorate a distance function (norm over the last axis) with `jax.custom_vjp` and register "
+                "`fwd` (returns the value and the residuals the backward rule needs) and `bwd` (residuals and the "
+                "cotangent `g` -> a tuple with one cotangent per input) with `.defvjp(fwd, bwd)`.",
+                "In the backward rule, divide the difference vectors by a distance that `jnp.where` has replaced by 1 "
+                "where it is 0, zero those entries with a second `where`, and multiply by `g` broadcast over the last "
+                "axis. Then build the energy from the pairwise differences with the custom distance and the mask.",
+            ),
+        ),
+        Exercise(
+            name="td_loss",
+            sample=_td_loss,
+            edge_cases=(
+                Case((_a([1]), _a([[1]]), _a([0]), _a([[2]]), 0.5), "the docstring's example: on target"),
+                Case((_a([1]), _a([[1]]), _a([1]), _a([[2]]), 0.5), "the docstring's example: off target"),
+            ),
+            rtol=1e-5,
+            atol=1e-5,
+            checks={"correct": 1, "jit": 1, "grad": 3},
+            options={"grad": GRAD},
+            hints=(
+                "The value is one line; what the grader checks is the gradient. Which part of the loss must `jax.grad` "
+                "treat as a constant?",
+                "`jax.lax.stop_gradient(x)` returns `x` and has a zero derivative.",
+                "Build the target from the rewards and the discounted value of the next states, wrap the whole target "
+                "so that no gradient flows through it, then take half the mean squared difference between the "
+                "current values and that target.",
+            ),
+        ),
+        Exercise(
+            name="maml_loss",
+            sample=_maml_loss,
+            edge_cases=(
+                Case((_a([0]), _a([[1]]), _a([1]), _a([[1]]), _a([1]), 0.25), "the docstring's example"),
+            ),
+            rtol=1e-5,
+            atol=1e-5,
+            checks={"correct": 1, "jit": 1, "grad": 3},
+            options={"grad": GRAD},
+            hints=(
+                "`jax.grad` can be applied to a function that itself calls `jax.grad`: the outer derivative then goes "
+                "through the inner gradient computation.",
+                "Inside the function, `jax.grad(mse)(w, X_tr, y_tr)` is an ordinary array that depends on `w`; do not "
+                "cut it off with `stop_gradient` (that is first-order MAML).",
+                "Adapt the weights by one step against the inner gradient, scaled by `lr`, and return the given `mse` of "
+                "the adapted weights on the test data; the grader's `jax.grad` does the second derivative.",
+            ),
+        ),
+        Exercise(
+            name="per_example_grads",
+            sample=_per_example_grads,
+            sizes=(2, 5, 17, 64),
+            edge_cases=(
+                Case(({"W1": np.zeros((2, 3), F32), "b1": np.zeros(2, F32), "w2": _a([1, -1])},
+                      np.ones((2, 3), F32), _a([1, 2])), "the docstring's example: W1 = 0, b1 = 0"),
+                Case(({"W1": np.ones((2, 1), F32), "b1": np.zeros(2, F32), "w2": _a([0.5, 0.5])}, _a([[0.3]]), _a([1])),
+                     "one example"),
+            ),
+            rtol=1e-5,
+            atol=1e-5,
+            requirements=(
+                # measured, operations at n = 2 -> 64: the reference 20 -> 20, a Python loop 47 -> 1,423
+                OpsDoNotGrow("map the gradient over the examples with jax.vmap; a Python loop puts one copy of the "
+                             "gradient in the program per example"),
+                NO_LOOP,
+                # measured at n = 64: vmap of grad 3.4e4 FLOPs, jax.jacrev of the n losses 1.5e6
+                FlopsAtMost(2.0, 2000.0, "one backward pass per example, on that example alone (jax.jacrev of the "
+                                         "batch's losses does n backward passes over the whole batch)"),
+            ),
+            checks={"correct": 1, "jit": 2},
+            hints=(
+                "Write nothing new about the model: `example_loss` handles one example. You need its gradient, mapped "
+                "over the examples.",
+                "`jax.vmap(fn, in_axes=...)` maps over the argument axes you name; `None` in `in_axes` means the "
+                "argument is shared by all examples (a whole pytree, such as the params dict, takes one entry).",
+                "Map the gradient of `example_loss` (with respect to its first argument) with the parameters "
+                "unmapped and the examples and labels mapped along axis 0; the result is the params dict with a "
+                "leading axis of n on every leaf.",
+            ),
+        ),
+    ),
+)

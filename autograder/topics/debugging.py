@@ -1,0 +1,217 @@
+"""Topic `debugging`: run-time prints, checkify, NaNs and where they start, named scopes.
+
+Every verdict is an outcome. `normalize_rows` is judged by what each call of the jitted
+function prints on the worker's stdout (read by the grader, `prints`), and by the program
+exported with `debug=False` having no callback (`jit`). `checked_entropy` returns the
+checkify message as the bytes of its text, compared exactly with the reference's, on valid and
+invalid inputs. `first_nan_step` returns an index, compared exactly, and its exported program
+must keep the loop. `path_length` is judged by its gradient, on paths whose repeated points
+make a naive norm's gradient NaN. `scoped_mlp` is judged by the scope names in the exported
+program's locations (`InScope`, the fact `scopes` of `autograder.worker.program`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from autograder.requirements import InScope, OpsDoNotGrow
+from autograder.spec import Case, Exercise, Grad, Prints, Topic
+
+# Sizes at which `normalize_rows` is sampled with debug=True; the `jit` check exports the
+# function at the largest and the smallest size, where debug must be False (a program that
+# holds a callback cannot be exported at all).
+DEBUG_SIZES = (3, 17)
+
+
+def _f32(rng: np.random.Generator, *shape: int, scale: float = 1.0) -> np.ndarray:
+    return (scale * rng.normal(size=shape)).astype(np.float32)
+
+
+def _rows(rng: np.random.Generator, n: int, d: int = 8) -> np.ndarray:
+    """(n, d) float32 rows, about a third of them zero."""
+    x = _f32(rng, n, d)
+    x[rng.random(n) < 0.3] = 0.0
+    return x
+
+
+def _normalize_rows(rng: np.random.Generator, size: int) -> Case:
+    return Case((_rows(rng, size), size in DEBUG_SIZES))
+
+
+def _normalize_stream(rng: np.random.Generator, calls: int) -> list[Case]:
+    """Calls in two shapes with the debug flag on and off: a run-time print shows on exactly
+    the debug calls, a trace-time one on the first call of each (shape, flag)."""
+    rows = [int(rng.integers(2, 7)), int(rng.integers(7, 12))]
+    shape_of = [0, 0, 1, 0, 1, 1, 0, 1, 0, 0, 1, 1]
+    debug_of = [True, True, True, False, False, True, False, True, True, False, True, False]
+    return [Case((_rows(rng, rows[shape_of[i % 12]]), debug_of[i % 12])) for i in range(calls)]
+
+
+def _probs(rng: np.random.Generator, size: int) -> Case:
+    """A probability vector of length `size`, some entries 0: valid, with negative entries (the
+    first check fails, and the second mostly too), or summing off 1 (the second fails)."""
+    p = rng.dirichlet(np.ones(size))
+    p[rng.random(size) < 0.2] = 0.0
+    p = p / p.sum() if p.any() else np.full(size, 1.0 / size)
+    kind = rng.choice(["valid", "negative", "sum"], p=[0.4, 0.35, 0.25])
+    if kind == "negative":
+        bad = rng.choice(size, size=min(size, int(rng.integers(1, 3))), replace=False)
+        p[bad] = -rng.uniform(0.05, 0.5, size=bad.size)
+    elif kind == "sum":
+        p = p * rng.choice([rng.uniform(0.5, 0.95), rng.uniform(1.05, 2.0)])
+    return Case((p.astype(np.float32),))
+
+
+def _recurrence(rng: np.random.Generator, size: int, d: int = 8) -> Case:
+    """T = size steps of h <- sqrt(a h + c): c in [0.2, 1) keeps the argument positive (h stays
+    below 2.1), and a planted c = -10 (at one or two random steps) makes a NaN for certain."""
+    h0 = rng.uniform(0.0, 1.0, d).astype(np.float32)
+    a = rng.uniform(0.5, 1.5, (size, d)).astype(np.float32)
+    c = rng.uniform(0.2, 1.0, (size, d)).astype(np.float32)
+    if rng.random() < 0.75:
+        for s in rng.choice(size, size=min(size, int(rng.integers(1, 3))), replace=False):
+            c[s, rng.integers(d)] = -10.0
+    if rng.random() < 0.1:
+        h0[rng.integers(d)] = np.nan
+    return Case((h0, a, c))
+
+
+def _path(rng: np.random.Generator, size: int, d: int = 3) -> Case:
+    """size + 1 points in 3-D, about a quarter of them repeating the point before."""
+    pts = _f32(rng, size + 1, d)
+    for i in range(1, size + 1):
+        if rng.random() < 0.25:
+            pts[i] = pts[i - 1]
+    return Case((pts,))
+
+
+def _mlp(rng: np.random.Generator, size: int) -> Case:
+    n, k, h, m = size, 8, 16, 4
+    return Case((_f32(rng, n, k), _f32(rng, k, h, scale=k**-0.5), _f32(rng, h, scale=0.1),
+                 _f32(rng, h, m, scale=h**-0.5), _f32(rng, m, scale=0.1)))
+
+
+def _arr(*rows: list[float]) -> np.ndarray:
+    return np.array(rows, np.float32)
+
+
+TOPIC = Topic(
+    name="debugging",
+    title="debugging: run-time prints, checkify, NaNs and their first step, named scopes",
+    exercises=(
+        Exercise(
+            name="normalize_rows",
+            sample=_normalize_rows,
+            static_argnums=(1,),
+            edge_cases=(
+                Case((_arr([3.0, 4.0], [0.0, 0.0]), True), "the docstring's example, debug on"),
+                Case((np.zeros((3, 4), np.float32), False), "all rows zero, debug off"),
+                Case((_arr([1.0, 1.0, 1.0, 1.0]), True), "one row"),
+            ),
+            rtol=1e-5,
+            atol=1e-6,
+            checks={"correct": 1, "jit": 1, "prints": 2},
+            options={"prints": Prints(make=_normalize_stream, calls=12)},
+            hints=(
+                "A Python `print` runs while JAX traces, so once per shape (and per value of a static argument); the line "
+                "must appear on every call with debug on. What prints from inside the compiled program?",
+                "`jax.debug.print(fmt, *values)` stages a host callback: it prints on each call, with the run-time values. "
+                "`debug` is a Python bool (static), so a plain Python `if` decides whether the print is in the program.",
+                "Compute the row norms with `keepdims=True`; count the zero ones; print that count and the number of rows "
+                "only under `if debug:`; divide by the norms where they are positive (a safe denominator elsewhere) and "
+                "select zeros for the zero rows.",
+            ),
+        ),
+        Exercise(
+            name="checked_entropy",
+            sample=_probs,
+            edge_cases=(
+                Case((_arr(0.5, 0.5),), "the docstring's example, valid"),
+                Case((_arr(0.5, -0.5),), "the docstring's example, both checks fail"),
+                Case((_arr(0.3, 0.3),), "the docstring's example, the sum is off"),
+                Case((_arr(0.0, 1.0, 0.0),), "zeros in a valid vector (0 log 0 = 0)"),
+                Case((_arr(0.2, -0.1, -0.3, 1.2),), "two negative entries, the sum is right", hidden=True),
+            ),
+            sizes=(1, 3, 17, 100, 5, 9),
+            rtol=1e-5,
+            atol=1e-6,
+            checks={"correct": 3},
+            hints=(
+                "A failed `checkify.check` does not raise inside the program: `checkify.checkify(f)` returns an error value "
+                "next to f's output, and you read it after the call.",
+                "`checkify.check(pred, msg, **values)` formats `msg` with the values (`{i}`, `{s:.4f}`); "
+                "`checkify.checkify(f)` gives a function returning `(err, out)`; jit that; `err.get()` is the message or "
+                "None; `message_bytes` turns it into the array to return.",
+                "Write a small function holding the two checks in the order given (the index of the first negative entry "
+                "is the argmax of the boolean `p < 0`) and then the entropy with `xlogy`; checkify it, jit it, call it, and "
+                "return the message's bytes with the entropy.",
+            ),
+        ),
+        Exercise(
+            name="first_nan_step",
+            sample=_recurrence,
+            edge_cases=(
+                Case((_arr(1.0), _arr([1.0], [1.0], [1.0]), _arr([3.0], [-5.0], [1.0])), "the docstring's example: step 1"),
+                Case((_arr(1.0), _arr([1.0], [1.0], [1.0]), _arr([3.0], [1.0], [1.0])), "the docstring's example: no NaN"),
+                Case((_arr(np.nan, 1.0), np.ones((2, 2), np.float32), np.ones((2, 2), np.float32)), "a NaN in h0"),
+                Case((_arr(1.0, 1.0), np.ones((4, 2), np.float32), _arr([1, 1], [1, 1], [1, 1], [1, -9])),
+                     "the last step", hidden=True),
+            ),
+            checks={"correct": 2, "jit": 2},
+            requirements=(OpsDoNotGrow("carry the state through a `lax.scan`: a Python loop over the steps puts a copy "
+                                       "of the step in the program for every t"),),
+            hints=(
+                "Run the recurrence in a loop that stays a loop in the compiled program, and let each step report whether "
+                "its new state holds a NaN.",
+                "`jax.lax.scan(step, h0, (a, c))` feeds `step(h, (a[t], c[t]))` one row at a time and stacks what it "
+                "returns beside the carry; `jnp.isnan` and `jnp.any` make the flag.",
+                "Stack one boolean per step; the answer is the argmax of that stack when any flag is set and -1 otherwise "
+                "(argmax alone gives 0 when none is); cast it to int32.",
+            ),
+        ),
+        Exercise(
+            name="path_length",
+            sample=_path,
+            edge_cases=(
+                Case((_arr([0.0, 0.0], [3.0, 4.0], [3.0, 4.0]),), "the docstring's example: a repeated point"),
+                Case((_arr([1.0, 2.0, 3.0]),), "a single point"),
+                Case((np.ones((4, 2), np.float32),), "every point the same"),
+                Case((_arr([0, 0], [1, 0], [1, 1], [0, 1], [0, 0]),), "a unit square"),
+            ),
+            rtol=1e-5,
+            atol=1e-5,
+            checks={"correct": 1, "jit": 1, "grad": 2},
+            options={"grad": Grad(argnums=(0,))},
+            hints=(
+                "The value is easy; differentiate it at a repeated point. What is the derivative of sqrt at 0, and what "
+                "does a zero segment vector times it give?",
+                "`jnp.where` routes the gradient into both branches: a select on the output is not enough if the sqrt "
+                "still sees a 0. `jax.grad` of your function on the docstring's example shows the NaN.",
+                "Square the segment lengths; where a squared length is positive keep it, elsewhere substitute 1 before the "
+                "sqrt; then select 0 for the zero segments and sum.",
+            ),
+        ),
+        Exercise(
+            name="scoped_mlp",
+            sample=_mlp,
+            edge_cases=(
+                Case((np.ones((3, 8), np.float32), np.zeros((8, 16), np.float32), np.zeros(16, np.float32),
+                      np.ones((16, 2), np.float32), _arr(1.0, 2.0)), "the docstring's example: W1 = 0, b1 = 0"),
+            ),
+            rtol=1e-5,
+            atol=1e-5,
+            checks={"correct": 1, "jit": 2},
+            requirements=(InScope("hidden", "dot_general", "compute `x @ W1 + b1` and the relu inside "
+                                  "`jax.named_scope(\"hidden\")`"),
+                          InScope("readout", "dot_general", "compute `h @ W2 + b2` inside "
+                                  "`jax.named_scope(\"readout\")`, beside the first scope, not inside it")),
+            hints=(
+                "A named scope is a `with` block: every operation staged inside it gets the scope's name as a prefix.",
+                "`with jax.named_scope(\"hidden\"):` around the first layer, and a second `with` block, not nested in the "
+                "first, around the second layer; `jax.jit(f).lower(...).as_text(debug_info=True)` shows the names.",
+                "Two consecutive `with` blocks at the function's top level: the first computes the hidden activations "
+                "(matmul, bias, relu), the second the output from them.",
+            ),
+        ),
+    ),
+)

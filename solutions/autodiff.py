@@ -1,0 +1,269 @@
+"""Automatic differentiation: grad and its relatives, and what each one costs.
+
+`jax.grad(f)` is a new function that returns the gradient of the scalar function `f` with
+respect to its first argument (`argnums` picks others; a tuple gives a tuple of gradients).
+Everything else in this topic is built from two primitive operations of autodiff:
+
+- **forward mode**, `jax.jvp(f, (x,), (u,))`: `f(x)` and the Jacobian-vector product `J u`, in
+  about the cost of one call of `f`. One input direction per pass, any number of outputs.
+- **reverse mode**, `y, pullback = jax.vjp(f, x)`, then `pullback(w)`: the vector-Jacobian
+  product `w^T J`, in a few calls' cost, but keeping the forward pass's intermediates in
+  memory. One output direction per pass, any number of inputs. `jax.grad` is a VJP with `w = 1`.
+
+A full Jacobian of `f: R^n -> R^m` is n JVPs (`jax.jacfwd`) or m VJPs (`jax.jacrev`), each
+batched with `vmap`: forward mode is cheaper for a tall Jacobian (few inputs, many outputs),
+reverse mode for a wide one (a loss of many parameters). `jax.hessian(f)` is
+`jacfwd(jacrev(f))`: an n x n matrix, which is rarely what you need; a Hessian-vector product
+is one JVP of the gradient and never builds it.
+
+Transformations compose: `jax.grad(jax.grad(f))` is a second derivative, a meta-learning loss
+differentiates through an inner gradient step, `jax.vmap(jax.grad(loss), in_axes=(None, 0, 0))`
+gives one gradient per example in one batched program. `jax.lax.stop_gradient(x)` is the
+identity whose derivative is zero (a target that must not move), and `jax.custom_vjp` gives a
+function the backward rule you choose, where the chain rule produces NaN.
+
+The exercises use float32 and are compared with tolerances (1e-5 relative for values unless
+a docstring says otherwise). Where an exercise names a transformation, the grader checks the
+outcome (values, gradients, the compiled program's size and FLOPs), not which API you called.
+"""
+
+import jax
+import jax.numpy as jnp
+
+
+def linear_loss(w, b, X, y):
+    """Mean squared error of the linear model `X @ w + b` (given), with its mean absolute error.
+
+    Returns `(mse, mae)`: the loss first, an auxiliary number second.
+    """
+    residual = X @ w + b - y
+    return jnp.mean(residual**2), jnp.mean(jnp.abs(residual))
+
+
+def loss_and_grads(w, b, X, y):
+    """The loss, its auxiliary output, and its gradients with respect to `w` and `b`, in one pass.
+
+    `w` is float32 (d,), `b` a float32 scalar, `X` float32 (n, d), `y` float32 (n,). With
+    `(mse, mae) = linear_loss(w, b, X, y)` (given above), return
+
+        ((mse, mae), (d mse / d w, d mse / d b))
+
+    shapes `(((), ()), ((d,), ()))`, all float32: exactly the structure that
+    `jax.value_and_grad` returns for a function of two differentiated arguments whose output
+    is a pair (loss, auxiliary data). `mae` is carried along, not differentiated.
+
+    Example: with `w = [1, 2]`, `b = 0`, `X = [[1, 0], [0, 1]]`, `y = [0, 0]`, the residuals
+    are `[1, 2]`: `mse = 2.5`, `mae = 1.5`, `d mse/d w = [1, 2]`, `d mse/d b = 3` (to 1e-5).
+
+    Graded: correct (to 1e-5), jit.
+    """
+    ### BEGIN SOLUTION
+    return jax.value_and_grad(linear_loss, argnums=(0, 1), has_aux=True)(w, b, X, y)
+    ### END SOLUTION
+
+
+def mlp(W1, b1, W2, x):
+    """A one-hidden-layer network from R^n to R^m (given): `W2 @ tanh(W1 @ x + b1)`."""
+    return W2 @ jnp.tanh(W1 @ x + b1)
+
+
+def tall_jacobian(W1, b1, W2, x):
+    """The Jacobian of the network's output with respect to its input, the cheap way round.
+
+    `W1` float32 (h, n), `b1` float32 (h,), `W2` float32 (m, h), `x` float32 (n,), with few
+    inputs and many outputs (n = 3 inputs, h = 8 to 64 hidden units, m = 4 h outputs). Return the float32 (m, n) Jacobian
+    `J[i, j] = d mlp(W1, b1, W2, x)[i] / d x[j]` of `mlp` (given above).
+
+    Both `jax.jacfwd` and `jax.jacrev` give this matrix. Forward mode pushes n = 3 tangent
+    directions through the network; reverse mode pulls back m cotangents, one per output. For
+    this tall Jacobian one of them does about m / n times the work of the other.
+
+    Example: with `W1 = I` (2 x 2), `b1 = 0`, `W2 = [[1, 1]]` and `x = 0`, the Jacobian is
+    `[[1, 1]]` (tanh'(0) = 1), to 1e-5.
+
+    Graded: correct (to 1e-5), jit: XLA's FLOP count of the compiled function is at most 2x
+    the reference's (plus 2000) on the same inputs (h = 64, m = 256: forward mode measures
+    1.0e5 FLOPs, reverse mode 8.7e6), and the program has no loop.
+    """
+    ### BEGIN SOLUTION
+    return jax.jacfwd(mlp, argnums=3)(W1, b1, W2, x)
+    ### END SOLUTION
+
+
+def logistic_loss(w, X, y):
+    """The mean logistic loss of labels `y` in {0, 1} for logits `X @ w` (given)."""
+    z = X @ w
+    return jnp.mean(jax.nn.softplus(z) - y * z)
+
+
+def hvp(w, X, y, v):
+    """The Hessian of the logistic loss times a vector, without ever building the Hessian.
+
+    `w` float32 (d,), `X` float32 (n, d), `y` float32 (n,) of 0.0 and 1.0, `v` float32 (d,).
+    With `H` the (d, d) Hessian of `logistic_loss(w, X, y)` (given above) with respect to `w`,
+    return `H @ v`, float32 (d,).
+
+    `jax.hessian(...)(w) @ v` gives the same numbers, after d gradient evaluations and a d x d
+    matrix. The Hessian-vector product is the directional derivative of the gradient: the
+    derivative of `w -> grad(w)` along `v`, one forward-mode pass through the gradient
+    (forward-over-reverse), at about the cost of two or three gradients, in O(d) memory. This is
+    what Newton-CG, influence functions and curvature estimates run on.
+
+    Example: for `w = 0` every predicted probability is 1/2, so `H = X.T @ X / (4 n)`; with
+    `X = I` (2 x 2) and `v = [1, 2]`, `H @ v = [0.125, 0.25]` (to 1e-5).
+
+    Graded: correct (to 1e-5), jit: XLA's FLOP count of the compiled function is at most 2x
+    the reference's (plus 2000) on the same inputs (d = 128, n = 256: 2.0e5 FLOPs; building
+    the Hessian first, 1.7e7), and the program has no loop (a loop over the d basis vectors
+    builds the Hessian too, and XLA counts one trip's FLOPs).
+    """
+    ### BEGIN SOLUTION
+    grad_w = lambda w_: jax.grad(logistic_loss)(w_, X, y)
+    return jax.jvp(grad_w, (w,), (v,))[1]
+    ### END SOLUTION
+
+
+def pair_energy(pos):
+    """A repulsive pair energy whose gradient stays finite where two points coincide.
+
+    `pos` is float32 (n, 3), n >= 1 points. With `r_ij = |pos_i - pos_j|` (Euclidean), return
+    the float32 scalar
+
+        E = 1/2 * sum over i != j of exp(-r_ij)
+
+    The natural vectorised code builds all n x n differences `pos[:, None] - pos[None, :]`, the
+    diagonal's zero vectors included, takes their norms and masks the diagonal out. The value
+    is right; the gradient is NaN. The derivative of `sqrt(s)` at `s = 0` is infinite, the chain
+    rule multiplies it by the zero derivative of `s = |d|^2` at `d = 0`, and `0 * inf = NaN`.
+    The mask does not help: `jnp.where` sends a zero cotangent into the masked-out branch, and
+    `0 * NaN` is still NaN. Give the distance its own backward rule with `jax.custom_vjp`:
+    `d r / d d = d / r` where `r > 0`, and 0 where `r = 0` (where no finite slope exists, 0 is
+    the subgradient that keeps two coinciding points where they are). The backward rule
+    receives the cotangent `g` of each distance; it must multiply by it.
+
+    Example: two points at distance 1, `pos = [[0, 0, 0], [1, 0, 0]]`: `E = exp(-1) = 0.3679`,
+    and `grad(E)` is `[[e^-1, 0, 0], [-e^-1, 0, 0]]` (each point pushed away from the other),
+    to 1e-5. One point alone: `E = 0`, gradient 0.
+
+    Graded: correct (to 1e-5), jit, grad: `jax.grad` with respect to `pos` equals the
+    reference's to 1e-4 on every case, including points that coincide and a single point
+    (the naive distance gives NaN on every case).
+    """
+    ### BEGIN SOLUTION
+    @jax.custom_vjp
+    def distance(d):  # the Euclidean norm along the last axis, with a gradient of 0 where it is 0
+        return jnp.sqrt(jnp.sum(d * d, axis=-1))
+
+    def distance_fwd(d):
+        r = distance(d)
+        return r, (d, r)
+
+    def distance_bwd(residuals, g):
+        d, r = residuals
+        safe_r = jnp.where(r > 0, r, 1.0)  # never divide by 0, not even in a discarded branch
+        return (jnp.where((r > 0)[..., None], d / safe_r[..., None], 0.0) * g[..., None],)
+
+    distance.defvjp(distance_fwd, distance_bwd)
+    n = pos.shape[0]
+    r = distance(pos[:, None, :] - pos[None, :, :])
+    off_diagonal = ~jnp.eye(n, dtype=bool)
+    return 0.5 * jnp.sum(jnp.where(off_diagonal, jnp.exp(-r), 0.0))
+    ### END SOLUTION
+
+
+def td_loss(w, s, r, s_next, gamma):
+    """The temporal-difference loss of a linear value function, its target held fixed.
+
+    `w` float32 (d,), states `s` and next states `s_next` float32 (n, d), rewards `r` float32
+    (n,), and the discount `gamma`, a Python float in [0, 1) (traced under jit). With the value
+    `V(x) = x @ w`, the target is `r + gamma * V(s_next)`; return the float32 scalar
+
+        0.5 * mean((V(s) - target) ** 2)
+
+    in which the target counts as a constant: its derivative with respect to `w` is zero. That
+    is TD(0), the semi-gradient rule of reinforcement learning: the value at `s` is moved
+    towards the target, and the target is not moved towards the value. Differentiating through
+    the target as well gives another gradient (the residual-gradient method), from the same
+    loss value.
+
+    Example: `w = [1]`, `s = [[1]]`, `r = [0]`, `s_next = [[2]]`, `gamma = 0.5`: `V(s) = 1`,
+    target `1`, loss 0 and gradient 0; with `r = [1]`, loss 0.5 and gradient `[-1]` (to 1e-5).
+
+    Graded: correct (to 1e-5), jit, grad: `jax.grad` with respect to `w` equals the reference's
+    to 1e-4 (the value alone cannot tell the two rules apart; the gradient does).
+    """
+    ### BEGIN SOLUTION
+    target = jax.lax.stop_gradient(r + gamma * (s_next @ w))
+    return 0.5 * jnp.mean((s @ w - target) ** 2)
+    ### END SOLUTION
+
+
+def mse(w, X, y):
+    """Mean squared error of the linear model `X @ w` (given)."""
+    return jnp.mean((X @ w - y) ** 2)
+
+
+def maml_loss(w, X_tr, y_tr, X_te, y_te, lr):
+    """The meta-learning (MAML) loss: the test loss after one gradient step on the training set.
+
+    `w` float32 (d,), `X_tr` and `X_te` float32 (n, d), `y_tr` and `y_te` float32 (n,), `lr` a
+    Python float (traced under jit). Take one gradient-descent step on `mse` (given above) over
+    the training set, then return the float32 scalar loss of the adapted weights on the test
+    set:
+
+        w_adapted = w - lr * grad(mse)(w, X_tr, y_tr)
+        return mse(w_adapted, X_te, y_te)
+
+    MAML trains `w` to be a good starting point for that step, by differentiating this loss
+    with respect to `w`: through the inner gradient, so `jax.grad` of this function takes a
+    second derivative (the inner loss's Hessian appears in it). First-order MAML
+    approximates it by treating the inner gradient as a constant: the same value, a different
+    gradient.
+
+    Example: `w = [0]`, `X_tr = X_te = [[1]]`, `y_tr = y_te = [1]`, `lr = 0.25`: the inner
+    gradient is -2, `w_adapted = [0.5]`, the loss 0.25, and its gradient with respect to `w`
+    is -0.5 (first-order MAML says -1), to 1e-5.
+
+    Graded: correct (to 1e-5), jit, grad: `jax.grad` with respect to `w` equals the reference's
+    (the full second-order gradient) to 1e-4.
+    """
+    ### BEGIN SOLUTION
+    w_adapted = w - lr * jax.grad(mse)(w, X_tr, y_tr)
+    return mse(w_adapted, X_te, y_te)
+    ### END SOLUTION
+
+
+def example_loss(params, x, y):
+    """The squared error of a tiny network on ONE example (given): `x` (d,), `y` a scalar."""
+    prediction = params["w2"] @ jnp.tanh(params["W1"] @ x + params["b1"])
+    return (prediction - y) ** 2
+
+
+def per_example_grads(params, X, y):
+    """One gradient per example, in one batched program: the input of DP-SGD's clipping.
+
+    `params` is a dict of float32 arrays `{"W1": (h, d), "b1": (h,), "w2": (h,)}`, `X` float32
+    (n, d), `y` float32 (n,). Return the dict of per-example gradients of `example_loss`
+    (given above, written for one example) with respect to `params`: the same keys, each
+    array with a leading axis of n, `{"W1": (n, h, d), "b1": (n, h), "w2": (n, h)}` float32,
+    entry `[i]` being the gradient of `example_loss(params, X[i], y[i])`.
+
+    `jax.grad` of the batch's mean loss gives the average of these n gradients, not the
+    gradients themselves. Per-example gradients are the gradient of one example's loss,
+    mapped over the examples with `jax.vmap`: the parameters are shared (not mapped), the
+    examples and labels mapped along their first axis. A Python loop over the examples gives
+    the same numbers with one copy of the gradient's program per example; `jax.jacrev` of the
+    vector of n losses does n backward passes over the whole batch.
+
+    Example: with `W1 = 0`, `b1 = 0`, any `w2`, the hidden layer is 0, the prediction 0, and
+    each example's gradient with respect to `b1` is `-2 * y[i] * w2` (tanh'(0) = 1), to 1e-5.
+
+    Graded: correct (to 1e-5), jit: the exported program has no loop, no more operations at
+    n = 64 than at n = 2 (x3 plus 20), and XLA's FLOP count at most 2x the reference's (plus
+    2000): a Python loop over the examples measures 47 operations at n = 2 and 1,423 at n = 64
+    against the reference's 20 and 20; `jax.jacrev` of the batch's losses 1.5e6 FLOPs at
+    n = 64 against 3.4e4.
+    """
+    ### BEGIN SOLUTION
+    return jax.vmap(jax.grad(example_loss), in_axes=(None, 0, 0))(params, X, y)
+    ### END SOLUTION
