@@ -16,8 +16,12 @@ What never uses it (`Policy.ops`):
   directory of executables that the process using it writes; the student's process never
   writes one that a trusted process reads, and the sandbox does not show the grader's cache
   (`hidden_paths`).
-- The trusted side's analysis of a student's exported program in hidden grading (`analyse`):
-  those programs are new with every submission and would only fill the grader's cache.
+The trusted side's analyses (`analyse`) do use it: the reference's own exported programs repeat
+from one submission to the next. A student's program lands there too, but an entry is only ever
+loaded for a program identical to the one it was compiled from (JAX keys it by the whole
+program, the compile options and the versions), so it cannot change what another program
+computes; entries past `MAX_BYTES` are evicted. The one timed fact of an analysis,
+`compile_seconds`, can then be a load's (no requirement in the course uses it).
 A student's own public checks (offline, on their machine) cache more (`PUBLIC_OPS`).
 
 Where: `JAXLINGS_COMPILE_CACHE` (a directory; `off` for none), by default
@@ -36,10 +40,10 @@ from pathlib import Path
 MAX_BYTES = 1 << 30
 """Per cache directory (JAX evicts the least recently used entries past it)."""
 
-CACHED_OPS = frozenset({"call", "trace"})
+CACHED_OPS = frozenset({"call", "trace", "analyse"})
 """Worker ops whose compilations may be loaded from the cache: none of them is timed."""
 
-PUBLIC_OPS = CACHED_OPS | {"timed", "analyse"}
+PUBLIC_OPS = CACHED_OPS | {"timed"}
 """A student's own public checks may cache more: their times decide nothing (speed and the VMC's
 time are judged on submission), and the analyses of their programs are theirs. The streams
 (`prepare`/`step`) still compile, since the public `compiles` check reads compilations off

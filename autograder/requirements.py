@@ -264,7 +264,9 @@ class FlopsAtMost(_AtMostReference):
 @dataclass(frozen=True)
 class CompileTimeAtMost(_AtMostReference):
     """A cold compile of the program (on the trusted side) takes at most `factor` times the
-    reference's (plus `slack` s)."""
+    reference's (plus `slack` s). With the grader's compilation cache on, a program identical
+    to one compiled before is loaded, not compiled (`autograder.compile_cache`): a topic that
+    uses this requirement should run with `JAXLINGS_COMPILE_CACHE=off`."""
 
     factor: float = 3.0
     slack: float = 0.25
