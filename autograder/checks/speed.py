@@ -6,8 +6,9 @@ worker frozen, so that nothing it started competes with it) and the student on i
 who goes first, and verifies the student's timed output against the reference's.
 A round is one request that carries the inputs and returns the outputs as arrays; the clock
 covers all of it (`autograder.timing`). The ratio is the student's best time over the
-reference's best time: the minimum is the estimate least disturbed by other load. Rounds stop
-as soon as the ratio decides the band with room to spare (`Speed.decided`). On the GPU
+reference's best time: the minimum is the estimate least disturbed by other load. Past the
+minimum number of rounds, they stop as soon as the ratio decides the band with room to spare
+(`Speed.decided`). On the GPU
 the clock is wall time (the device is the grader's alone); on a CPU it is the CPU time of the
 worker's cgroup (every thread and process it ran, ended ones included), which waiting for a
 busy core does not inflate, so the verdict does not hinge on how busy the machine is; without
@@ -72,7 +73,7 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
         if not warm:
             ref_times.append(ref)
             stu_times.append(stu)
-            if len(ref_times) >= speed.decided_after and speed.decided(*ratios(backend, ref_times, stu_times)):
+            if len(ref_times) >= speed.min_reps and speed.decided(*ratios(backend, ref_times, stu_times)):
                 break
     return verdict(speed, ref_times, stu_times, size, backend)
 
