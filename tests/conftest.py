@@ -6,6 +6,8 @@ solutions graded, the stubs graded) are computed once per session.
 
 from __future__ import annotations
 
+import dataclasses
+
 import os
 import shutil
 import textwrap
@@ -77,6 +79,24 @@ def failing_in(result: Result, topic: str, exercise: str) -> set[str]:
 def extra_data(result: Result, name: str) -> dict:
     """The measured figures of the test called `name` (`topic.exercise:check`)."""
     return next(t.extra_data for t in result.tests if t.name == name)
+
+
+@dataclasses.dataclass(frozen=True)
+class TopicView:
+    """One topic's tests of a result, read per exercise and check (for the topic test files)."""
+
+    topic: str
+
+    def failed(self, result: Result, exercise: str) -> set[str]:
+        """The checks of one exercise that did not get full marks."""
+        prefix = f"{self.topic}.{exercise}:"
+        return {name.removeprefix(prefix) for name in failing(result) if name.startswith(prefix)}
+
+    def message(self, result: Result, exercise: str, check: str) -> str:
+        return verdicts(result)[f"{self.topic}.{exercise}:{check}"][2]
+
+    def data(self, result: Result, exercise: str, check: str) -> dict:
+        return extra_data(result, f"{self.topic}.{exercise}:{check}")
 
 
 @pytest.fixture(scope="session")

@@ -122,16 +122,11 @@ def test_watch_rechecks_only_the_function_that_was_saved(tmp_path):
 
 
 def _with_function(module: str, donor: str, name: str) -> str:
-    """`module` with its top-level function `name` replaced by `donor`'s."""
-    import ast
+    """`module` with its top-level function `name` replaced by `donor`'s (the watch benchmark's)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from watch_latency import with_function
 
-    def span(source: str) -> tuple[int, int]:
-        node = next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == name)
-        return node.lineno - 1, node.end_lineno
-
-    lines, donor_lines = module.splitlines(keepends=True), donor.splitlines(keepends=True)
-    (a, b), (c, d) = span(module), span(donor)
-    return "".join(lines[:a] + donor_lines[c:d] + lines[b:])
+    return with_function(module, donor, name)
 
 
 def _read_until(proc, marker: str, timeout: float = 240) -> list[str]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from autograder.requirements import InScope
-from conftest import SOLUTIONS, extra_data, failing, grade_dir, grade_variant, verdicts
+from conftest import SOLUTIONS, failing, grade_dir, grade_variant, TopicView
 
 TOPIC = "debugging"
 
@@ -45,18 +45,8 @@ def attack(tmp_path_factory):
     return grade_variant(tmp_path_factory, TOPIC, "attack", names)
 
 
-def failed(result, exercise: str) -> set[str]:
-    """The checks of one exercise that did not get full marks."""
-    prefix = f"{TOPIC}.{exercise}:"
-    return {name.removeprefix(prefix) for name in failing(result) if name.startswith(prefix)}
-
-
-def message(result, exercise: str, check: str) -> str:
-    return verdicts(result)[f"{TOPIC}.{exercise}:{check}"][2]
-
-
-def data(result, exercise: str, check: str) -> dict:
-    return extra_data(result, f"{TOPIC}.{exercise}:{check}")
+VIEW = TopicView(TOPIC)
+failed, message, data = VIEW.failed, VIEW.message, VIEW.data
 
 
 # -- the reference ---------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SOLUTIONS, failing, grade_dir
+from conftest import SOLUTIONS, failing, grade_dir
 
 pytestmark = pytest.mark.skip(reason="topic not finished: the donation requirement, the `trains` check, the lesson "
                                      "and `grade build` are still to do; not in ORDER")
