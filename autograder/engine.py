@@ -3,8 +3,8 @@
 One engine serves `grade check` (public cases, fixed seed), `grade grade` (hidden cases,
 fresh seed), nbgrader and the service. Topics are graded one after another, or `jobs` at a
 time (`autograder.gate` keeps timed checks fair), each in its own pair of workers (see
-`session.TopicSession`), so anything a topic does costs that topic only. Every check of every exercise yields a test, failed or passed, so a result is always
-complete.
+`session.TopicSession`), so anything a topic does costs that topic only. Every check of
+every exercise yields a test, failed or passed, so a result is always complete.
 """
 
 from __future__ import annotations

@@ -111,10 +111,10 @@ def variants(topic: str, exercise: str, folder: Path) -> dict[str, Path]:
     return made
 
 
-def speed_of(folder: Path, topic: str, exercise: str, jobs: int) -> dict:
-    """The speed test's points and figures for one version (its other checks graded as needed)."""
-    result = engine.grade(folder, topics.resolve([f"{topic}.{exercise}"]), reference_dir=ROOT / "solutions",
-                          isolate=bwrap_available(), jobs=jobs)
+def speed_of(folder: Path, spec, isolate: bool = True) -> dict:
+    """The speed test's points and figures for one version of the exercise in `spec` (a topic
+    spec holding it; its other checks graded as needed)."""
+    result = engine.grade(folder, [spec], reference_dir=ROOT / "solutions", isolate=isolate and bwrap_available())
     test = next(t for t in result.tests if t.check == "speed")
     data = dict(test.extra_data)
     data.update(points=test.score, max_points=test.max_score, message=test.output,
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="jaxlings-gpu-check-") as tmp:
         for topic, exercise in speed_exercises(args.exercises):
             for version, folder in variants(topic, exercise, Path(tmp) / f"{topic}.{exercise}").items():
-                data = speed_of(folder, topic, exercise, 1)
+                data = speed_of(folder, topics.resolve([f"{topic}.{exercise}"])[0])
                 ratio, ref_ms = data.get("ratio"), data.get("reference_ms")
                 floor = DISPATCH_FLOOR_S.get(data["backend"], DISPATCH_FLOOR_S["cpu"])
                 floors = ref_ms / 1e3 / floor if ref_ms else None

@@ -29,8 +29,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from autograder import engine, topics  # noqa: E402
-from gpu_check import variants  # noqa: E402
+from autograder import topics  # noqa: E402
+from gpu_check import speed_of, variants  # noqa: E402
 
 
 def _hog() -> None:
@@ -48,11 +48,10 @@ def spec_for(name: str, before: bool):
     return dataclasses.replace(spec, exercises=exercises)
 
 
-def speed_of(folder: Path, spec) -> tuple[float, float | None, int]:
-    """(points, ratio, rounds) of one grading."""
-    result = engine.grade(folder, [spec], reference_dir=ROOT / "solutions")
-    (test,) = [t for t in result.tests if t.check == "speed"]
-    return test.score, test.extra_data.get("ratio"), test.extra_data.get("reps", 0)
+def points_ratio_rounds(folder: Path, spec) -> tuple[float, float | None, int]:
+    """(points, ratio, rounds) of one grading (without the sandbox, as before)."""
+    data = speed_of(folder, spec, isolate=False)
+    return data["points"], data.get("ratio"), data.get("reps", 0)
 
 
 def main() -> None:
@@ -75,7 +74,7 @@ def main() -> None:
             for label, folder in variants(topic, exercise, Path(tmp)).items():
                 t0 = time.monotonic()
                 with ThreadPoolExecutor(2 if args.side_by_side else 1) as pool:
-                    runs = list(pool.map(lambda _: speed_of(folder, spec), range(args.runs)))
+                    runs = list(pool.map(lambda _: points_ratio_rounds(folder, spec), range(args.runs)))
                 points = sorted({p for p, _, _ in runs})
                 ratios = [r for _, r, _ in runs if r is not None]
                 rounds = [n for _, _, n in runs]
