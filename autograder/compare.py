@@ -9,25 +9,52 @@ large the error is and where) and never the expected values.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
 
 Output = dict[str, Any]
 
+MAX_NAME = 80
 
-def mismatch(expected: Output, got: Output, rtol: float, atol: float) -> str | None:
-    """None when `got` matches `expected` within tolerance; else what is wrong, in one line."""
+
+def mismatch(expected: Output, got: Output, rtol: float, atol: float, names: tuple[str, ...] = ()) -> str | None:
+    """None when `got` matches `expected` within tolerance; else what is wrong, in one line.
+
+    A wrong leaf of a structured output is named as the docstring names it (`output_name`):
+    `names` are the exercise's names for the entries of a returned tuple (`Exercise.outputs`)."""
     if got["treedef"] != expected["treedef"]:
         return f"the output's structure is {got['treedef']}, but the task asks for {expected['treedef']}"
     if len(got["leaves"]) != len(expected["leaves"]):
         return (f"the output has {len(got['leaves'])} values where its structure, {expected['treedef']}, "
                 f"holds {len(expected['leaves'])}")
     for i, (e, g) in enumerate(zip(expected["leaves"], got["leaves"])):
-        where = f"output leaf {i}: " if len(expected["leaves"]) > 1 else ""
         if (msg := _leaf_mismatch(e, g, rtol, atol)) is not None:
-            return where + msg
+            name = output_name(expected, i, names)
+            return (f"`{name}`: " if name else "") + msg
     return None
+
+
+def output_name(out: Output, i: int, names: tuple[str, ...] = ()) -> str:
+    """How a message names leaf `i` of an exported output: by its key path (`output['w']`,
+    `output.b`, `output[1]`), with the first entry of a returned tuple named by `names` where
+    the exercise gives them (`folded`, `total['a']`); "" for a bare array.
+
+    The path is the one the worker read off the output (`jax.tree_util.keystr`); an output
+    without paths (or a registered class without key paths) falls back on the leaf's number."""
+    paths = out.get("paths")
+    if not (isinstance(paths, list) and len(paths) == len(out["leaves"]) and isinstance(paths[i], str)):
+        return f"output leaf {i}" if len(out["leaves"]) > 1 else ""
+    path = re.sub(r"\[<flat index (\d+)>\]", r"[\1]", paths[i])
+    if not path:
+        return ""
+    top = re.match(r"\[(\d+)\]", path)
+    if names and top and int(top[1]) < len(names) and out["treedef"].startswith(("PyTreeDef((", "PyTreeDef([")):
+        name = names[int(top[1])] + path[top.end():]
+    else:
+        name = "output" + path
+    return name if len(name) <= MAX_NAME else name[:MAX_NAME] + "..."
 
 
 def _leaf_mismatch(e: dict[str, Any], g: dict[str, Any], rtol: float, atol: float) -> str | None:

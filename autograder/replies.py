@@ -4,7 +4,7 @@ A student's worker can write any frame on its reply pipe (the pipe's descriptors
 process), so a reply is untrusted data: `wire.decode` guarantees only plain data (dicts, lists,
 scalars, strings, NumPy arrays of numeric dtypes). `check(op, reply)` adds the schema of the
 request `op`: the fields, their types, and for outputs the exported form of a pytree
-(`{"treedef": str, "leaves": [{"kind": "array" | "key", "data": ndarray, "impl"?: str}]}`).
+(`{"treedef": str, "leaves": [{"kind": "array" | "key", "data": ndarray, "impl"?: str}], "paths"?: [str]}`).
 A reply that does not fit raises `MalformedReply`, which fails the check that sent the request
 (never the run).
 """
@@ -42,8 +42,12 @@ def _typed(x: Any, kinds: tuple[type, ...], where: str) -> Any:
     return x
 
 
+MAX_PATH = 500
+
+
 def output(x: Any, where: str = "out") -> dict:
-    """An exported pytree: a treedef string and its leaves, each an array or a key array."""
+    """An exported pytree: a treedef string and its leaves, each an array or a key array, and
+    optionally each leaf's key path (a string)."""
     _dict(x, where)
     _typed(x.get("treedef"), (str,), f"{where}.treedef")
     for i, leaf in enumerate(_list(x.get("leaves"), f"{where}.leaves")):
@@ -55,6 +59,10 @@ def output(x: Any, where: str = "out") -> dict:
         _typed(leaf.get("data"), (np.ndarray,), f"{at}.data")
         if kind == "key":
             _typed(leaf.get("impl"), (str,), f"{at}.impl")
+    if "paths" in x:
+        paths = _list(x["paths"], f"{where}.paths")
+        if len(paths) != len(x["leaves"]) or any(type(p) is not str or len(p) > MAX_PATH for p in paths):
+            _fail(f"{where}.paths", f"expected one key path per leaf, each a string of at most {MAX_PATH} characters")
     return x
 
 

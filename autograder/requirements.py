@@ -17,6 +17,8 @@ compute the function, whatever the student's process did (see `autograder.struct
   custom_calls   distinct custom-call targets (`lapack_sgetrf_ffi`, ...)
   scopes         {named scope path: {op: count}}, from the operations' locations
                  (`jax.named_scope("hidden")` -> `hidden`; nested: `mlp/hidden`)
+  n_inputs, donated_inputs   the program's inputs (array leaves), and how many of them it
+                 donates (`jax.jit(..., donate_argnums=...)`: their buffers are reused for outputs)
   fingerprint    sha256 of the program without locations; `fingerprint_again`: of the program
                  exported for a second input of the same shapes
   hlo_lines, collectives, flops, bytes_accessed, compile_seconds, loops, counted_loops
@@ -58,6 +60,25 @@ def _advisory(facts: Facts) -> dict[str, Any]:
     return facts.get("advisory") or {}
 
 
+OP_WORDS = {
+    "while": "`while` loop (`lax.fori_loop`, `lax.scan`, `lax.while_loop`)",
+    "case": "`case` (a `lax.cond` or `lax.switch`)",
+    "select": "`select` (a `jnp.where` or `lax.select`)",
+    "manual_computation": "`jax.shard_map`",
+    "SPMDFullToShardShape": "`jax.shard_map`",
+}
+"""StableHLO ops (and custom-call targets) with the code that writes them, for `describe`."""
+
+
+def _op(op: str) -> str:
+    """An op for a student to read: "`case` (a `lax.cond` or `lax.switch`)"."""
+    if op in OP_WORDS:
+        return OP_WORDS[op]
+    if op.startswith("scatter-") and op != "scatter-set":
+        return f"`{op}` (an `.at[...].{op.removeprefix('scatter-')}`)"
+    return f"`{op}`"
+
+
 class Requirement(Protocol):
     """A predicate on the student's facts (and the reference's, `ref`, on the same inputs);
     `judge` returns an error message, or None when met. `trusted` is False for an advisory
@@ -66,6 +87,12 @@ class Requirement(Protocol):
     trusted: ClassVar[bool]
 
     def judge(self, facts: Facts, ref: Facts) -> str | None: ...
+
+    def describe(self) -> str:
+        """What it asks, in a few words for students: the docstrings' generated "Graded" list
+        (`autograder.course.graded`) states it. Every requirement class defines its own (a test
+        checks); it names the requirement, never the solution (its `why` is for the message)."""
+        ...
 
 
 # -- trusted: the exported program -------------------------------------------------------------
@@ -82,6 +109,9 @@ class NoHostCallbacks:
 
     trusted: ClassVar[bool] = True
 
+    def describe(self) -> str:
+        return "no host callbacks"
+
     def judge(self, facts: Facts, ref: Facts) -> str | None:
         targets = sorted(t for t in facts.get("custom_calls", ()) if any(w in t.lower() for w in HOST_CALLBACK_TARGET_WORDS))
         if targets:
@@ -95,6 +125,9 @@ class NoRetrace:
     arguments) is the same program: nothing of the input's values is baked into it."""
 
     trusted: ClassVar[bool] = True
+
+    def describe(self) -> str:
+        return "no re-tracing (one program for new values of the same shapes)"
 
     def judge(self, facts: Facts, ref: Facts) -> str | None:
         again = facts.get("fingerprint_again")
@@ -114,6 +147,9 @@ class UsesOp:
     why: str = ""
     trusted: ClassVar[bool] = True
 
+    def describe(self) -> str:
+        return f"a {_op(self.op)}"
+
     def judge(self, facts: Facts, ref: Facts) -> str | None:
         if not _ops(facts).get(self.op, 0):
             return _because(f"the compiled program has no `{self.op}`", self.why)
@@ -132,6 +168,9 @@ class InScope:
     why: str = ""
     trusted: ClassVar[bool] = True
 
+    def describe(self) -> str:
+        return f"a `{self.op}` directly inside the named scope `{self.scope}` (that exact path)"
+
     def judge(self, facts: Facts, ref: Facts) -> str | None:
         scopes = facts.get("scopes") or {}
         if not (scopes.get(self.scope) or {}).get(self.op, 0):
@@ -148,6 +187,9 @@ class AvoidsOps:
     ops: tuple[str, ...]
     why: str = ""
     trusted: ClassVar[bool] = True
+
+    def describe(self) -> str:
+        return " and ".join(f"no {_op(o)}" for o in self.ops)
 
     def judge(self, facts: Facts, ref: Facts) -> str | None:
         found = sorted(o for o in self.ops if _ops(facts).get(o, 0))
@@ -166,6 +208,9 @@ class UsesAnyOp:
     why: str = ""
     trusted: ClassVar[bool] = True
 
+    def describe(self) -> str:
+        return "a " + " or a ".join(dict.fromkeys(_op(o) for o in self.ops))
+
     def judge(self, facts: Facts, ref: Facts) -> str | None:
         targets = set(facts.get("custom_calls", ()))
         if not any(_ops(facts).get(o, 0) or o in targets for o in self.ops):
@@ -180,6 +225,9 @@ class MaxOps:
     limit: int
     why: str = ""
     trusted: ClassVar[bool] = True
+
+    def describe(self) -> str:
+        return f"at most {self.limit} operations (no Python loop unrolled into it)"
 
     def judge(self, facts: Facts, ref: Facts) -> str | None:
         n = facts.get("n_ops", 0)
@@ -206,6 +254,10 @@ class OpsDoNotGrow:
     slack: int = 20
     trusted: ClassVar[bool] = True
 
+    def describe(self) -> str:
+        return (f"it does not grow with the input (at the largest case at most x{self.factor:g} + {self.slack} the "
+                "operations of the smallest: a loop stays a loop, a Python loop is unrolled)")
+
     def judge(self, facts: Facts, ref: Facts) -> str | None:
         small, large = facts.get("n_ops_other"), facts.get("n_ops")
         if small is not None and large is not None and large > self.factor * small + self.slack:
@@ -223,12 +275,53 @@ class DataDependentLoop:
     why: str = ""
     trusted: ClassVar[bool] = True
 
+    def describe(self) -> str:
+        return "a loop whose number of steps depends on the data (a `while` whose trip count XLA cannot know)"
+
     def judge(self, facts: Facts, ref: Facts) -> str | None:
         loops, counted = facts.get("loops", 0), facts.get("counted_loops", 0)
         if loops - counted <= 0:
             what = ("it has no loop" if not loops else "its loop runs a number of steps fixed before it starts" if loops == 1
                     else f"each of its {loops} loops runs a number of steps fixed before it starts")
             return _because(f"the compiled program has no data-dependent loop ({what})", self.why)
+        return None
+
+
+@dataclass(frozen=True)
+class Donates:
+    """The program donates at least `at_least` of its inputs (fact `donated_inputs`), or, with
+    `at_least=None`, at least as many as the reference's program does: a train step that reuses
+    the buffers of the state it replaces instead of holding two copies of it.
+
+    Donation is part of the jitted function (`jax.jit(f, donate_argnums=...)`, lowered to
+    `tf.aliasing_output` attributes that `jax.export` keeps), so the function must be jitted by
+    the student: a function the grader has to jit itself donates nothing. Measured
+    (training.train_step): the reference donates 14 of its 16 inputs (4 parameters, 10
+    optimizer-state leaves; not the batch), an undonated jit 0.
+    """
+
+    at_least: int | None = None
+    why: str = ""
+    trusted: ClassVar[bool] = True
+
+    def describe(self) -> str:
+        wanted = f"at least {self.at_least} of its inputs" if self.at_least is not None else \
+            "at least as many of its inputs as the reference's program does"
+        return f"it donates {wanted} (`donate_argnums`: the outputs reuse their buffers)"
+
+    def judge(self, facts: Facts, ref: Facts) -> str | None:
+        if "donated_inputs" not in facts:
+            return None
+        wanted = self.at_least if self.at_least is not None else max(1, ref.get("donated_inputs", 1))
+        got = facts["donated_inputs"]
+        if got < wanted:
+            what = "none" if got == 0 else f"only {got}"
+            whose = "" if self.at_least is not None else " (the reference's program donates " \
+                f"{ref.get('donated_inputs')})"
+            return _because(f"the compiled program donates {what} of its {facts.get('n_inputs', '?')} inputs, "
+                            f"at least {wanted} wanted{whose}; jit the function yourself with `donate_argnums` "
+                            "naming the arguments whose buffers the outputs can reuse (a function the grader "
+                            "jits for you donates nothing)", self.why)
         return None
 
 
@@ -241,7 +334,11 @@ class _AtMostReference:
     why: str = ""
     fact: ClassVar[str]
     template: ClassVar[str]
+    description: ClassVar[str]
     trusted: ClassVar[bool] = True
+
+    def describe(self) -> str:
+        return self.description.format(factor=f"{self.factor:g}", slack=f"{self.slack:g}")
 
     def judge(self, facts: Facts, ref: Facts) -> str | None:
         if self.fact not in facts or self.fact not in ref:
@@ -259,6 +356,7 @@ class FlopsAtMost(_AtMostReference):
     slack: float = 100.0
     fact: ClassVar[str] = "flops"
     template: ClassVar[str] = "the compiled function does {mine:.3g} FLOPs, the reference {ref:.3g}"
+    description: ClassVar[str] = "XLA's FLOP count at most x{factor} + {slack} the reference's on the same inputs"
 
 
 @dataclass(frozen=True)
@@ -272,6 +370,7 @@ class CompileTimeAtMost(_AtMostReference):
     slack: float = 0.25
     fact: ClassVar[str] = "compile_seconds"
     template: ClassVar[str] = "compiling takes {mine:.2f} s, the reference {ref:.2f} s"
+    description: ClassVar[str] = "it compiles in at most x{factor} + {slack} s the reference's compile time"
 
 
 @dataclass(frozen=True)
@@ -288,6 +387,7 @@ class HloLinesAtMost(_AtMostReference):
     slack: float = 300.0
     fact: ClassVar[str] = "hlo_lines"
     template: ClassVar[str] = "the compiled HLO has {mine} lines, the reference's {ref}"
+    description: ClassVar[str] = "compiled HLO of at most x{factor} + {slack} the reference's lines"
 
 
 @dataclass(frozen=True)
@@ -297,6 +397,9 @@ class CollectivesAtMostReference:
 
     why: str = ""
     trusted: ClassVar[bool] = True
+
+    def describe(self) -> str:
+        return "no more collectives of any kind (all-gather, all-reduce, ...) than the reference's"
 
     def judge(self, facts: Facts, ref: Facts) -> str | None:
         mine, theirs = facts.get("collectives", {}), ref.get("collectives", {})
@@ -320,6 +423,9 @@ class AdvisedPrimitive:
     why: str = ""
     trusted: ClassVar[bool] = False
 
+    def describe(self) -> str:
+        return f"the jaxpr binds `{self.primitive}`"
+
     def judge(self, facts: Facts, ref: Facts) -> str | None:
         prims = _advisory(facts).get("primitives")
         if prims is not None and not prims.get(self.primitive, 0):
@@ -335,6 +441,9 @@ class AdvisedAnyPrimitive:
     primitives: tuple[str, ...]
     why: str = ""
     trusted: ClassVar[bool] = False
+
+    def describe(self) -> str:
+        return "the jaxpr binds " + " or ".join(f"`{p}`" for p in self.primitives)
 
     def judge(self, facts: Facts, ref: Facts) -> str | None:
         prims = _advisory(facts).get("primitives")
@@ -352,6 +461,9 @@ class AdvisedAvoidPrimitives:
     why: str = ""
     trusted: ClassVar[bool] = False
 
+    def describe(self) -> str:
+        return "the jaxpr binds no " + " and no ".join(f"`{p}`" for p in self.primitives)
+
     def judge(self, facts: Facts, ref: Facts) -> str | None:
         prims = _advisory(facts).get("primitives") or {}
         found = sorted(p for p in self.primitives if prims.get(p, 0))
@@ -368,6 +480,9 @@ class AdvisedNoPmap:
 
     trusted: ClassVar[bool] = False
 
+    def describe(self) -> str:
+        return "no `jax.pmap`"
+
     def judge(self, facts: Facts, ref: Facts) -> str | None:
         if _advisory(facts).get("pmap_calls", 0):
             return ("the function uses jax.pmap, the old per-device API; lay arrays out with "
@@ -376,6 +491,12 @@ class AdvisedNoPmap:
 
 
 DEFAULT_JIT_REQUIREMENTS: tuple[Requirement, ...] = (NoHostCallbacks(), NoRetrace())
+
+CLASSES: tuple[type, ...] = tuple(
+    cls for name, cls in list(globals().items())
+    if isinstance(cls, type) and cls.__module__ == __name__ and hasattr(cls, "judge") and not name.startswith("_")
+    and cls is not Requirement)
+"""Every requirement class of this module (a test asks each for its own `describe`)."""
 
 
 def judge_all(requirements: tuple[Requirement, ...], facts: Facts, ref: Facts) -> list[str]:

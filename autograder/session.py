@@ -50,6 +50,8 @@ class ExerciseRun:
 
     `eager` holds the student's own outputs per case index (from `correct`), which `jit`
     compares its jitted outputs with, so that jit-ability is judged apart from correctness.
+    `notes` holds what one check finds for a later one (the calls of `key_reuse`, made early by
+    a failing `correct` to say why it fails).
     """
 
     exercise: Exercise
@@ -59,6 +61,7 @@ class ExerciseRun:
     facts: dict[str, Any] | None = None
     ref_facts: dict[str, Any] | None = None
     eager: dict[int, dict[str, Any]] = field(default_factory=dict)
+    notes: dict[str, Any] = field(default_factory=dict)
 
 
 class TopicSession:
@@ -225,15 +228,17 @@ class TopicSession:
             raise GraderError(f"the reference {self.topic.name}.{fields.get('fn')} failed: {reply['error']}")
         return reply
 
-    def compare_call(self, args: tuple[Any, ...], rtol: float, atol: float, **request: Any) -> str | None:
-        """Run one request on both sides with the same arguments; what differs, or None.
+    def compare_call(self, args: tuple[Any, ...], rtol: float, atol: float, names: tuple[str, ...] = (),
+                     **request: Any) -> str | None:
+        """Run one request on both sides with the same arguments; what differs, or None (a wrong
+        leaf named with `names`, see `compare.output_name`).
 
         StudentError propagates (the student's call failed); the reference's failure is a
         GraderError.
         """
         expected = self.reference_output(args=args, **request)
         got = self.call_student("call", args=args, **request)["out"]
-        return mismatch(expected, got, rtol, atol)
+        return mismatch(expected, got, rtol, atol, names)
 
     def start_exercise(self, ex: Exercise) -> ExerciseRun:
         """Draw this run's cases and compute the reference's outputs for them."""

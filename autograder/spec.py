@@ -153,6 +153,32 @@ class Vmc:
 
 
 @dataclass(frozen=True)
+class Trains:
+    """Options of the `trains` check: a training loop `f(params, x, y, steps, batch_size, ...)`
+    that returns the trained parameters of a multilayer perceptron.
+
+    The check draws `runs` cases from the exercise's sampler at `size` (each its own dataset
+    and initial parameters, made by the grader), runs the reference's loop and then the
+    student's on each, and computes the mean squared error of the returned parameters on the
+    case's `x` and `y` (arguments `x_arg` and `y_arg`; the initial parameters are `params_arg`)
+    itself, with NumPy: the network is
+    `Trains.layers` in order, each `x @ kernel + bias`, with `tanh` between them. Every run's
+    loss must be below `max_loss`. A run past `max(min_timeout, timeout_factor·T_ref)` is
+    stopped.
+    """
+
+    size: int = 256
+    max_loss: float = 0.2
+    runs: int = 2
+    layers: tuple[str, ...] = ("hidden", "out")
+    params_arg: int = 0
+    x_arg: int = 1
+    y_arg: int = 2
+    timeout_factor: float = 20.0
+    min_timeout: float = 60.0
+
+
+@dataclass(frozen=True)
 class Exercise:
     """One function the student writes, and everything the grader checks about it.
 
@@ -163,6 +189,9 @@ class Exercise:
     that need them (`options["grad"] = Grad(...)`, see `autograder.checks`).
     `operator_outputs`: the function returns quantum operators (NetKet's), which the workers
     send as their matrices; any other output leaf must be an array or a number.
+    `outputs`: the names of the returned tuple's entries, as the docstring calls them
+    (`("init_key", "step_keys")`): messages and the generated "Graded" list name the outputs so
+    (dict keys and dataclass fields name themselves; see `autograder.compare`).
     """
 
     name: str
@@ -178,6 +207,7 @@ class Exercise:
     speed: Speed | None = None
     options: dict[str, Any] = field(default_factory=dict)
     operator_outputs: bool = False
+    outputs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if len(self.hints) < 2:

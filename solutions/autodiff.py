@@ -54,8 +54,6 @@ def loss_and_grads(w, b, X, y):
 
     Example: with `w = [1, 2]`, `b = 0`, `X = [[1, 0], [0, 1]]`, `y = [0, 0]`, the residuals
     are `[1, 2]`: `mse = 2.5`, `mae = 1.5`, `d mse/d w = [1, 2]`, `d mse/d b = 3` (to 1e-5).
-
-    Graded: correct (to 1e-5), jit.
     """
     ### BEGIN SOLUTION
     return jax.value_and_grad(linear_loss, argnums=(0, 1), has_aux=True)(w, b, X, y)
@@ -81,9 +79,7 @@ def tall_jacobian(W1, b1, W2, x):
     Example: with `W1 = I` (2 x 2), `b1 = 0`, `W2 = [[1, 1]]` and `x = 0`, the Jacobian is
     `[[1, 1]]` (tanh'(0) = 1), to 1e-5.
 
-    Graded: correct (to 1e-5), jit: XLA's FLOP count of the compiled function is at most 2x
-    the reference's (plus 2000) on the same inputs (h = 64, m = 256: forward mode measures
-    1.0e5 FLOPs, reverse mode 8.7e6), and the program has no loop.
+    Measured at h = 64, m = 256: forward mode 1.0e5 FLOPs, reverse mode 8.7e6.
     """
     ### BEGIN SOLUTION
     return jax.jacfwd(mlp, argnums=3)(W1, b1, W2, x)
@@ -112,10 +108,9 @@ def hvp(w, X, y, v):
     Example: for `w = 0` every predicted probability is 1/2, so `H = X.T @ X / (4 n)`; with
     `X = I` (2 x 2) and `v = [1, 2]`, `H @ v = [0.125, 0.25]` (to 1e-5).
 
-    Graded: correct (to 1e-5), jit: XLA's FLOP count of the compiled function is at most 2x
-    the reference's (plus 2000) on the same inputs (d = 128, n = 256: 2.0e5 FLOPs; building
-    the Hessian first, 1.7e7), and the program has no loop (a loop over the d basis vectors
-    builds the Hessian too, and XLA counts one trip's FLOPs).
+    Measured at d = 128, n = 256: 2.0e5 FLOPs, against 1.7e7 for the Hessian built first. A loop
+    over the d basis vectors builds the Hessian too (and XLA's FLOP count sees only one trip of
+    a loop).
     """
     ### BEGIN SOLUTION
     grad_w = lambda w_: jax.grad(logistic_loss)(w_, X, y)
@@ -144,10 +139,6 @@ def pair_energy(pos):
     Example: two points at distance 1, `pos = [[0, 0, 0], [1, 0, 0]]`: `E = exp(-1) = 0.3679`,
     and `grad(E)` is `[[e^-1, 0, 0], [-e^-1, 0, 0]]` (each point pushed away from the other),
     to 1e-5. One point alone: `E = 0`, gradient 0.
-
-    Graded: correct (to 1e-5), jit, grad: `jax.grad` with respect to `pos` equals the
-    reference's to 1e-4 on every case, including points that coincide and a single point
-    (the naive distance gives NaN on every case).
     """
     ### BEGIN SOLUTION
     @jax.custom_vjp
@@ -188,9 +179,6 @@ def td_loss(w, s, r, s_next, gamma):
 
     Example: `w = [1]`, `s = [[1]]`, `r = [0]`, `s_next = [[2]]`, `gamma = 0.5`: `V(s) = 1`,
     target `1`, loss 0 and gradient 0; with `r = [1]`, loss 0.5 and gradient `[-1]` (to 1e-5).
-
-    Graded: correct (to 1e-5), jit, grad: `jax.grad` with respect to `w` equals the reference's
-    to 1e-4 (the value alone cannot tell the two rules apart; the gradient does).
     """
     ### BEGIN SOLUTION
     target = jax.lax.stop_gradient(r + gamma * (s_next @ w))
@@ -223,9 +211,6 @@ def maml_loss(w, X_tr, y_tr, X_te, y_te, lr):
     Example: `w = [0]`, `X_tr = X_te = [[1]]`, `y_tr = y_te = [1]`, `lr = 0.25`: the inner
     gradient is -2, `w_adapted = [0.5]`, the loss 0.25, and its gradient with respect to `w`
     is -0.5 (first-order MAML says -1), to 1e-5.
-
-    Graded: correct (to 1e-5), jit, grad: `jax.grad` with respect to `w` equals the reference's
-    (the full second-order gradient) to 1e-4.
     """
     ### BEGIN SOLUTION
     w_adapted = w - lr * jax.grad(mse)(w, X_tr, y_tr)
@@ -258,11 +243,9 @@ def per_example_grads(params, X, y):
     Example: with `W1 = 0`, `b1 = 0`, any `w2`, the hidden layer is 0, the prediction 0, and
     each example's gradient with respect to `b1` is `-2 * y[i] * w2` (tanh'(0) = 1), to 1e-5.
 
-    Graded: correct (to 1e-5), jit: the exported program has no loop, no more operations at
-    n = 64 than at n = 2 (x3 plus 20), and XLA's FLOP count at most 2x the reference's (plus
-    2000): a Python loop over the examples measures 47 operations at n = 2 and 1,423 at n = 64
-    against the reference's 20 and 20; `jax.jacrev` of the batch's losses 1.5e6 FLOPs at
-    n = 64 against 3.4e4.
+    Measured: a Python loop over the examples has 47 operations at n = 2 and 1,423 at n = 64,
+    against the vmapped gradient's 20 and 20; `jax.jacrev` of the batch's losses costs 1.5e6
+    FLOPs at n = 64, against 3.4e4.
     """
     ### BEGIN SOLUTION
     return jax.vmap(jax.grad(example_loss), in_axes=(None, 0, 0))(params, X, y)

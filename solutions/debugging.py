@@ -65,10 +65,6 @@ def normalize_rows(x, debug):
     A Python `print` here would run only while JAX traces (once per shape); `jax.debug.print`
     runs in the compiled program, with the values of this call. It takes a format string and
     the values (`{}` fields are filled with the runtime values).
-
-    Graded: correct (to 1e-5), jit (with `debug=False`: no host callbacks, no re-tracing),
-    prints: jitted once and called on a stream of inputs in two shapes with `debug` on and
-    off, the function prints the line above on exactly the calls with `debug=True`.
     """
     ### BEGIN SOLUTION
     norms = jnp.sqrt(jnp.sum(x * x, axis=-1, keepdims=True))
@@ -104,8 +100,6 @@ def checked_entropy(p):
     `err.get()` is Python, on the concrete result, after the jitted call. (A function defined
     inside `checked_entropy` is a new function on every call, so its jit compiles on every call:
     in a training loop, build the checkified, jitted function once, at module level.)
-
-    Graded: correct: the message bytes exactly, and `h` (to 1e-5), on valid and invalid inputs.
     """
     ### BEGIN SOLUTION
     def entropy(p):
@@ -137,9 +131,6 @@ def first_nan_step(h0, a, c):
     but only tells you the operation, and slows everything; here the program finds the step
     itself: carry the state through `jax.lax.scan`, emit one "has a NaN" flag per step, and
     turn the flags into an index. `jnp.argmax` of an all-False array is 0, not -1.
-
-    Graded: correct (exactly), jit: the exported program has a loop, not a copy of the step per
-    t (its operations do not grow with T).
     """
     ### BEGIN SOLUTION
     def step(h, ac):
@@ -165,9 +156,6 @@ def path_length(points):
     to the gradient. `jnp.where(len2 > 0, jnp.sqrt(len2), 0.)` alone does not help: the
     gradient flows through both branches, and 0 * NaN is NaN. The unsafe branch must never see
     the unsafe input (select a safe input first, then select the output: "the double where").
-
-    Graded: correct (to 1e-5), jit, grad: `jax.grad(path_length)` equals the reference's
-    (to 1e-5), on paths with repeated points too (where a naive norm gives NaN).
     """
     ### BEGIN SOLUTION
     seg = points[1:] - points[:-1]
@@ -190,10 +178,6 @@ def scoped_mlp(x, W1, b1, W2, b2):
     operation staged inside a scope, and the names survive lowering: the exported StableHLO
     program's locations read `jit(scoped_mlp)/hidden/dot_general`, and so do XLA's HLO
     metadata and the profiler's trace, which is how you find your layer in a profile.
-
-    Graded: correct (to 1e-5), jit: in the exported program, a `dot_general` sits in the
-    scope `hidden` and another in the scope `readout` (the exact scope paths, read from the
-    operations' locations).
     """
     ### BEGIN SOLUTION
     with jax.named_scope("hidden"):

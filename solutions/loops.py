@@ -27,9 +27,9 @@ Which loop to use:
     Forward-mode only: `jax.grad` through it raises.
 
 The grader checks, from counts that are exact on every machine, that your loop stays a loop:
-a `scan` or `while` appears in the jaxpr, the number of jaxpr equations does not grow with
-the trip count, and the compiled HLO is not many times the reference's (as it is when
-`unroll=True` copies every step); it also compares your compile time with the reference's.
+the exported program has a `while` (what `scan` and `fori_loop` become), its operations do
+not grow with the trip count, and its compiled HLO is not many times the reference's (as it is
+when `unroll=True` copies every step); it also compares your compile time with the reference's.
 """
 
 import jax
@@ -48,9 +48,6 @@ def power_iteration(A, x0, n_iters):
 
     Example: A = [[2, 0], [0, 1]], x0 = [1, 1], n_iters = 1 gives x = [0.894, 0.447]
     (that is [2, 1] / sqrt(5)) and lam = 1.8; with many iterations x -> [1, 0] and lam -> 2.
-
-    Graded: correct (to 1e-5), jit (n_iters static; a `scan`/`while` in the jaxpr, equations
-    and compiled size that do not grow with n_iters, compile time near the reference's).
     """
     ### BEGIN SOLUTION
     def step(i, x):
@@ -71,9 +68,6 @@ def ema(xs, alpha):
     being the average after step t.
 
     Example: xs = [[2], [0], [4]], alpha = 0.5 gives [[1], [0.5], [2.25]].
-
-    Graded: correct (to 1e-5), jit (a `scan` in the jaxpr; equations and compiled size that
-    do not grow with T, compile time near the reference's).
     """
     ### BEGIN SOLUTION
     def step(m, x):
@@ -97,8 +91,6 @@ def newton_sqrt(a, tol):
 
     Example: a = [4, 9], tol = 1e-3 gives x = [2.0, 3.0001] after k = 4 updates;
     a = [2, 3, 7] with tol = 0 stops at the cap, k = 100.
-
-    Graded: correct (x to 1e-5, k exactly), jit (a `while` in the jaxpr).
     """
     ### BEGIN SOLUTION
     def not_done(state):
@@ -126,9 +118,6 @@ def rnn_loss(W, xs):
     in reverse mode; `lax.while_loop` cannot.
 
     Example: W = 0 (2x2), xs = [[0.5, -0.5]] gives tanh(0.5)**2 = 0.2136.
-
-    Graded: correct (to 1e-5), jit (a `scan`/`while`; equations and compiled size that do not
-    grow with T, compile time near the reference's), grad (the gradient w.r.t. W, to 1e-4).
     """
     ### BEGIN SOLUTION
     def step(h, x):

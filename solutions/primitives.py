@@ -37,8 +37,9 @@ of their bodies, so that the file imports while an exercise is unfinished. Regis
 again replaces it by the same one in JAX's table: it costs a dictionary write.
 
 Exercises 1 to 3 build one primitive, `multiply_add(x, y, z) = x * y + z` (a fused
-multiply-add), and the grader looks for its name, `multiply_add`, in your jaxprs. Exercise 4
-is the other way to give a function its own derivative, without a new primitive:
+multiply-add), and the grader looks for its name, `multiply_add`, in your jaxprs (advice: a
+missing name is a note, not lost points, since a compiled program keeps no primitive's name;
+the values, gradients and batches are what score). Exercise 4 is the other way to give a function its own derivative, without a new primitive:
 `jax.custom_jvp`.
 
 This topic runs with 64-bit floats on (`JAX_ENABLE_X64=1`; in your own session
@@ -66,11 +67,8 @@ def multiply_add(x, y, z):
         dtypes alone; raise a TypeError when they disagree), and
       - a lowering, so that `jax.jit` can compile it: `mlir.lower_fun` of the implementation.
 
-    Example: multiply_add([1., 2., 3.], [4., 5., 6.], [1., 1., 1.]) == [5., 11., 19.], and
+    Example: multiply_add([1., 2., 3.], [4., 5., 6.], [1., 1., 1.]) is [5., 11., 19.] (exactly), and
     `jax.make_jaxpr(multiply_add)(x, y, z)` shows one equation, `multiply_add`.
-
-    Graded: correct (float64 and float32 inputs keep their dtype), jit (the jaxpr binds
-    `multiply_add`; `x * y + z` in jax.numpy gives the numbers but not the primitive).
     """
     ### BEGIN SOLUTION
     def fma(x, y, z):
@@ -109,12 +107,8 @@ def poly_eval(coeffs, x):
         array of its shape), and None for a known one. `jax.grad` differentiates forward with
         your JVP rule, then runs this rule backwards through every linear `multiply_add`.
 
-    Example: poly_eval([1., 2., 3.], 0.5) == 4.25; its gradient with respect to (coeffs, x)
+    Example: poly_eval([1., 2., 3.], 0.5) is 4.25 (exactly); its gradient with respect to (coeffs, x)
     is ([0.25, 0.5, 1.], 3.0).
-
-    Graded: correct, jit (binds `multiply_add`), grad (`jax.grad` with respect to coeffs and x
-    matches the reference's to 1e-9; the test suite checks the reference against finite
-    differences).
     """
     ### BEGIN SOLUTION
     def jvp(primals, tangents):
@@ -157,10 +151,7 @@ def axpy(alpha, x, y):
     (`jnp.broadcast_to`), bind the primitive ONCE on the whole batch, and say where the
     output's batch axis is.
 
-    Example: axpy(2., [1., 2.], [10., 10.]) == [12., 14.].
-
-    Graded: correct, jit (binds `multiply_add`), vmap (matches the reference; the batched jaxpr
-    binds `multiply_add`, has no `scan`/`while` and stays small: no loop over the batch).
+    Example: axpy(2., [1., 2.], [10., 10.]) is [12., 14.] (exactly).
     """
     ### BEGIN SOLUTION
     def batch(args, dims):
@@ -188,11 +179,8 @@ def safe_norm(x):
     `jnp.where(norm > 0, norm, 1)` so that no NaN is ever computed). `jax.custom_vjp`, with
     forward and backward functions, is accepted too.
 
-    Example: safe_norm([3., 4.]) == 5. with gradient [0.6, 0.8]; safe_norm([0., 0.]) == 0.
-    with gradient [0., 0.].
-
-    Graded: correct, jit (the jaxpr holds a `custom_jvp_call` or `custom_vjp_call`), grad
-    (no NaN where the reference has none; matches to 1e-9).
+    Example: safe_norm([3., 4.]) is 5. with gradient [0.6, 0.8] (to float64 rounding: 3 / 5 gives
+    0.6000000000000001); safe_norm([0., 0.]) is 0. with gradient [0., 0.].
     """
     ### BEGIN SOLUTION
     @jax.custom_jvp

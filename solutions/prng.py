@@ -4,11 +4,12 @@ JAX has no global random state. Every random function takes a *key*, and the sam
 gives the same numbers. You make new keys from old ones with `jax.random.split` (several
 fresh keys from one; the old key is then used up) or `jax.random.fold_in` (a key derived
 from a key and an integer, e.g. a step number or a device index, without using the key up).
+Derive from any one key by `split` or by `fold_in`, never both: the two collide.
 
 The grader hands every function *typed* keys (`jax.random.key(seed)`, dtype `key<fry>`) and
-runs it under `jax.debug_key_reuse(True)`: consuming a key twice fails the `key_reuse` check,
-and so does unwrapping a key into legacy raw uint32 data, which hides reuse from JAX.
-Each task prescribes exactly how to use the keys, so that your output is bit-for-bit the
+also runs it under `jax.debug_key_reuse(True)`: the `key_reuse` check (advice, no points of its
+own) tells you when a key is consumed twice or unwrapped into legacy raw uint32 data, which
+hides reuse from JAX; a reused key also makes the outputs wrong, so `correct` fails. Each task prescribes exactly how to use the keys, so that your output is bit-for-bit the
 reference's.
 
 Lesson: course/lessons/prng.md
@@ -19,20 +20,26 @@ import jax.numpy as jnp
 
 
 def derive_keys(key, n):
-    """Derive keys two ways: by splitting, and by folding in an index.
+    """Derive every key a training run needs from one key: one to initialise, one per step.
 
-    Return a tuple `(split, folded)` of two typed key arrays of shape `(n,)`:
-      - `split` = `jax.random.split(key, n)`;
-      - `folded[i]` = `jax.random.fold_in(key, i)` for i = 0, ..., n-1 (use `jax.vmap`).
+    Return a tuple `(init_key, step_keys)` of typed keys: `init_key` of shape `()` and
+    `step_keys` of shape `(n,)`, derived exactly so:
+      - `init_key, step_root = jax.random.split(key)`;
+      - `step_keys[i]` = `jax.random.fold_in(step_root, i)` for i = 0, ..., n-1 (all at once,
+        with `jax.vmap` over `jnp.arange(n)`, not a Python loop).
+
+    Key discipline: derive from any one key by `split` or by `fold_in`, never both. `key` is
+    used up by its split; fold the step numbers into `step_root`, never into `key` itself:
+    `jax.random.fold_in(key, i)` is bit for bit `jax.random.split(key, m)[i]` (any m > i), so
+    step 0 would draw the same numbers as `init_key`.
 
     `n` is a Python int (static under jit). Example: `derive_keys(jax.random.key(0), 3)`
-    returns two arrays of 3 keys each; they differ from each other.
-
-    Graded: correct (exact key data), jit (n static), key_reuse.
+    returns one key and an array of 3 keys, all 4 of them different.
     """
     ### BEGIN SOLUTION
-    folded = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(n))
-    return jax.random.split(key, n), folded
+    init_key, step_root = jax.random.split(key)
+    step_keys = jax.vmap(lambda i: jax.random.fold_in(step_root, i))(jnp.arange(n))
+    return init_key, step_keys
     ### END SOLUTION
 
 
@@ -44,8 +51,6 @@ def dropout(key, x, rate):
     as `x`). `rate` is a float in [0, 1) and may be a traced value under jit.
 
     Example: with rate=0.5, about half the entries of `jnp.ones(1000)` become 0, the rest 2.
-
-    Graded: correct (exact), jit, speed (a large `x`), key_reuse.
     """
     ### BEGIN SOLUTION
     keep = jax.random.bernoulli(key, 1.0 - rate, x.shape)
@@ -63,8 +68,6 @@ def monte_carlo_pi(key, n_trials, n_samples):
 
     `n_trials` and `n_samples` are Python ints (static under jit).
     Example: `monte_carlo_pi(jax.random.key(0), 4, 100_000)` is close to `[3.14, 3.14, 3.14, 3.14]`.
-
-    Graded: correct (to 1e-5), jit, speed (many trials), key_reuse.
     """
     ### BEGIN SOLUTION
     def trial(k):
@@ -85,10 +88,9 @@ def noisy_walk(key, x0, n_steps, sigma):
     array of the states after steps 1..n_steps (`x0` itself is not included).
 
     The trap: drawing every step's noise from the same key gives the same noise each step,
-    a straight line instead of a walk, and the `key_reuse` check fails.
+    a straight line instead of a walk; `correct` fails, and it and the `key_reuse` check name
+    the reused key.
     `n_steps` is a Python int (static under jit); use `jax.lax.scan` over the keys.
-
-    Graded: correct (to 1e-5), jit, speed (a long walk), key_reuse.
     """
     ### BEGIN SOLUTION
     def step(x, k):

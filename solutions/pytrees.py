@@ -53,8 +53,6 @@ def tree_arith(x, y, alpha):
 
     Example: x = {"a": [1., 2.], "b": [3.]}, y = {"a": [1., 1.], "b": [2.]} (arrays), alpha = 2.
     gives total = {"a": [2., 3.], "b": [5.]}, scaled = {"a": [2., 4.], "b": [6.]}, dot = 9.
-
-    Graded: correct (the treedef of every part, then the leaves, to 1e-5), jit.
     """
     ### BEGIN SOLUTION
     total = jax.tree.map(jnp.add, x, y)
@@ -71,11 +69,10 @@ def global_norm(tree):
     `sqrt(sum over leaves of sum(leaf ** 2))`. Gradient clipping divides every gradient leaf
     by this one number.
 
-    Example: global_norm({"w": [[3.]], "b": [0., 4.]}) == 5.
+    Example: global_norm({"w": [[3.]], "b": [0., 4.]}) is 5. (exactly: sqrt(9 + 16)).
 
-    Graded: correct (to 1e-5), jit, grad: `jax.grad(global_norm)(tree)` is a tree of the
-    input's structure (it equals `tree / global_norm(tree)`) and must match the reference's,
-    so compute with `jax.numpy`, differentiably.
+    Its gradient, `jax.grad(global_norm)(tree)`, is a tree of the input's structure, equal to
+    `tree / global_norm(tree)`: compute with `jax.numpy`, differentiably.
     """
     ### BEGIN SOLUTION
     squares = jax.tree.map(lambda leaf: jnp.sum(leaf**2), tree)
@@ -104,9 +101,8 @@ def dense_grad(w, b, x, y, activation):
     Example: with w = [[1.]], b = [0.], x = [[2.]], y = [[1.]] and "linear", the loss is
     (2w + b - 1)^2, so the result is Dense(w=[[4.]], b=[2.], activation="linear").
 
-    Graded: correct (the treedef, aux data included, then the leaves, to 1e-5); jit;
-    vmap: `jax.vmap(dense_grad, in_axes=(None, None, 0, 0, None))` gives one gradient per
-    minibatch, a `Dense` whose leaves have a leading batch axis. JAX rebuilds your class with
+    Under `jax.vmap(dense_grad, in_axes=(None, None, 0, 0, None))` it gives one gradient per
+    minibatch: a `Dense` whose leaves have a leading batch axis. JAX rebuilds your class with
     transformed leaves (batched, traced, placeholders): keep `__init__` free of checks on them.
     """
     ### BEGIN SOLUTION
@@ -141,8 +137,6 @@ def weight_decay(params, rate):
 
     Example: {"head": {"w": [[2.]], "b": [2.]}, "embed": {"table": [[2.]]}} with rate 0.5 gives
     {"head": {"w": [[1.]], "b": [2.]}, "embed": {"table": [[2.]]}}.
-
-    Graded: correct (treedef, then leaves to 1e-6), jit (`rate` traced: no Python `if` on it).
     """
     ### BEGIN SOLUTION
     def decay(path, leaf):
@@ -167,8 +161,6 @@ def param_counts(params):
 
     Example: {"blocks": [{"w": <2x3>, "b": <3>}], "head": {"w": <3x1>}} gives
     {"blocks/0": 9, "head": 3} (int32 scalars).
-
-    Graded: correct (the dict's keys are part of the treedef), jit.
     """
     ### BEGIN SOLUTION
     counts = {}
@@ -189,8 +181,6 @@ def stack_trees(trees):
 
     Example: [{"w": [1., 2.], "n": 0}, {"w": [3., 4.], "n": 1}] (arrays) gives
     {"w": [[1., 2.], [3., 4.]], "n": [0, 1]}.
-
-    Graded: correct (treedef, then exact leaves), jit.
     """
     ### BEGIN SOLUTION
     return jax.tree.map(lambda *leaves: jnp.stack(leaves), *trees)
@@ -206,8 +196,6 @@ def unstack_tree(tree):
 
     Example: {"w": [[1., 2.], [3., 4.]], "n": [0, 1]} gives
     [{"w": [1., 2.], "n": 0}, {"w": [3., 4.], "n": 1}] (arrays).
-
-    Graded: correct (treedef, then exact leaves), jit.
     """
     ### BEGIN SOLUTION
     k = jax.tree.leaves(tree)[0].shape[0]

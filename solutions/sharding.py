@@ -41,7 +41,7 @@ What changed since the seed tutorial:
     `check_rep=` became `check_vma=`, and whose `mesh=` may come from `jax.set_mesh`;
   - `jax.pmap` is the old way (one program per device, a new leading axis to map over); it
     is now itself implemented with `jit` and `shard_map`. Write `device_put` + `jit` or
-    `shard_map` instead; the grader refuses `pmap`.
+    `shard_map` instead; the grader advises against `pmap` (a note, no points).
 
 The grader runs this topic on the CPU with 8 devices (`JAX_PLATFORMS=cpu`,
 `JAX_NUM_CPU_DEVICES=8`), on a laptop and on the grading GPU alike. To try it yourself, set
@@ -77,9 +77,6 @@ def shard_batch(images, labels):
 
     Example: with 8 devices and n = 16, every device holds 2 images and their 2 labels;
     `[s.data.shape for s in labels.addressable_shards]` is eight times `(2,)`.
-
-    Graded: correct, jit (no pmap), sharding (each output's PartitionSpec over the mesh
-    {"data": 8}, on every case).
     """
     ### BEGIN SOLUTION
     mesh = jax.make_mesh((jax.device_count(),), ("data",))
@@ -106,9 +103,6 @@ def data_parallel_linear(x, w, b):
     constraint that replicates `x` before the product) gives the same numbers, but every
     device then does the whole batch's work. The grader reads the compiled program: each device's FLOPs must stay
     near the reference's (1/8 of the layer), and no collective may appear.
-
-    Graded: correct (to 1e-4), jit (per-device FLOPs, collectives at most the reference's
-    (none), no pmap), sharding.
     """
     ### BEGIN SOLUTION
     mesh = jax.make_mesh((jax.device_count(),), ("data",))
@@ -140,9 +134,8 @@ def global_standardize(x):
     Example: a single column 0, 2, 4, ..., 14 (n = 8, one row per device) has mean 7 and
     variance 21; the first output row is -7 / sqrt(21.00001) = -1.5275...
 
-    Graded: correct (to 1e-4), jit (uses shard_map; collectives at most the reference's two
-    all-reduces: all-gathering the batch to compute the statistics on every device loses
-    these points; no pmap), sharding.
+    The reference's compiled program has two all-reduces; all-gathering the batch to compute the
+    statistics on every device adds an all-gather.
     """
     ### BEGIN SOLUTION
     mesh = jax.make_mesh((jax.device_count(),), ("data",))
@@ -181,9 +174,8 @@ def mlp_2d(x, w1, b1, w2, b2):
     ambiguous, so say where it goes:
     `jnp.matmul(hidden, w2, out_sharding=NamedSharding(mesh, P("data", None)))`.
 
-    Graded: correct (to 1e-4), jit (per-device FLOPs: leaving "model" unused doubles each
-    device's work; collectives at most the reference's one all-reduce: gathering the hidden
-    activations adds an all-gather; no pmap), sharding.
+    Leaving "model" unused doubles each device's work; the reference's compiled program has one
+    all-reduce, and gathering the hidden activations adds an all-gather.
     """
     ### BEGIN SOLUTION
     mesh = jax.make_mesh((4, 2), ("data", "model"))

@@ -24,8 +24,9 @@ Shapes also cost compilations outside `jit`: every JAX operation (eager ones inc
 compiles once per new input shape. Inputs of many lengths therefore go in *padded to a few
 bucket sizes*, with the true length passed as a traced value and used to mask the padding.
 
-The grader counts compilations (from JAX's own compilation events): counts are exact, the same
-on every machine.
+The grader counts compilations twice: from JAX's own compilation events, and from the time each
+call takes on the grader's clock (a compiling call costs tens of milliseconds, a cached one a
+fraction of one).
 """
 
 import functools
@@ -46,9 +47,6 @@ def create_filled(value, shape):
     so that a new value reuses the compiled program. Jit the function yourself with
     `@functools.partial(jax.jit, static_argnums=...)` (the grader then uses your jit as
     written); left plain, it is jitted with `shape` static.
-
-    Graded: correct; jit (no re-tracing for a new `value`); compiles (24 calls cycling
-    through 3 shapes, each with a fresh value, may compile at most 3 times).
     """
     ### BEGIN SOLUTION
     return jnp.full(shape, value, jnp.float32)
@@ -68,9 +66,6 @@ def conditional_fn(x, normalize):
     the branch while tracing: each flag value compiles once, into a program that holds only
     its own branch. `jax.lax.cond(normalize, ...)` or `jnp.where(normalize, ...)` would put
     both branches into the program and decide at run time, for a choice that never changes.
-
-    Graded: correct; jit (with `normalize` static; the jaxpr may hold no `cond` and no
-    `select_n`: only the chosen branch).
     """
     ### BEGIN SOLUTION
     if normalize:
@@ -95,8 +90,7 @@ def cached_solve(A, b, x_cached, tol):
     the cache hits. (`jnp.where` computes both sides, and so does a `cond` whose predicate is
     batched by `jax.vmap`, which turns it into a select.)
 
-    Graded: correct (to 1e-4); jit (the jaxpr holds a `cond`; a new `tol` does not re-trace);
-    speed (n = 1024 on a CPU, every cached solution good: only the residual should run).
+    On the speed workload every cached solution is good: only the residual should run.
     """
     ### BEGIN SOLUTION
     residual = jnp.max(jnp.abs(A @ x_cached - b))
@@ -118,8 +112,6 @@ def standardize_padded(x, n):
     The function is jitted and `n` is *not* static: one compiled program serves every length
     up to m. So `x[:n]` is out (its shape would depend on a traced value): build a mask,
     `jnp.arange(m) < n`, and let it keep the padding out of every sum.
-
-    Graded: correct (to 1e-5); jit (no re-tracing for a new `n`).
     """
     ### BEGIN SOLUTION
     mask = jnp.arange(x.shape[0]) < n
@@ -144,9 +136,8 @@ def standardize(x):
     `out[:n]`): do the padding and the final cut on the host, with NumPy
     (`np.asarray(x)`; a jitted function accepts NumPy arrays; `np.asarray(out)[:n]`).
 
-    Graded: correct (to 1e-5); compiles (100 calls with random lengths in 1..1000 compile at
-    most 11 times); speed (streams of 100 calls timed against the reference's, after a
-    warm-up stream: what each call costs, e.g. padding far more than its bucket needs).
+    The speed workload is streams of 100 calls of recurring lengths (after a warm-up stream), so
+    it measures what each call costs, such as padding far beyond its bucket.
     """
     ### BEGIN SOLUTION
     n = x.shape[0]
@@ -178,9 +169,6 @@ def window_sums(x, widths):
     does a tuple of JAX scalars. Hand it a tuple of Python ints, which hashes and compares by
     value, so that equal widths find the program compiled for them. Read an array's values with
     `.tolist()` (a transfer, no compilation).
-
-    Graded: correct; compiles (12 calls cycling through 3 configurations, each a fresh list or
-    array with a fresh `x`, may compile at most 3 times).
     """
     ### BEGIN SOLUTION
     return _window_sums(x, tuple(np.asarray(widths).tolist()))

@@ -49,3 +49,102 @@ def test_spec_and_solution_must_agree(tmp_path):
     (tmp_path / "sol" / "prng.py").write_text("def derive_keys(key, n):\n    ### BEGIN SOLUTION\n    return key\n    ### END SOLUTION\n")
     with pytest.raises(build.BuildError, match="spec grades"):
         build.build(tmp_path / "sol", tmp_path / "ex")
+
+
+# -- the generated "Graded" lists -------------------------------------------------------------------
+
+from dataclasses import dataclass, replace  # noqa: E402
+from typing import ClassVar  # noqa: E402
+
+from autograder import checks, requirements  # noqa: E402
+from autograder.course import graded  # noqa: E402
+
+
+def _functions(source: str) -> dict[str, ast.FunctionDef]:
+    return {f.name: f for f in ast.parse(source).body if isinstance(f, ast.FunctionDef)}
+
+
+@pytest.mark.parametrize("name", topics.ORDER)
+def test_solutions_write_no_graded_paragraph(name):
+    """What is graded is said once, in the spec: a solution's docstrings state the task only."""
+    spec = topics.load(name)
+    source = (SOLUTIONS / f"{name}.py").read_text()
+    assert graded.hand_written(source, [ex.name for ex in spec.exercises]) == [], (
+        f"solutions/{name}.py: delete the hand-written Graded paragraphs; `grade build` writes them from the spec")
+
+
+@pytest.mark.parametrize("name", topics.ORDER)
+def test_each_stub_docstring_ends_with_the_graded_list_of_its_spec(name):
+    spec = topics.load(name)
+    stub = (EXERCISES / f"{name}.py").read_text()
+    funcs = _functions(stub)
+    for ex in spec.exercises:
+        fn = funcs[ex.name]
+        doc = ast.get_docstring(fn)
+        indent = " " * fn.body[0].col_offset
+        want = [line.strip() for line in graded.block(ex, graded.parameters(fn), indent, decorated=bool(fn.decorator_list))]
+        assert [line.strip() for line in doc.splitlines()[-len(want):]] == want, ex.name
+        assert doc.count("Graded (") == 1
+        assert sum(ex.checks.values()) == 0 or f"Graded ({sum(ex.checks.values()):g} point" in doc
+        for check in ex.checks:
+            assert f"  - {check} (" in "\n".join(doc.splitlines()[-len(want):]), (ex.name, check)
+
+
+def test_the_stub_header_states_the_jit_convention_once():
+    stub = (EXERCISES / "at_updates.py").read_text()
+    header = "".join(line[2:] + " " for line in stub.splitlines() if line.startswith("# "))
+    assert " ".join(graded.JIT_CONVENTION.split()) in " ".join(header.split())
+    assert stub.count("Write plain functions") == 1
+
+
+def test_a_graded_list_names_static_arguments_outputs_points_and_bands():
+    spec = topics.load("at_updates")
+    source = (SOLUTIONS / "at_updates.py").read_text()
+    funcs = _functions(source)
+    text = " ".join(" ".join(graded.block(spec.exercise("histogram"), graded.parameters(funcs["histogram"]))).split())
+    assert text.startswith("Graded (5 points):")
+    assert "with `nbins` static" in text and "x1.5" in text and "x10" in text and "int32[2**20]" in text
+    text = " ".join(" ".join(graded.block(spec.exercise("lookup_and_clamp"), graded.parameters(funcs["lookup_and_clamp"]))).split())
+    assert "`looked_up` and `clamped`" in text and "at most 200 operations" in text and "`fill` static" in text
+
+
+def test_insert_replaces_a_hand_written_graded_paragraph():
+    spec = topics.load("at_updates")
+    source = (SOLUTIONS / "at_updates.py").read_text().replace(
+        '    Example: `histogram([1, 3, 1, 0], 4)`', '    Graded: correct, jit, as I remember it.\n\n    Example: `histogram([1, 3, 1, 0], 4)`')
+    out = graded.insert(source, spec)
+    assert "as I remember it" not in out and out.count("Graded (") == len(spec.exercises)
+    assert graded.insert(out, spec) == out  # a list already there is replaced, not repeated
+    ast.parse(out)
+
+
+def test_every_requirement_and_check_describes_itself():
+    for cls in requirements.CLASSES:
+        describe = getattr(cls, "describe", None)
+        assert describe is not None and not describe.__qualname__.startswith("Requirement."), \
+            f"{cls.__name__} needs a describe(): what it asks, for the docstrings' Graded list"
+    for name, check in checks.REGISTRY.items():
+        assert callable(getattr(__import__(check.__module__, fromlist=["describe"]), "describe", None)), name
+    for name in topics.ORDER:  # and every requirement a spec uses says something
+        for ex in topics.load(name).exercises:
+            for req in ex.requirements + getattr(ex.options.get("vmap"), "requirements", ()):
+                assert req.describe().strip(), (name, ex.name, req)
+
+
+def test_a_requirement_without_a_description_stops_the_build():
+    @dataclass(frozen=True)
+    class Undescribed:
+        trusted: ClassVar[bool] = True
+
+        def judge(self, facts, ref):
+            return None
+
+    spec = topics.load("at_updates")
+    ex = replace(spec.exercise("mask_fill"), requirements=(Undescribed(),))
+    with pytest.raises(graded.GradedError, match="Undescribed"):
+        graded.block(ex, ("x", "threshold", "fill"))
+
+
+def test_numbers_read_as_written():
+    assert [graded.num(x) for x in (1e-6, 1e-4, 2.5e-4, 2e-3, 0.25, 1.5, 2000)] == \
+        ["1e-6", "1e-4", "2.5e-4", "2e-3", "0.25", "1.5", "2000"]

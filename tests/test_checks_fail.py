@@ -1,9 +1,9 @@
 """For every check kind, a submission that deserves to fail it fails it, and only it.
 
-Checks that count only once `correct` passes (`speed`, `key_reuse`) show "not judged" when
-the function is wrong; that is part of "only it" for a wrong answer. `key_reuse` is advisory
-(0 points: its facts come from the student's own process), so its verdict is read from the
-test's status, and the exercise keeps every point.
+Checks that count only once `correct` passes (`speed`) show "not judged" when the function is
+wrong, and so does `key_reuse` when it finds no reused key; that is part of "only it" for a
+wrong answer. `key_reuse` is advisory (0 points: its facts come from the student's own
+process), so its verdict is read from the test's status, and the exercise keeps every point.
 """
 
 import pytest

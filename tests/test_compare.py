@@ -37,3 +37,53 @@ def test_integers_and_keys_must_be_exact():
 def test_nan_where_the_reference_has_none():
     assert "NaN" in mismatch(out(np.float32([1, 2])), out(np.float32([1, np.nan])), 1e-3, 1e-3)
     assert mismatch(out(np.float32([np.nan, np.inf])), out(np.float32([np.nan, np.inf])), 0, 0) is None
+
+
+def named(*arrays, paths, treedef):
+    return {**out(*arrays, treedef=treedef), "paths": list(paths)}
+
+
+def test_a_wrong_entry_of_a_returned_tuple_is_named_as_the_docstring_names_it():
+    tree = "PyTreeDef((*, *))"
+    expected = named(np.float32([1, 2]), np.float32([3, 4]), paths=["[0]", "[1]"], treedef=tree)
+    got = named(np.float32([1, 2]), np.float32([3, 5]), paths=["[0]", "[1]"], treedef=tree)
+    msg = mismatch(expected, got, 1e-6, 1e-6, names=("init_key", "step_keys"))
+    assert msg.startswith("`step_keys`: 1 of 2 values are off"), msg
+    assert mismatch(expected, got, 1e-6, 1e-6).startswith("`output[1]`: ")  # no names: its place in the tuple
+    assert "leaf" not in msg
+
+
+def test_dict_keys_and_fields_name_themselves_and_a_bare_array_needs_no_name():
+    tree = "PyTreeDef(({'a': *, 'b': *}, *))"
+    expected = named(np.float32([1]), np.float32([2]), np.float32(3), paths=["[0]['a']", "[0]['b']", "[1]"], treedef=tree)
+    got = named(np.float32([1]), np.float32([9]), np.float32(3), paths=["[0]['a']", "[0]['b']", "[1]"], treedef=tree)
+    assert mismatch(expected, got, 1e-6, 1e-6, names=("total", "dot")).startswith("`total['b']`: ")
+    fields = named(np.float32([1]), np.float32([2]), paths=[".w", ".b"], treedef="PyTreeDef(CustomNode(Dense[()], [*, *]))")
+    wrong = named(np.float32([1]), np.float32([3]), paths=[".w", ".b"], treedef="PyTreeDef(CustomNode(Dense[()], [*, *]))")
+    assert mismatch(fields, wrong, 0, 0, names=("ignored",)).startswith("`output.b`: ")
+    bare = mismatch(named(np.float32([1, 2]), paths=[""], treedef="PyTreeDef(*)"),
+                    named(np.float32([1, 7]), paths=[""], treedef="PyTreeDef(*)"), 1e-6, 1e-6)
+    assert bare.startswith("1 of 2 values are off") and "`" not in bare.split(";")[0]
+
+
+def test_the_worker_sends_each_leafs_key_path():
+    from autograder.worker.harness import Harness
+    import jax.numpy as jnp
+
+    exported = Harness("unused.py", "unused").export((jnp.zeros(2), {"w": jnp.ones(1), "b": [jnp.ones(1)]}))
+    assert exported["paths"] == ["[0]", "[1]['b'][0]", "[1]['w']"]
+    from autograder import replies
+
+    replies.output(exported)  # the schema takes it
+    bad = {**exported, "paths": ["[0]"]}
+    with __import__("pytest").raises(replies.MalformedReply):
+        replies.output(bad)
+
+
+def test_a_failing_submission_is_told_which_output_is_wrong(tmp_path_factory):
+    """at_updates.scatter_ops returns `(set, add, min, max)`; the fault returns `set` four times."""
+    from conftest import grade_variant, verdicts
+
+    result = grade_variant(tmp_path_factory, "at_updates", "one_fault_each", ["at_updates.scatter_ops"])
+    score, _, message = verdicts(result)["at_updates.scatter_ops:correct"]
+    assert score == 0 and ": `add`: " in message and "leaf" not in message, message

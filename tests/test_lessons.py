@@ -28,3 +28,15 @@ def test_lesson_code_runs(lesson, tmp_path):
 @pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
 def test_lesson_points_to_its_exercises(lesson):
     assert f"exercises/{lesson.stem}.py" in lesson.read_text()
+
+
+def test_lesson_figures_script_measures_a_lesson():
+    """`benchmarks/lesson_figures.py`, which the lessons' figures come from, still runs: one
+    quick lesson, every line `<lesson> | <figure> | <value>` under a header naming the machine."""
+    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "lesson_figures.py"), "pytrees"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    lines = run.stdout.strip().splitlines()
+    assert lines[0].startswith("# machine:") and "jax" in lines[0]
+    figures = [line.split(" | ") for line in lines[1:]]
+    assert figures and all(len(f) == 3 and f[0] == "pytrees" for f in figures)

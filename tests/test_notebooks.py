@@ -8,7 +8,7 @@ import nbformat
 import pytest
 
 from autograder import kernel, topics
-from autograder.course import build, notebooks
+from autograder.course import build, graded, notebooks
 from conftest import ROOT, SOLUTIONS
 
 STUB = '''import jax
@@ -82,7 +82,7 @@ def test_given_and_answer_cells_rebuild_the_solution_module(name):
     answers = [c.source for c in nb.cells if (c.metadata.get("nbgrader") or {}).get("solution")]
     stub = (ROOT / "exercises" / f"{name}.py").read_text()
     module = kernel.assemble(stub, answers, [ex.name for ex in spec.exercises])
-    solution = (SOLUTIONS / f"{name}.py").read_text()
+    solution = graded.insert((SOLUTIONS / f"{name}.py").read_text(), spec)  # with its generated Graded lists
     assert ast.dump(ast.parse(module)) == ast.dump(ast.parse(solution))
 
 

@@ -149,6 +149,45 @@ def test_a_custom_primitive_is_the_operations_of_its_lowering():
     assert np.allclose(out, X * X + X)
 
 
+def _sgd_step(state, x):
+    """A train step's shape: a new state like the old one, and a loss."""
+    return jax.tree.map(lambda a: a - 0.1 * jnp.mean(x), state), jnp.sum(x)
+
+
+STATE = {"b": jnp.zeros((), jnp.float32), "w": jnp.ones(3, jnp.float32)}
+
+
+def test_donation_is_read_from_the_program_and_judged_by_donates():
+    from autograder.requirements import Donates
+
+    def facts_of(jitted):
+        state = jax.tree.map(jnp.copy, STATE)  # a donating call deletes what it is given
+        facts, out = program.analyse(program.export(jitted, (state, X)), (jax.tree.map(jnp.copy, STATE), X))
+        assert same(out, _sgd_step(STATE, X))  # the program runs; donation changes no value
+        return facts
+
+    donating = facts_of(jax.jit(_sgd_step, donate_argnums=(0,)))
+    plain = facts_of(jax.jit(_sgd_step))
+    assert (donating["n_inputs"], donating["donated_inputs"]) == (3, 2)  # b, w donated; x not
+    assert (plain["n_inputs"], plain["donated_inputs"]) == (3, 0)
+    assert donating["fingerprint"] != plain["fingerprint"]  # the aliasing is part of the program
+
+    assert Donates().judge(donating, donating) is None
+    message = Donates().judge(plain, donating)
+    assert "donates none of its 3 inputs" in message and "donate_argnums" in message
+    assert "the reference's program donates 2" in message
+    assert Donates(at_least=2).judge(donating, {}) is None
+    assert "donates only 2 of its 3 inputs, at least 3 wanted;" in Donates(at_least=3).judge(donating, {})
+
+
+def test_a_donation_no_output_can_use_is_not_in_the_program():
+    # jit warns "Some donated buffers were not usable" and drops it: the program donates nothing
+    with pytest.warns(UserWarning, match="donated buffers were not usable"):
+        blob = program.export(jax.jit(lambda a: jnp.sum(a), donate_argnums=(0,)), (X,))
+    facts, _ = program.analyse(blob, (X,))
+    assert (facts["n_inputs"], facts["donated_inputs"]) == (1, 0)
+
+
 def test_an_unregistered_output_pytree_is_exported_flattened():
     @jax.tree_util.register_dataclass
     @dataclasses.dataclass

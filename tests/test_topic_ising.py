@@ -107,7 +107,7 @@ def test_vmc_without_sr_fails_vmc_on_its_energy(faults):
 
 def test_a_sum_instead_of_an_average_fails_correct(faults):
     assert mine(faults, "correlations") == {f"{TOPIC}.correlations:correct"}
-    assert "output leaf 0" in message(faults, "correlations:correct")
+    assert "`mx`: " in message(faults, "correlations:correct")  # named as the docstring names it
 
 
 def test_accurate_but_slow_vmc_loses_the_time_points(tmp_path_factory):

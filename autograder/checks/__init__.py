@@ -2,9 +2,11 @@
 
 `REGISTRY` maps a check name (as used in a topic spec's `Exercise.checks` and in result names
 `<topic>.<exercise>:<check>`) to its function. `correct` always runs first; the checks in
-`NEEDS_CORRECT` are judged only once `correct` has passed (a fast or key-clean function that
-computes the wrong thing earns nothing). The others (`correct`, `jit`, `vmc`) call the function
-themselves, so a stub fails them with "not implemented yet".
+`NEEDS_CORRECT` are judged only once `correct` has passed (a fast function that computes the
+wrong thing earns nothing). `key_reuse` is not among them: a reused key is the usual reason a
+PRNG function is wrong, so it reports one on a wrong function too (see its module). The others
+(`correct`, `jit`, `vmc`, `trains`, `key_reuse`) call the function themselves, so a stub fails them with
+"not implemented yet".
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import sys
 from typing import Callable
 
-from autograder.checks import compiles, correct, grad, jit, key_reuse, prints, sharding, speed, vmap, vmc
+from autograder.checks import compiles, correct, grad, jit, key_reuse, prints, sharding, speed, trains, vmap, vmc
 from autograder.results import Outcome
 from autograder.session import ExerciseRun, TopicSession
 
@@ -29,11 +31,12 @@ REGISTRY: dict[str, Check] = {
     "sharding": sharding.run,
     "prints": prints.run,
     "vmc": vmc.run,
+    "trains": trains.run,
 }
 
 TIMED = frozenset({"speed", "compiles", "vmc"})
 """Checks whose verdict reads the grader's clock (`autograder.gate` runs them alone where it is wall time)."""
-NEEDS_CORRECT = frozenset({"speed", "key_reuse", "grad", "vmap", "sharding", "prints", "compiles"})
+NEEDS_CORRECT = frozenset({"speed", "grad", "vmap", "sharding", "prints", "compiles"})
 
 ADVISORY = frozenset(name for name, check in REGISTRY.items() if getattr(sys.modules[check.__module__], "ADVISORY", False))
 """Checks that report facts the student's process could fake: shown, worth no points."""

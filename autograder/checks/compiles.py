@@ -33,6 +33,16 @@ from autograder.spec import Stream
 SUMMARY = "a stream of calls gives the right outputs with no more compilations than allowed."
 """What the check asks, in one line for students (notebooks, reports)."""
 
+
+def describe(ex, ctx) -> str:
+    """What the check asks of `ex`, for its docstring's Graded list (`autograder.course.graded`)."""
+    opts: Stream = ex.options["compiles"]
+    forgiven = max(1, opts.max_compiles // 4)
+    return (f"a stream of {opts.calls} calls, {ctx.jitted(opts.jit, stream=True)}, gives the reference's outputs "
+            f"and compiles at most {opts.max_compiles} time{'s' if opts.max_compiles != 1 else ''} (counted by JAX's "
+            f"compilation events and by the grader's clock: a call as slow as a compilation counts as one, "
+            f"{forgiven} such call{'s' if forgiven != 1 else ''} forgiven).")
+
 FALLBACK_THRESHOLD = 0.005  # seconds, where the reference gives no cached or no compiling call
 
 
@@ -81,7 +91,7 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     except StudentError as exc:
         return Outcome.fail(f"a stream of {len(cases)} calls: {exc}")
     for i, (case, expected, out) in enumerate(zip(cases, ref["outs"], got["outs"])):
-        if (problem := mismatch(expected, out, ex.rtol, ex.atol)) is not None:
+        if (problem := mismatch(expected, out, ex.rtol, ex.atol, ex.outputs)) is not None:
             return Outcome.fail(f"call {i + 1} of the stream {shapes(case.args)}: {problem}")
     limit = threshold(ref)
     reported = sum(c for c, _ in got["counts"])

@@ -12,6 +12,13 @@ SUMMARY = "jax.grad of your function equals the reference's gradient."
 """What the check asks, in one line for students (notebooks, reports)."""
 
 
+def describe(ex, ctx) -> str:
+    """What the check asks of `ex`, for its docstring's Graded list (`autograder.course.graded`)."""
+    opts: Grad = ex.options.get("grad", Grad())
+    return (f"`jax.grad` with respect to {ctx.args(opts.argnums)} equals the reference's gradient on every case "
+            f"({ctx.tolerance(opts.rtol, opts.atol)}).")
+
+
 def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     ex = run.exercise
     opts: Grad = ex.options.get("grad", Grad())

@@ -20,10 +20,17 @@ from autograder.structure import traced_facts
 
 
 MEASURED = ("n_ops", "n_ops_other", "hlo_lines", "loops", "counted_loops", "flops", "compile_seconds",
-            "collectives", "ops")
+            "collectives", "ops", "n_inputs", "donated_inputs")
 
 SUMMARY = "runs under jax.jit, gives the same values, and has the required structure (no host callbacks, no re-tracing, ...)."
 """What the check asks, in one line for students (notebooks, reports)."""
+
+
+def describe(ex, ctx) -> str:
+    """What the check asks of `ex`, for its docstring's Graded list (`autograder.course.graded`)."""
+    head = ("as called for `correct` (under its own `jax.jit`, the decorator the task gives it)" if ctx.decorated
+            else f"{ctx.jitted(True)}, it gives its un-jitted outputs on the same cases")
+    return f"{head}; the exported program: {ctx.requirements(DEFAULT_JIT_REQUIREMENTS + ex.requirements)}."
 
 
 def trace_request(session: TopicSession, run: ExerciseRun) -> dict:
@@ -71,9 +78,9 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
             got = session.call_student("call", fn=ex.name, args=case.args, jit=True, static_argnums=ex.static_argnums)["out"]
         except StudentError as exc:
             return Outcome.fail(f"{where}: {exc}")
-        problem = mismatch(expected, got, ex.rtol, ex.atol)
+        problem = mismatch(expected, got, ex.rtol, ex.atol, ex.outputs)
         if problem is not None and i in run.eager:
-            own = mismatch(run.eager[i], got, ex.rtol, ex.atol)
+            own = mismatch(run.eager[i], got, ex.rtol, ex.atol, ex.outputs)
             problem = None if own is None else f"the jitted output differs from the un-jitted one: {own}"
         if problem is not None:
             return Outcome.fail(f"{where}: {problem}")

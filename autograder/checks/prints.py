@@ -26,6 +26,13 @@ SUMMARY = "a jitted call prints what the reference prints, call by call."
 """What the check asks, in one line for students (notebooks, reports)."""
 
 
+def describe(ex, ctx) -> str:
+    """What the check asks of `ex`, for its docstring's Graded list (`autograder.course.graded`)."""
+    opts: Prints = ex.options["prints"]
+    return (f"{ctx.jitted(True, stream=True)} and called on a stream of {opts.calls} inputs from cold caches, every "
+            "call prints exactly what the reference prints on that call (read from your process's stdout).")
+
+
 def printed_stream(call: Callable[..., dict], worker: Worker, request: dict, calls: int) -> dict:
     """Prepare a stream on one side, then run it call by call, reading what each call printed
     from the worker's stdout in the grader (`Worker.stdout_since`): {"outs", "counts", "printed"}."""
@@ -53,7 +60,7 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     except StudentError as exc:
         return Outcome.fail(f"a stream of {len(cases)} jitted calls: {exc}")
     for i, (case, expected, out) in enumerate(zip(cases, ref["outs"], got["outs"])):
-        if (problem := mismatch(expected, out, ex.rtol, ex.atol)) is not None:
+        if (problem := mismatch(expected, out, ex.rtol, ex.atol, ex.outputs)) is not None:
             return Outcome.fail(f"call {i + 1} of the jitted stream {shapes(case.args)}: {problem}")
     want, have = [_lines(t) for t in ref["printed"]], [_lines(t) for t in got["printed"]]
     data = {

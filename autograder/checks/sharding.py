@@ -16,13 +16,20 @@ from __future__ import annotations
 import ast
 import math
 
-from autograder.compare import shapes
+from autograder.compare import output_name, shapes
 from autograder.results import Outcome
 from autograder.session import ExerciseRun, StudentError, TopicSession
 from autograder.structure import program_layouts
 
 SUMMARY = "every output is laid out over the devices as the reference's is."
 """What the check asks, in one line for students (notebooks, reports)."""
+
+
+def describe(ex, ctx) -> str:
+    """What the check asks of `ex`, for its docstring's Graded list (`autograder.course.graded`)."""
+    each = f"each of {ctx.outputs()} is" if len(ex.outputs) > 1 else f"{ctx.outputs()} is"
+    return (f"on every case, {each} laid out over the devices as the reference's (the blocks each dimension is "
+            "split into, replication), read from the exported program run by the grader.")
 
 
 def run(session: TopicSession, run: ExerciseRun) -> Outcome:
@@ -38,7 +45,8 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
             return Outcome.fail(f"{case.label}: {len(got)} output layouts, the task has {len(expected)} outputs")
         for i, (e, g) in enumerate(zip(expected, got)):
             if _blocks(e) != _blocks(g):
-                return Outcome.fail(f"{case.label}: output leaf {i} is laid out as {_describe(g)}, "
+                what = f"`{name}`" if (name := output_name(out, i, ex.outputs)) else "the output"
+                return Outcome.fail(f"{case.label}: {what} is laid out as {_describe(g)}, "
                                     f"but the task asks for {_describe(e)}", expected=e, got=g)
     return Outcome.ok(f"outputs laid out as asked on {len(run.cases)} cases", shardings=got)
 

@@ -34,6 +34,15 @@ SUMMARY = "as fast as the reference on a large workload: full points up to the b
 """What the check asks, in one line for students (notebooks, reports)."""
 
 
+def describe(ex, ctx) -> str:
+    """What the check asks of `ex`, for its docstring's Graded list (`autograder.course.graded`)."""
+    speed = ex.speed
+    how = ctx.jitted(speed.jit, note="as written if it fails `jit`" if "jit" in ex.checks else "")
+    return (f"{how}, timed against the reference on {ctx.workload(speed)}: full points up to x{ctx.num(speed.full)} "
+            f"the reference's time, none from x{ctx.num(speed.zero)}, log-linear between (on a CPU the clock is CPU "
+            f"time, and a wall time past x{ctx.num(speed.zero)} scores 0 too).")
+
+
 PUBLIC_ROUNDS = 5
 
 
@@ -68,7 +77,7 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
             if isinstance(stu, Outcome):
                 return stu
         for expected, got in zip(ref.outs, stu.outs):
-            if (problem := mismatch(expected, got, ex.rtol, ex.atol)) is not None:
+            if (problem := mismatch(expected, got, ex.rtol, ex.atol, ex.outputs)) is not None:
                 return Outcome.fail(f"on the speed workload (size {size}) the timed output is wrong: {problem}")
         if not warm:
             ref_times.append(ref)

@@ -17,6 +17,17 @@ SUMMARY = "jax.vmap of your function equals the reference's, without a Python lo
 """What the check asks, in one line for students (notebooks, reports)."""
 
 
+def describe(ex, ctx) -> str:
+    """What the check asks of `ex`, for its docstring's Graded list (`autograder.course.graded`)."""
+    opts: Vmap = ex.options["vmap"]
+    axes = "(" + ", ".join(repr(a) for a in opts.in_axes) + ("," if len(opts.in_axes) == 1 else "") + ")"
+    text = (f"`jax.vmap({ex.name}, in_axes={axes})` over a batch of {opts.batch} cases equals the reference's "
+            f"({ctx.tolerance(ex.rtol, ex.atol)})")
+    if opts.requirements:
+        text += f"; the batched program, jitted: {ctx.requirements(opts.requirements)}"
+    return text + "."
+
+
 def batched_case(session: TopicSession, run: ExerciseRun, opts: Vmap, kind: str) -> Case:
     """`opts.batch` samples of one size, stacked along each argument's axis."""
     ex = run.exercise
@@ -33,7 +44,7 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     case = batched_case(session, run, opts, "vmap")
     request = {"fn": ex.name, "transforms": [["vmap", {"in_axes": list(opts.in_axes)}]]}
     try:
-        problem = session.compare_call(case.args, ex.rtol, ex.atol, **request)
+        problem = session.compare_call(case.args, ex.rtol, ex.atol, ex.outputs, **request)
     except StudentError as exc:
         return Outcome.fail(f"jax.vmap over {case.label}: {exc}")
     if problem is not None:

@@ -37,6 +37,19 @@ MAX_HIDDEN_PER_SPIN = 8  # the exact sum costs 2**n * hidden units; more than al
 CHUNK = 4096  # configurations per block of the exact sum
 
 
+def describe(ex, ctx) -> str:
+    """What the check asks of `ex`, for its docstring's Graded list (`autograder.course.graded`)."""
+    opts: Vmc = ex.options["vmc"]
+    return (f"called as written, {opts.runs} runs on {ctx.case_args(opts.size)}, each with a fresh `key` (the first "
+            f"run compiles). The grader computes the energy of the RBM you return exactly, over all 2**n "
+            f"configurations (at most alpha = {MAX_HIDDEN_PER_SPIN} hidden units per spin), against the exact ground "
+            f"state's: half the points for a relative error below {ctx.num(opts.max_error)} on every run; the other "
+            f"half, only then, for the time of the worse run against the reference's: full up to x{ctx.num(opts.full)}, "
+            f"none from x{ctx.num(opts.zero)}, log-linear between (on a CPU the clock is CPU time, and a wall time past "
+            f"x{ctx.num(opts.zero)} gets no time points). A run past max({opts.min_timeout:g} s, {2 * opts.zero:g}x the "
+            "reference's) is stopped; runs with different keys must not return identical parameters.")
+
+
 def exact_energy(n: int, h: float, J: float) -> float:
     """Ground-state energy of H = -J sum Z_i Z_{i+1} - h sum X_i on a ring of n sites (J > 0).
 

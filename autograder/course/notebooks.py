@@ -7,8 +7,9 @@
    as code cells to run;
 3. the exercises: the solution module's docstring, its given code as locked cells, and per
    exercise a markdown heading with the checks and points, the answer cell (the solution
-   function, with nbgrader's solution markers; `nbgrader generate_assignment` cuts it to a
-   stub), and one locked grade cell per check worth that check's points.
+   function, its docstring ending with the Graded list generated from the spec, with
+   nbgrader's solution markers; `nbgrader generate_assignment` cuts it to a stub), and one
+   locked grade cell per check worth that check's points.
 
 A grade cell calls `autograder.kernel.NotebookGrader.verdict`, the same engine as
 `grade grade`; its hidden-tests block switches it from the public cases to the hidden ones
@@ -25,6 +26,7 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from autograder import checks, kernel
+from autograder.course import graded
 from autograder.spec import Topic
 
 FENCE = re.compile(r"^```python\n(.*?)^```\n?", re.S | re.M)
@@ -143,7 +145,7 @@ def make_notebook(topic: Topic, lesson: str, solution: str) -> nbformat.Notebook
     docstring, pieces = solution_pieces(solution, names)
     if not pieces or pieces[0][0] is not None:
         raise NotebookError(f"solutions/{topic.name}.py must start with given code (its imports) before its exercises")
-    add(new_markdown_cell(f"## Exercises\n\n{docstring}\n\n{GRADING_NOTE}"), "exercises")
+    add(new_markdown_cell(f"## Exercises\n\n{docstring}\n\n{GRADING_NOTE}\n\n{graded.notebook_note()}"), "exercises")
     given = 0
     setup = (f"from autograder.kernel import grader\n\n"
              f"jaxlings = grader({topic.name!r})  # jaxlings.hint(\"<function>\") gives a hint")

@@ -15,7 +15,7 @@ import importlib
 from autograder.spec import Topic
 
 ORDER: tuple[str, ...] = ("jit_basics", "prng", "at_updates", "static_args", "loops", "pytrees", "primitives", "sharding",
-                         "ising", "autodiff", "debugging")
+                         "ising", "autodiff", "training", "debugging")
 
 
 def load(name: str) -> Topic:

@@ -53,12 +53,13 @@ TOPIC = Topic(
             ),
             requirements=(NO_INDEX_LOOP,),
             checks={"correct": 2, "jit": 1},
+            outputs=("set", "add", "min", "max"),
             hints=(
                 "`x[i] = v` cannot work on an immutable array; there is a method that returns the updated copy.",
                 "`x.at[idx]` gives an updater with `.set`, `.add`, `.min`, `.max`, each taking `vals`.",
-                "Build the updater `x.at[idx]` once and call each of the four methods on it with `vals`; return the "
-                "results as a 4-tuple in the order (set, add, min, max). No loop: each method is already one scatter over "
-                "all of `idx`.",
+                "One updater, four method calls on it, one tuple in the docstring's order (set, add, min, max). Each "
+                "call is already one scatter over all of `idx`, so no loop, and the four results are independent: "
+                "none starts from another's output.",
             ),
         ),
         Exercise(
@@ -75,9 +76,11 @@ TOPIC = Topic(
             speed=Speed(size={"cpu": 1 << 20, "gpu": 1 << 24}),
             hints=(
                 "Start from an array of nbins zeros and add 1 at every value of x, all at once.",
-                "`.at[x].add(1)` adds 1 once per occurrence, even when x repeats an index; mind the dtype (int32).",
-                "Chain three pieces: an int32 array of `nbins` zeros, `.at[...]` indexed by `x` itself, and a scatter-add "
-                "of the constant 1. The pitfall is `.set(1)`: repeated values would count only once.",
+                "`a.at[idx].add(v)` applies every update, repeated indices included, where `.set` keeps only one "
+                "write per index; `jnp.zeros(n, dtype)` gives the empty counts (the task wants int32).",
+                "A single expression: empty int32 counts, indexed by the values of `x` themselves, incremented by a "
+                "constant. If no count in your output exceeds 1, you used the method that overwrites instead of the "
+                "one that accumulates.",
             ),
         ),
         Exercise(
@@ -89,10 +92,12 @@ TOPIC = Topic(
             ),
             checks={"correct": 1, "jit": 2},
             hints=(
-                "Under jit the number of entries above the threshold is unknown when compiling, so you cannot index with the mask.",
+                "Under jit the number of entries above the threshold is unknown when compiling, so you cannot index "
+                "with the mask.",
                 "Choose between two arrays elementwise instead of selecting a subset: `jnp.where(cond, a, b)`.",
-                "The condition is `x > threshold`: where it holds take `fill`, elsewhere keep `x`. Cast `fill` to "
-                "`x.dtype` (`jnp.asarray(..., dtype)`) to be sure the output keeps `x`'s dtype.",
+                "One select over the whole array: its condition is the threshold test on `x` itself, one side the "
+                "fill value, the other `x`. Give the fill value `x`'s dtype (`jnp.asarray(value, dtype)`), so that "
+                "the output keeps it too.",
             ),
         ),
         Exercise(
@@ -104,12 +109,14 @@ TOPIC = Topic(
             static_argnums=(3,),
             requirements=(NO_INDEX_LOOP,),
             checks={"correct": 2, "jit": 1},
+            outputs=("looked_up", "clamped"),
             hints=(
-                "Both halves are one-liners with `.at[idx]`; the defaults for out-of-bounds indices are the wrong ones.",
-                "`.get(mode='fill', fill_value=...)` reads `fill` past the end; `.add(vals, mode='clip')` clamps the writes.",
-                "Two separate `.at[idx]` chains on the original `x`: a `get` in fill mode for the reads (pass `fill` as "
-                "the fill value), and an `add` of `vals` in clip mode for the writes. Return them as (looked_up, "
-                "clamped); neither feeds the other.",
+                "Both halves are one-liners with `.at[idx]`; the defaults for out-of-bounds indices are the wrong "
+                "ones.",
+                "`.get(mode='fill', fill_value=...)` reads `fill` past the end; `.add(vals, mode='clip')` clamps the "
+                "writes.",
+                "Two independent expressions on the original `x`, one read and one write, each with its own `mode`; "
+                "neither feeds the other. Return them in the docstring's order (looked_up, clamped).",
             ),
         ),
     ),

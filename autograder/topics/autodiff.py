@@ -100,13 +100,13 @@ TOPIC = Topic(
             atol=1e-5,
             checks={"correct": 2, "jit": 1},
             hints=(
-                "One transformation gives the value and the gradient together, and can carry an auxiliary output along "
-                "without differentiating it.",
+                "One transformation gives the value and the gradient together, and can carry an auxiliary output "
+                "along without differentiating it.",
                 "`jax.value_and_grad` takes `argnums` (an int, or a tuple for several arguments: then the gradients "
                 "come as a tuple) and `has_aux=True` (the function returns `(loss, aux)`).",
-                "Transform the given `linear_loss` once, differentiating its first two arguments with the auxiliary "
-                "flag on, and call the result on the four arguments: its return value already has the asked "
-                "structure, `((loss, aux), (grad_w, grad_b))`.",
+                "One transformed function, called once on all four arguments. Which arguments must it differentiate, "
+                "and what does the auxiliary flag change in what it returns? Its result already has the asked "
+                "structure, ((loss, aux), (grad_w, grad_b)): there is nothing to rebuild.",
             ),
         ),
         Exercise(
@@ -127,8 +127,9 @@ TOPIC = Topic(
                 "pass per output. Here there are 3 inputs and hundreds of outputs.",
                 "`jax.jacfwd(f, argnums=...)` builds it from JVPs (one per input), `jax.jacrev` from VJPs (one per "
                 "output). Both return the (m, n) matrix.",
-                "Apply the forward-mode Jacobian to the given `mlp`, differentiating with respect to its fourth "
-                "argument, `x`, and call it on the four arguments.",
+                "One transformed function, called once: the mode follows from the count in the first hint, and "
+                "`argnums` is the position of `x` among the function's arguments, counted from 0. The result is "
+                "(outputs, inputs): check its shape.",
             ),
         ),
         Exercise(
@@ -148,10 +149,10 @@ TOPIC = Topic(
             hints=(
                 "H @ v is the derivative of the gradient in the direction v. Which transformation computes a "
                 "directional derivative without forming the matrix?",
-                "`jax.grad(logistic_loss)` is a function of w (close over X and y with a small lambda); "
-                "`jax.jvp(fn, (primal,), (tangent,))` returns `(fn(primal), derivative along tangent)`.",
-                "Make the gradient a function of w alone, push the direction v through it with forward mode at w, "
-                "and return the tangent half of the result, shape (d,). `jax.hessian` builds all d x d entries first.",
+                "`jax.grad(f)` is the gradient as a function (close over `X` and `y` to make it a function of `w` "
+                "alone); `jax.jvp(fn, (primal,), (tangent,))` returns `(fn(primal), derivative along tangent)`.",
+                "Forward over reverse: push the direction `v` through the gradient function at `w`, and keep the "
+                "tangent half of what jvp returns, shape (d,). `jax.hessian` would build all d x d entries first.",
             ),
         ),
         Exercise(
@@ -212,10 +213,11 @@ TOPIC = Topic(
             hints=(
                 "`jax.grad` can be applied to a function that itself calls `jax.grad`: the outer derivative then goes "
                 "through the inner gradient computation.",
-                "Inside the function, `jax.grad(mse)(w, X_tr, y_tr)` is an ordinary array that depends on `w`; do not "
-                "cut it off with `stop_gradient` (that is first-order MAML).",
-                "Adapt the weights by one step against the inner gradient, scaled by `lr`, and return the given `mse` of "
-                "the adapted weights on the test data; the grader's `jax.grad` does the second derivative.",
+                "Inside the function, the inner gradient (`jax.grad` of the given `mse` with respect to its first "
+                "argument, on the training data) is an ordinary array that depends on `w`; do not cut it off with "
+                "`stop_gradient` (that would be first-order MAML).",
+                "Two lines: the weights adapted by one step against the inner gradient, scaled by `lr`, and the given "
+                "`mse` of the adapted weights on the test data. The grader's `jax.grad` does the second derivative.",
             ),
         ),
         Exercise(
@@ -245,9 +247,9 @@ TOPIC = Topic(
                 "over the examples.",
                 "`jax.vmap(fn, in_axes=...)` maps over the argument axes you name; `None` in `in_axes` means the "
                 "argument is shared by all examples (a whole pytree, such as the params dict, takes one entry).",
-                "Map the gradient of `example_loss` (with respect to its first argument) with the parameters "
-                "unmapped and the examples and labels mapped along axis 0; the result is the params dict with a "
-                "leading axis of n on every leaf.",
+                "Map the gradient of `example_loss`, not the loss itself: the parameters are shared by every example, "
+                "the inputs and labels are mapped along their first axis. Every leaf of the result is the matching "
+                "parameter with a leading axis of n.",
             ),
         ),
     ),

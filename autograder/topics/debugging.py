@@ -136,6 +136,7 @@ TOPIC = Topic(
             rtol=1e-5,
             atol=1e-6,
             checks={"correct": 3},
+            outputs=("message", "h"),
             hints=(
                 "A failed `checkify.check` does not raise inside the program: `checkify.checkify(f)` returns an error value "
                 "next to f's output, and you read it after the call.",
@@ -161,12 +162,13 @@ TOPIC = Topic(
             requirements=(OpsDoNotGrow("carry the state through a `lax.scan`: a Python loop over the steps puts a copy "
                                        "of the step in the program for every t"),),
             hints=(
-                "Run the recurrence in a loop that stays a loop in the compiled program, and let each step report whether "
-                "its new state holds a NaN.",
-                "`jax.lax.scan(step, h0, (a, c))` feeds `step(h, (a[t], c[t]))` one row at a time and stacks what it "
-                "returns beside the carry; `jnp.isnan` and `jnp.any` make the flag.",
-                "Stack one boolean per step; the answer is the argmax of that stack when any flag is set and -1 otherwise "
-                "(argmax alone gives 0 when none is); cast it to int32.",
+                "Run the recurrence in a loop that stays a loop in the compiled program, and let each step report "
+                "whether its new state holds a NaN.",
+                "`jax.lax.scan(step, init, xs)` feeds `step(carry, x)` one row of `xs` at a time (`xs` may be a tuple "
+                "of arrays) and stacks what it returns beside the carry; `jnp.isnan` and `jnp.any` make a per-step "
+                "flag.",
+                "Stack one boolean per step; the answer is the argmax of that stack when any flag is set and -1 "
+                "otherwise (argmax alone gives 0 when none is); cast it to int32.",
             ),
         ),
         Exercise(
@@ -183,12 +185,13 @@ TOPIC = Topic(
             checks={"correct": 1, "jit": 1, "grad": 2},
             options={"grad": Grad(argnums=(0,))},
             hints=(
-                "The value is easy; differentiate it at a repeated point. What is the derivative of sqrt at 0, and what "
-                "does a zero segment vector times it give?",
+                "The value is easy; differentiate it at a repeated point. What is the derivative of sqrt at 0, and "
+                "what does a zero segment vector times it give?",
                 "`jnp.where` routes the gradient into both branches: a select on the output is not enough if the sqrt "
                 "still sees a 0. `jax.grad` of your function on the docstring's example shows the NaN.",
-                "Square the segment lengths; where a squared length is positive keep it, elsewhere substitute 1 before the "
-                "sqrt; then select 0 for the zero segments and sum.",
+                "The double where: make the square root's input safe where a segment has zero length (any positive "
+                "stand-in will do), take the root, then select 0 for those segments, and sum. The outer select alone "
+                "is not enough.",
             ),
         ),
         Exercise(
@@ -207,10 +210,10 @@ TOPIC = Topic(
                                   "`jax.named_scope(\"readout\")`, beside the first scope, not inside it")),
             hints=(
                 "A named scope is a `with` block: every operation staged inside it gets the scope's name as a prefix.",
-                "`with jax.named_scope(\"hidden\"):` around the first layer, and a second `with` block, not nested in the "
-                "first, around the second layer; `jax.jit(f).lower(...).as_text(debug_info=True)` shows the names.",
-                "Two consecutive `with` blocks at the function's top level: the first computes the hidden activations "
-                "(matmul, bias, relu), the second the output from them.",
+                "`jax.named_scope(name)` is a context manager; `jax.jit(f).lower(...).as_text(debug_info=True)` shows "
+                "the scope names in the lowered program, so you can check yours.",
+                "Two consecutive `with` blocks at the function's top level, the second not nested in the first: the "
+                "first computes the hidden activations (matmul, bias, relu), the second the output from them.",
             ),
         ),
     ),

@@ -96,11 +96,13 @@ TOPIC = Topic(
             atol=1e-6,
             checks={"correct": 1, "jit": 2},
             hints=(
-                "Under jit, `norm > max_norm` is not True or False yet: it is a tracer. You cannot branch on it, but you can compute with it.",
-                "`jnp.where(cond, a, b)` picks elementwise between two arrays that are both computed; `cond` may be a traced scalar.",
-                "Compute the norm over all entries as one scalar, then select between the rescaled `g` and `g` itself, "
-                "with the traced comparison as the condition. An all-zero `g` has norm 0 and `0 > max_norm` is false, so "
-                "the select keeps `g` and the result stays zero.",
+                "Under jit, `norm > max_norm` is not True or False yet: it is a tracer. You cannot branch on it, but "
+                "you can compute with it.",
+                "`jnp.where(cond, a, b)` picks elementwise between two arrays that are both computed; `cond` may be a "
+                "traced scalar.",
+                "Two steps: one scalar norm over every entry, then one select whose condition is the traced "
+                "comparison and whose two sides are the rescaled and the unchanged gradient. Work out an all-zero `g` "
+                "by hand: the rescaled side is NaN there; which side does the select keep?",
             ),
         ),
         Exercise(
@@ -115,11 +117,13 @@ TOPIC = Topic(
             checks={"correct": 1, "jit": 1, "prints": 2},
             options={"prints": Prints(make=_softmax_stream, calls=12)},
             hints=(
-                "A Python print inside a jitted function runs while JAX traces it, not when the compiled program runs. That is exactly when you want this line.",
-                "Use Python's `print` with the f-string of the docstring (x.dtype and x.shape are known while tracing); not `jax.debug.print`, which runs on every call.",
-                "Print first (plain Python, so once per trace), then the stable softmax: subtract the last-axis max "
-                "(`keepdims=True` so it broadcasts), exponentiate, divide by the last-axis sum of those exponentials. One "
-                "line per trace, and never print `x` itself.",
+                "A Python print inside a jitted function runs while JAX traces it, not when the compiled program "
+                "runs. That is exactly when you want this line.",
+                "Use Python's `print` with the f-string of the docstring (x.dtype and x.shape are known while "
+                "tracing); not `jax.debug.print`, which runs on every call.",
+                "The print comes first, before any computing (once per trace; never print `x` itself, that shows a "
+                "tracer). Then a softmax that cannot overflow: shift each row by its maximum before exponentiating, "
+                "and keep the reduced axis in each reduction so that the row statistics broadcast back.",
             ),
         ),
         Exercise(
@@ -127,18 +131,21 @@ TOPIC = Topic(
             sample=_ema_update,
             edge_cases=(
                 Case((np.array(0, np.int32), np.zeros(4, np.float32), np.arange(4, dtype=np.float32), 0.9),
-                     "the first update: debiased == x"),
+                     "the first update: debiased is x, to rounding"),
                 Case((np.array(1000, np.int32), np.ones((), np.float32), np.zeros((), np.float32), 0.5), "a long run, a scalar"),
             ),
             rtol=1e-5,
             atol=1e-6,
             checks={"correct": 2, "jit": 1},
+            outputs=("count", "new_avg", "debiased"),
             hints=(
-                "Everything the step needs comes in as an argument and everything it changes goes out in the returned tuple; no globals.",
-                "The new count is `count + 1` (still int32); use it in `decay ** new_count`.",
-                "Increment the count first and use the incremented count in the bias correction; blend the new value into "
-                "the average with weight `1 - decay`; return (count, average, debiased) in that order. `decay` is traced, "
-                "so no Python `if` on it.",
+                "Everything the step needs comes in as an argument and everything it changes goes out in the returned "
+                "tuple; no globals.",
+                "Plain arithmetic on the traced arguments is all the API there is: `count + 1` keeps the int32 dtype, "
+                "and `**` accepts a traced integer exponent.",
+                "Order matters: the bias correction uses the count *after* this step, so count first, then the new "
+                "average (a blend of the old one and `x`), then the debiased value from both new quantities. Return "
+                "the three in the docstring's order; `decay` is traced, so no Python `if` on it.",
             ),
         ),
         Exercise(
@@ -158,11 +165,14 @@ TOPIC = Topic(
             atol=1e-5,
             checks={"correct": 1, "jit": 2},
             hints=(
-                "`l2` is a Python float that jit treats as static: a Python `if` on it runs at trace time and decides what the program contains.",
-                "XLA deletes work whose result is unused, but not work multiplied by zero (0 * inf is NaN). Add the penalty only `if l2:`.",
-                "Compute the data term unconditionally, then add the penalty inside a Python `if` on `l2`, with the "
-                "identity built to `W`'s size and dtype (`jnp.eye`). Any `l2 * penalty` outside that `if` compiles the "
-                "d**3 product even when `l2 = 0`.",
+                "`l2` is a Python float that jit treats as static: a Python `if` on it runs at trace time and decides "
+                "what the program contains.",
+                "XLA deletes work whose result is unused, but keeps work multiplied by zero (0 * inf is NaN): `l2 * "
+                "penalty` with `l2 = 0` still computes the penalty. `jnp.eye(d, dtype=...)` builds the identity that "
+                "the penalty needs.",
+                "Shape: the data term always, the penalty added only on the Python path where `l2` is nonzero, so "
+                "that the program traced for `l2 = 0` does not contain it at all (the grader reads that program's "
+                "FLOP count).",
             ),
         ),
         Exercise(
@@ -178,14 +188,14 @@ TOPIC = Topic(
             options={"compiles": Stream(make=_bce_stream, max_compiles=4, calls=12, jit=False)},
             speed=Speed(size={"cpu": 1 << 16, "gpu": 1 << 20}, zero=5.0, max_reps=31, jit=False),
             hints=(
-                "The grader calls `bce_fast` as you wrote it. Where can the compilation happen so that one call runs one "
-                "fused program, compiled once per shape?",
+                "The grader calls `bce_fast` as you wrote it. Where can the compilation happen so that one call runs "
+                "one fused program, compiled once per shape?",
                 "`jax.jit(f)` compiles once per input shape and caches per function object: jit the given "
-                "`bce_with_logits` itself. A lambda or a def inside `bce_fast` is a new function on every call, hence a "
-                "new compilation on every call.",
-                "Make the jitted `bce_with_logits` once, at module level (you may add code outside the function), and "
-                "have `bce_fast` just call it on `(z, y)`. Wrapping it anew inside `bce_fast` also compiles only once per "
-                "shape, but costs some 50 to 100 us of Python per call.",
+                "`bce_with_logits` itself. A lambda or a def inside `bce_fast` is a new function on every call, hence "
+                "a new compilation on every call.",
+                "Shape: one jitted function object that outlives the calls (made once, outside `bce_fast`: you may "
+                "add code at module level), and a `bce_fast` that only forwards its two arguments to it. Re-wrapping "
+                "the same function on every call finds the same cache, at some 50 to 100 us of Python per call.",
             ),
         ),
         Exercise(
@@ -198,10 +208,11 @@ TOPIC = Topic(
             speed=Speed(size={"cpu": 256, "gpu": 1024}, max_reps=31, jit=False),
             hints=(
                 "This is one matrix product and one broadcast add; nothing here needs a loop.",
-                "`x @ W` multiplies (n, k) by (k, m); `+ b` broadcasts the (m,) vector over the rows.",
-                "It is a single expression: the product, then the bias added by broadcasting, shape (n, m). Whether you "
-                "wrap it in `jax.jit` barely matters on a CPU (one matmul is one kernel either way); a Python loop over "
-                "the rows is what would cost time.",
+                "`@` multiplies an (n, k) array by a (k, m) one; adding an (m,) vector to an (n, m) array broadcasts "
+                "it over the rows.",
+                "One expression, shape (n, m), float32. Whether you wrap it in `jax.jit` barely matters on a CPU (one "
+                "matmul is one kernel either way): what would cost time here is anything besides that one product, "
+                "such as a Python loop over the rows.",
             ),
         ),
     ),

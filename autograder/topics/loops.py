@@ -95,12 +95,13 @@ TOPIC = Topic(
             atol=1e-5,
             requirements=stays_a_loop("lax.fori_loop"),
             checks={"correct": 2, "jit": 2},
+            outputs=("x", "lam"),
             hints=(
                 "Under jit a Python `for` loop is unrolled: n_iters copies of the step. Hand the loop to JAX instead.",
                 "`lax.fori_loop(0, n_iters, body, x)` calls `body(i, x)` and feeds its result back in as the next x.",
-                "The body takes `(i, x)`, ignores `i`, multiplies by `A` and divides by the product's norm; the loop "
-                "starts from the normalised `x0`. After the loop, `lam` is the vector dotted with `A` times the vector; "
-                "return both as a tuple.",
+                "The body ignores the step index: multiply by `A`, then normalise. Start from the normalised `x0`. "
+                "After the loop the eigenvalue is the Rayleigh quotient of the final vector (which has norm 1, so "
+                "nothing to divide by); return (vector, eigenvalue).",
             ),
         ),
         Exercise(
@@ -141,14 +142,16 @@ TOPIC = Topic(
             requirements=(DataDependentLoop("the number of updates depends on the data: use lax.while_loop "
                                             "(a fori_loop with fixed bounds runs a fixed count, as a scan)"),),
             checks={"correct": 2, "jit": 2},
+            outputs=("x", "k"),
             hints=(
                 "Under jit you cannot test a traced value in a Python `while`: its value is not known while tracing. "
                 "The test must run inside the compiled loop.",
-                "`lax.while_loop(cond, body, state)` repeats `state = body(state)` while `cond(state)` is true; "
-                "make the state a tuple `(x, k)`.",
-                "The state starts from `a` and an explicit int32 zero (`jnp.int32(0)`). `cond` must return one boolean "
-                "scalar: join the residual test and `k < 100` with `&`, not `and`; `body` applies one Newton update to "
-                "every entry and adds 1 to `k`.",
+                "`lax.while_loop(cond, body, state)` repeats `state = body(state)` while `cond(state)` is true; make "
+                "the state a tuple `(x, k)`.",
+                "The state starts from `a` and an int32 zero for the step count (a Python 0 would not stay int32). "
+                "`cond` returns one boolean scalar: the docstring's residual test and the iteration cap joined with "
+                "`&` (`and` needs a concrete bool); `body` applies one Newton update to every entry and counts the "
+                "step.",
             ),
         ),
         Exercise(

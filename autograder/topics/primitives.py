@@ -66,14 +66,15 @@ TOPIC = Topic(
             requirements=(BINDS,),
             checks={"correct": 2, "jit": 2},
             hints=(
-                "A primitive is an empty name until you register rules for it: one to compute eagerly, one for "
-                "shapes and dtypes while tracing, one for XLA under jit. Then `multiply_add_p.bind(x, y, z)`.",
-                "`multiply_add_p.def_impl` takes a jax.numpy function of (x, y, z); `def_abstract_eval` takes a function "
-                "of the inputs' abstract values that returns a `jax.core.ShapedArray(shape, dtype)`; "
+                "A primitive is an empty name until you register rules for it: one to compute eagerly, one for shapes "
+                "and dtypes while tracing, one for XLA under jit. Applying it is `bind` on the primitive, with the "
+                "operands.",
+                "`multiply_add_p.def_impl` takes a jax.numpy function of (x, y, z); `def_abstract_eval` takes a "
+                "function of the inputs' abstract values that returns a `jax.core.ShapedArray(shape, dtype)`; "
                 "`mlir.register_lowering` takes the primitive and `mlir.lower_fun(impl, multiple_results=False)`.",
-                "Write the implementation once and reuse it for `def_impl` and for the lowering. The abstract evaluation "
-                "compares the three shapes and dtypes, raises `TypeError` on a mismatch, else returns the output's "
-                "ShapedArray. Register all three, then bind: computing `x * y + z` directly gives the numbers but no "
+                "Write the implementation once and reuse it for the eager rule and for the lowering. The abstract "
+                "rule compares the three shapes and dtypes, raises `TypeError` on a mismatch and otherwise describes "
+                "the output. Register all three, then bind: computing `x * y + z` directly gives the numbers but no "
                 "`multiply_add` in the jaxpr.",
             ),
         ),
@@ -92,15 +93,17 @@ TOPIC = Topic(
             checks={"correct": 1, "jit": 1, "grad": 3},
             options={"grad": Grad(argnums=(0, 1), rtol=TIGHT, atol=TIGHT)},
             hints=(
-                "jax.grad linearizes (your JVP rule, which uses multiply_add on tangents) and then transposes "
-                "every linear multiply_add (your transpose rule). Register both in `ad.primitive_jvps` and "
+                "jax.grad linearizes (your JVP rule, which uses multiply_add on tangents) and then transposes every "
+                "linear multiply_add (your transpose rule). Register both in `ad.primitive_jvps` and "
                 "`ad.primitive_transposes` before the loop.",
                 "JVP: `ad.instantiate_zeros` turns each symbolic-zero tangent into an array; the primal output is one "
                 "`multiply_add`, the tangent is the product rule written with nested `multiply_add`s (the docstring "
                 "spells it out). Transpose: `ad.is_undefined_primal(v)` tells which inputs are the unknowns.",
-                "Cotangents: x's is `ct` times the known y, y's is `ct` times the known x, z's is `ct` itself; None in "
-                "the slot of each known input, and instantiate `ct` first. Register both rules, then run Horner from "
-                "`jnp.zeros_like(x)`: a Python loop, or a `lax.scan` over `coeffs` whose step returns `(new_acc, None)`.",
+                "Transpose: in the linear program, the output is linear in each unknown input (z, and x or y while "
+                "the other is known); each unknown's cotangent is the output's cotangent sent back through that "
+                "linear map, shaped like the input, and a known input gets None. Instantiate the cotangent first. "
+                "Then Horner from zeros shaped like x, one `multiply_add` per coefficient, in a Python loop or a "
+                "`lax.scan` over the coefficients.",
             ),
         ),
         Exercise(
@@ -121,14 +124,14 @@ TOPIC = Topic(
                            "adds operations for every example"),
             ))},
             hints=(
-                "vmap asks your batching rule for the batched result, given the batched arguments and where "
-                "each one's batch axis is (None: that argument is the same for the whole batch).",
+                "vmap asks your batching rule for the batched result, given the batched arguments and where each "
+                "one's batch axis is (None: that argument is the same for the whole batch).",
                 "Register `batching.primitive_batchers[multiply_add_p] = rule`; in the rule, `jnp.moveaxis` brings a "
-                "batched argument's axis to the front, and `jnp.broadcast_to` gives an unbatched one a leading axis of "
-                "the batch's size.",
-                "In the rule: read the batch size from any argument whose dim is not None, bring all three arguments to "
-                "the batch-in-front form, bind `multiply_add` once on them, and report output dim 0. `axpy` itself "
-                "broadcasts `alpha` to `x.shape` before its one `multiply_add`.",
+                "batched argument's axis to the front, and `jnp.broadcast_to` gives an unbatched one a leading axis "
+                "of the batch's size.",
+                "The rule: find the batch size, bring every argument to one layout (batch axis in front; unbatched "
+                "ones broadcast to it), one `multiply_add` on the lot, and report where the output's batch axis is. "
+                "`axpy` itself needs `alpha` at `x`'s shape before its single `multiply_add`.",
             ),
         ),
         Exercise(

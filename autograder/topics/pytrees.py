@@ -96,13 +96,14 @@ TOPIC = Topic(
             rtol=1e-5,
             atol=1e-5,
             checks={"correct": 2, "jit": 1},
+            outputs=("total", "scaled", "dot"),
             hints=(
                 "Each part is one pass over the leaves; JAX walks the nesting for you, whatever it is.",
-                "`jax.tree.map(f, x, y)` applies f to matching leaves and keeps x's structure; "
-                "`jax.tree.leaves(t)` lists the leaves in a fixed order.",
-                "`total` maps addition over both trees; `scaled` maps a one-argument function that closes over `alpha` "
-                "over `x` alone. For `dot`, zip the two leaf lists (same order, since the structures match), add up "
-                "`jnp.vdot` of each pair, and make the sum a float32 scalar.",
+                "`jax.tree.map(f, x, y)` applies f to matching leaves and keeps x's structure; `jax.tree.leaves(t)` "
+                "lists the leaves in a fixed order.",
+                "Three parts: a map over both trees, a map over `x` alone with `alpha` closed over, and for the dot "
+                "product the dot products of matching leaves (two same-structured trees list their leaves in the same "
+                "order) summed into one float32 scalar.",
             ),
         ),
         Exercise(
@@ -159,11 +160,11 @@ TOPIC = Topic(
             checks={"correct": 2, "jit": 1},
             hints=(
                 "Whether a leaf decays depends on its name, not on its shape: an embedding table is 2-D too.",
-                "`jax.tree.map_with_path(f, params)` calls `f(path, leaf)`; `path[-1]` is the leaf's own key "
-                "(a `DictKey`, with `.key`).",
-                "Your function gets `(path, leaf)`: compare the last path entry's `.key` with `'w'`, and return the leaf "
-                "scaled by `1 - rate` or the leaf itself. That Python `if` looks at the path, which is static, never at "
-                "`rate`, so it is fine under jit.",
+                "`jax.tree.map_with_path(f, params)` calls `f(path, leaf)`; `path[-1]` is the leaf's own key (a "
+                "`DictKey`, with `.key`).",
+                "The function you map decides from the last entry of the path alone whether the leaf decays, and "
+                "returns either the decayed leaf or the leaf unchanged. A Python `if` on the path is fine under jit "
+                "(paths are static); one on `rate` would not be.",
             ),
         ),
         Exercise(
@@ -176,11 +177,11 @@ TOPIC = Topic(
             checks={"correct": 2, "jit": 1},
             hints=(
                 "A leaf's path names where it sits; drop the last entry and you have its layer.",
-                "`jax.tree.leaves_with_path(params)` gives (path, leaf) pairs; "
-                "`jax.tree_util.keystr(path[:-1], simple=True, separator='/')` writes the name.",
-                "Loop in Python over the (path, leaf) pairs, name each layer from `path[:-1]`, and accumulate `leaf.size` "
-                "in a plain dict under that name (sizes are static Python ints, fine under jit). Only at the end turn "
-                "each total into a `jnp.int32` scalar array.",
+                "`jax.tree.leaves_with_path(params)` gives (path, leaf) pairs; `jax.tree_util.keystr(path[:-1], "
+                "simple=True, separator='/')` writes the name.",
+                "A plain Python loop and a plain dict do it, since sizes are static Python ints and nothing needs "
+                "tracing: name each leaf's layer from its path without the last entry, add up the sizes per name, and "
+                "turn the totals into int32 scalar arrays only at the end.",
             ),
         ),
         Exercise(
@@ -194,8 +195,9 @@ TOPIC = Topic(
             hints=(
                 "Each leaf of the answer gathers the k leaves found at the same place in the k trees.",
                 "`jax.tree.map(f, t1, t2, ..., tk)` calls `f(leaf1, ..., leafk)` at each place; `jnp.stack` stacks.",
-                "Hand the k trees to `jax.tree.map` as separate arguments (unpack the list), with a function that accepts "
-                "any number of leaves and stacks them along a new leading axis; `jnp.stack` keeps the dtype.",
+                "One line: a single map over all k trees at once, as separate arguments (the list itself would be one "
+                "more level of tree), with a function that takes any number of leaves. Check the result: the "
+                "structure of one input tree, each leaf with a new leading axis of length k, dtypes kept.",
             ),
         ),
         Exercise(
@@ -211,8 +213,9 @@ TOPIC = Topic(
                 "k is known from any leaf's shape before any computing happens, so a Python loop over i is fine here.",
                 "Read k off the leading axis of any leaf (`jax.tree.leaves` gives you one); `jax.tree.map` with a "
                 "function that indexes a leaf at `i` gives the i-th tree.",
-                "A list comprehension over `range(k)`, one `jax.tree.map` per i (each map runs at once, so closing over "
-                "`i` is safe). Return a list, not a tuple or a generator: the treedef is compared.",
+                "A Python list of k trees, the i-th made by one map that indexes every leaf at i (each map runs at "
+                "once, so closing over i is safe). Return a list, not a tuple or a generator: the structure is "
+                "compared.",
             ),
         ),
     ),

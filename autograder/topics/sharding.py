@@ -105,15 +105,16 @@ TOPIC = Topic(
             ),
             requirements=(NO_PMAP, NO_EXTRA_COLLECTIVES),
             checks={"correct": 1, "jit": 1, "sharding": 2},
+            outputs=("images", "labels"),
             hints=(
                 "Two steps: describe the devices as a mesh with one named axis, then say which dimension of each "
                 "array is split over that axis.",
-                "`jax.make_mesh(axis_shapes, axis_names)` builds the mesh (all `jax.device_count()` devices on one axis); "
-                "`NamedSharding(mesh, P('data'))` splits the first dimension; `jax.device_put` lays an array (or a tuple "
-                "of them) out that way.",
-                "Build the mesh, then one `NamedSharding` whose spec names only 'data' (dimensions left out stay whole), "
-                "and lay out both arrays with a single `device_put` of the pair; return what it gives back. No `pmap`, no "
-                "reshaping.",
+                "`jax.make_mesh(axis_shapes, axis_names)` builds the mesh (all `jax.device_count()` devices on one "
+                "axis); `NamedSharding(mesh, P('data'))` splits the first dimension; `jax.device_put` lays an array "
+                "(or a tuple of them) out that way.",
+                "Three steps: a one-axis mesh over every device, one sharding that cuts only the leading dimension "
+                "(dimensions a spec leaves out stay whole, so one spec fits arrays of any rank), and one placement of "
+                "both arrays together. No `pmap`, no reshaping.",
             ),
         ),
         Exercise(
@@ -148,13 +149,15 @@ TOPIC = Topic(
             rtol=1e-4,
             atol=1e-4,
             hints=(
-                "Each device can sum its own rows; only the sums need to travel. Mean first, then the spread around it.",
+                "Each device can sum its own rows; only the sums need to travel. Mean first, then the spread around "
+                "it.",
                 "`jax.shard_map(local, mesh=mesh, in_specs=..., out_specs=...)` with `P('data', None)` on both sides; "
-                "inside `local`, `jax.lax.psum(v, 'data')` sums a per-device value over all devices. `jax.device_put` x "
-                "to that layout before calling it.",
-                "In `local`: column-sum the block (axis 0), psum it and divide by the global n (read `x.shape[0]` outside "
-                "`local`, not the block's row count) for the mean; subtract it; do the same with the squared deviations "
-                "for the variance; scale the deviations by `jax.lax.rsqrt(var + 1e-5)`. Two psums, no `all_gather`.",
+                "inside `local`, `jax.lax.psum(v, 'data')` sums a per-device value over all devices. `jax.device_put` "
+                "x to that layout before calling it.",
+                "Inside the per-device function each statistic is a local column sum, made global by one `psum` and "
+                "divided by the whole batch's size (a block only knows its own rows: take the size from the full "
+                "array, outside). Mean first, then the variance of the deviations the same way, then the docstring's "
+                "formula. Two psums, no all_gather.",
             ),
         ),
         Exercise(
@@ -168,11 +171,13 @@ TOPIC = Topic(
             hints=(
                 "Split the first layer's weights by columns and the second's by rows: then the hidden activations "
                 "never need to move, and only the output's partial sums are added up across 'model'.",
-                "`jax.make_mesh((4, 2), ('data', 'model'))`; specs: x P('data', None), w1 P(None, 'model'), "
-                "b1 P('model'), w2 P('model', None), b2 P(). The second product needs `out_sharding=`.",
-                "Once the five arrays are placed, the first layer is the ordinary expression (its sharding follows from "
-                "the operands); only the second product needs `jnp.matmul(..., out_sharding=...)`, rows over 'data' and "
-                "columns whole. Add `b2` after that product.",
+                "`jax.make_mesh((4, 2), ('data', 'model'))`; a `PartitionSpec` names, per dimension, the mesh axis "
+                "that cuts it (`None`: whole). `x` is cut by rows over 'data'; each weight and bias is cut over "
+                "'model' along its hidden dimension, if it has one. A product whose result sharding is ambiguous "
+                "needs `out_sharding=`.",
+                "Once the five arrays are placed, the first layer is the ordinary expression (its sharding follows "
+                "from the operands); only the second product needs `jnp.matmul(..., out_sharding=...)`, rows over "
+                "'data' and columns whole. Add `b2` after that product.",
             ),
         ),
     ),

@@ -142,12 +142,14 @@ TOPIC = Topic(
             checks={"correct": 1, "jit": 1, "compiles": 2},
             options={"compiles": Stream(_create_filled_stream, max_compiles=3, calls=24, jit=True)},
             hints=(
-                "Which argument decides the output's shape? Under jit it must be known while tracing; the other is just data.",
+                "Which argument decides the output's shape? Under jit it must be known while tracing; the other is "
+                "just data.",
                 "`jnp.full` builds an array of a given shape filled with one value (pass the dtype too); "
                 "`functools.partial(jax.jit, static_argnums=...)`, used as a decorator, marks arguments static by "
                 "position.",
-                "`shape` is argument 1, and a tuple of ints is hashable: make it static. Keep `value` traced, or every "
-                "new value costs a compilation, and ask for float32 explicitly.",
+                "Make static exactly the argument that decides the shape (a tuple of ints is hashable), by its "
+                "position. Keep `value` traced, or every new value costs a compilation, and ask for float32 "
+                "explicitly rather than letting the value's type decide.",
             ),
         ),
         Exercise(
@@ -170,12 +172,13 @@ TOPIC = Topic(
                 "lax.cond / jnp.where put both branches into the compiled program"),),
             checks={"correct": 1, "jit": 2},
             hints=(
-                "The flag is a Python bool that is known before tracing: the choice can be made in Python, not in the program.",
-                "With `normalize` static, a plain Python `if` on it runs while tracing, so only the branch it takes is "
-                "traced; `jax.lax.rsqrt` gives 1/sqrt.",
-                "Two exits: with the flag on, scale `x` by the reciprocal square root of each row's sum of squares plus "
-                "1e-6 (reduce the last axis with `keepdims=True` so it broadcasts back); with it off, hand `x` back "
-                "untouched. No `lax.cond`, no `jnp.where`.",
+                "The flag is a Python bool that is known before tracing: the choice can be made in Python, not in the "
+                "program.",
+                "With `normalize` static, a plain Python `if` on it runs while tracing, so only the branch it takes "
+                "is traced; `jax.lax.rsqrt` gives 1/sqrt.",
+                "Two exits from one Python `if`: with the flag on, the rows scaled as the docstring says (reduce over "
+                "the last axis and keep it, so that the per-row factor broadcasts back); with it off, `x` handed back "
+                "untouched. No `lax.cond` and no `jnp.where`: both would put the two branches in the program.",
             ),
         ),
         Exercise(
@@ -196,9 +199,10 @@ TOPIC = Topic(
                 "but the compiled program can.",
                 "`jax.lax.cond(pred, true_fn, false_fn)` runs only the branch that `pred` picks; put the expensive "
                 "`jnp.linalg.solve` inside a branch, not before the cond.",
-                "First reduce the residual `A @ x_cached - b` to its largest absolute entry, a scalar, and compare it "
-                "with `tol` (`<=`) for the predicate. The branches take no arguments (or the same operands): one hands "
-                "back `x_cached`, the other runs the solve; both must return the same shape and dtype.",
+                "Two pieces: a scalar predicate (how far the cached answer is from solving the system, measured and "
+                "compared with `tol` exactly as the docstring says), then one `cond` whose branches take no "
+                "arguments: one hands back the cached answer, the other solves. Both must return the same shape and "
+                "dtype, and whatever you compute before the `cond` runs on every call.",
             ),
         ),
         Exercise(
@@ -214,12 +218,13 @@ TOPIC = Topic(
             atol=1e-5,
             checks={"correct": 1, "jit": 2},
             hints=(
-                "`n` is traced, so nothing may take its shape from it; keep the full length m and make the padding harmless.",
-                "Comparing `jnp.arange(m)` with `n` gives a boolean mask of shape (m,); `jnp.where(mask, v, 0.0)` zeroes "
-                "the padding before each sum. Divide by `n`, not by m.",
-                "Order: mask the data and sum it for the mean; centre `x` and mask again, so the padding stays 0 and out "
-                "of the variance; sum the squared centred values over n; divide the centred array by `jnp.sqrt(var + "
-                "1e-5)`. The padding then comes out 0 by itself.",
+                "`n` is traced, so nothing may take its shape from it; keep the full length m and make the padding "
+                "harmless.",
+                "Comparing `jnp.arange(m)` with `n` gives a boolean mask of shape (m,); `jnp.where(mask, v, 0.0)` "
+                "zeroes the padding before each sum. Divide by `n`, not by m.",
+                "Order: the mask; the mean of the masked data (divided by n); the centred values, masked again so "
+                "that the padding stays 0 and out of the variance; the variance from those, divided by n; then the "
+                "docstring's formula with its epsilon. The padding then comes out 0 by itself.",
             ),
         ),
         Exercise(
@@ -235,11 +240,12 @@ TOPIC = Topic(
             hints=(
                 "Count the distinct shapes your jitted kernel sees: one per length is one compilation per length. "
                 "Make the lengths fall into a few sizes.",
-                "`1 << (n - 1).bit_length()` is the smallest power of two >= n; fill a NumPy array of that size, "
-                "call `standardize_padded(padded, n)`, cut the answer with NumPy.",
-                "All on the host but one call: a NumPy float32 zero array of the bucket size, `x`'s values copied into "
-                "its first n slots, one call of `standardize_padded` with it and the true n, then the result converted to "
-                "NumPy and cut to length n. `jnp.pad`, or slicing the JAX result, compiles once per length.",
+                "`int.bit_length()` works on the host, in Python: the smallest power of two >= n follows from the bit "
+                "length of n - 1. NumPy builds, fills and cuts arrays without compiling anything; "
+                "`standardize_padded` takes a padded array and the true length.",
+                "Everything on the host but one call: a float32 zero array of the bucket's size with `x` copied into "
+                "its front, one call of `standardize_padded` with the true n, and its result back in NumPy, cut to n. "
+                "`jnp.pad`, or slicing the JAX result, compiles once per length.",
             ),
         ),
         Exercise(
@@ -253,13 +259,13 @@ TOPIC = Topic(
             checks={"correct": 1, "compiles": 2},
             options={"compiles": Stream(_window_stream, max_compiles=3, calls=12, jit=False)},
             hints=(
-                "jit looks static arguments up in a dictionary, so they must be hashable, and equal configurations must "
-                "compare equal.",
+                "jit looks static arguments up in a dictionary, so they must be hashable, and equal configurations "
+                "must compare equal.",
                 "A tuple of Python ints hashes and compares by value; `.tolist()` on a NumPy array gives Python ints "
                 "without running a JAX operation.",
-                "Turn both kinds of input into the same thing: through NumPy (so a list and an array behave alike), then "
-                "`.tolist()`, then a tuple; pass that, with `x`, to the given `_window_sums`. A tuple of JAX scalars "
-                "would still be unhashable.",
+                "Make both kinds of input the same hashable thing before they reach `_window_sums`: a tuple of plain "
+                "Python ints, produced the same way for a list and for an array (through NumPy first, so that the two "
+                "behave alike). A tuple of JAX scalars would still be unhashable.",
             ),
         ),
     ),

@@ -83,6 +83,7 @@ class Harness:
         self.key, self.key_data, self.key_impl = jax.random.key, jax.random.key_data, jax.random.key_impl
         self.key_reuse = jax.debug_key_reuse
         self.flatten = jax.tree.flatten
+        self.flatten_with_path, self.keystr = jax.tree_util.tree_flatten_with_path, jax.tree_util.keystr
         self.is_key = lambda x: jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
         self.asarray = np.asarray
         # Output leaves are accepted by exact type: no subclass, no object that converts itself.
@@ -169,7 +170,8 @@ class Harness:
         return self.jitted(fn, tuple(req.get("static_argnums", ()))) if req.get("jit") else fn
 
     def export(self, out: Any, operators: bool = False) -> dict[str, Any]:
-        """An output pytree as data: its treedef string and its leaves as NumPy arrays.
+        """An output pytree as data: its treedef string, its leaves as NumPy arrays, and each
+        leaf's key path (`jax.tree_util.keystr`: `[0]`, `['w']`, `.b`), which messages name it by.
 
         Leaves are accepted by exact type only: jax Arrays, typed key arrays, NumPy arrays and
         NumPy or Python scalars; anything else (a subclass, an object with `__array__`, a lazy
@@ -177,7 +179,8 @@ class Harness:
         has a `hilbert` and `to_sparse()`) is one leaf, sent as its matrix in its Hilbert
         space's basis, so that the grader compares what operators mean, not how they are built.
         """
-        leaves, treedef = self.flatten(out, is_leaf=_is_operator if operators else None)
+        with_paths, treedef = self.flatten_with_path(out, is_leaf=_is_operator if operators else None)
+        leaves = [leaf for _, leaf in with_paths]
         exported = []
         for leaf in leaves:
             if operators and _is_operator(leaf):
@@ -193,7 +196,7 @@ class Harness:
             if type(arr) is not self.np.ndarray or (arr.dtype.kind not in "biufc" and type(arr.dtype).__module__ != "ml_dtypes"):
                 raise OutputRefused(f"an output leaf of type {kind.__name__} is not a numeric array")
             exported.append({"kind": "array", "data": arr})
-        return {"treedef": str(treedef), "leaves": exported}
+        return {"treedef": str(treedef), "leaves": exported, "paths": [self.keystr(path) for path, _ in with_paths]}
 
     # -- requests ------------------------------------------------------------------------
 

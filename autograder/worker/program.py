@@ -189,6 +189,11 @@ def analyse(blob: bytes, args: tuple, max_ops: int = MAX_OPS) -> tuple[dict, Any
       custom_calls   the distinct custom-call targets, sorted
       scopes         {named scope path: {op: count}}, from each operation's location
                      (`jax.named_scope`; see `_count_scope`)
+      n_inputs       the entry function's inputs (array leaves; static arguments are not inputs)
+      donated_inputs those of them the program donates: `jit(..., donate_argnums=...)` writes
+                     `tf.aliasing_output = k` on an input whose buffer output k reuses (or
+                     `jax.buffer_donor` on one XLA may reuse); a donation no output can use is
+                     dropped from the program (see `_donated`)
       fingerprint    sha256 of the module's text without locations
       hlo_lines      lines of the program compiled here
       collectives    {all-gather|all-reduce|reduce-scatter|all-to-all|collective-permute: count}
@@ -402,6 +407,7 @@ def inspect_module(text: str) -> dict:
     scopes: dict[str, Counter[str]] = {}  # named scope -> {op: count}, from locations
     direct: Counter[str] = Counter()  # counted operations per function, calls included
     callees: dict[str, list[str]] = {}
+    inputs: dict[str, tuple[int, int]] = {}  # function -> (inputs, donated inputs)
     public: list[str] = []
     defined: set[str] = set()
     with mlir.make_ir_context():
@@ -433,6 +439,7 @@ def inspect_module(text: str) -> dict:
                                          "self-contained programs")
                 fn = _symbol(op, "sym_name")
                 defined.add(fn)
+                inputs[fn] = _donated(op)
                 if "sym_visibility" not in op.attributes or _symbol(op, "sym_visibility") == "public":
                     public.append(fn)
             for region in op.regions:
@@ -448,6 +455,8 @@ def inspect_module(text: str) -> dict:
         "n_ops": _inlined(entry, direct, callees, defined),
         "n_ops_written": written,
         "custom_calls": sorted(targets),
+        "n_inputs": inputs.get(entry, (0, 0))[0],
+        "donated_inputs": inputs.get(entry, (0, 0))[1],
         "fingerprint": hashlib.sha256(stripped.encode()).hexdigest(),
         "scopes": {k: dict(sorted(v.items())) for k, v in sorted(scopes.items())},
     }
@@ -481,6 +490,31 @@ def _count_scope(scopes: dict[str, Counter[str]], op: Any, short: str) -> None:
     path = "/".join(names)[:300]
     if path in scopes or len(scopes) < MAX_SCOPES:
         scopes.setdefault(path, Counter())[short] += 1
+
+
+DONATION_ATTRIBUTES = ("tf.aliasing_output", "jax.buffer_donor")
+"""Argument attributes by which a lowered jit marks a donated input: aliased to output k, or
+a buffer XLA may reuse for any output (jax 0.10 and 0.11)."""
+
+
+def _donated(func: Any) -> tuple[int, int]:
+    """(inputs, donated inputs) of a `func.func`, from its argument attributes. Donation lives
+    in the program itself: `jax.jit(f, donate_argnums=...)` lowers it to these attributes, and
+    `jax.export` keeps them, so the trusted side reads it from the artifact (a jit the grader
+    wraps around an undonated function carries none)."""
+    from jax._src.lib.mlir import ir
+
+    try:
+        n = len(ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value).inputs)
+    except Exception:  # noqa: BLE001 - malformed: no inputs to speak of
+        return 0, 0
+    if "arg_attrs" not in func.attributes:
+        return n, 0
+    try:
+        per_arg = [ir.DictAttr(a) for a in ir.ArrayAttr(func.attributes["arg_attrs"])]
+    except Exception:  # noqa: BLE001
+        return n, 0
+    return n, sum(1 for attrs in per_arg[:n] if any(name in attrs for name in DONATION_ATTRIBUTES))
 
 
 def _symbol(op: Any, attr: str) -> str:

@@ -5,8 +5,9 @@ import jax.numpy as jnp
 
 
 def derive_keys(key, n):
-    folded = jnp.stack([jax.random.fold_in(key, i) for i in range(n)])
-    return jax.random.split(key, n), folded
+    init_key, step_root = jax.random.split(key)
+    step_keys = jnp.stack([jax.random.fold_in(step_root, i) for i in range(n)])  # a Python loop: right keys, a program that grows with n
+    return init_key, step_keys
 
 
 def dropout(key, x, rate):

@@ -22,11 +22,11 @@ HOW = "wrapper"
 
 
 def _derive(key, n, reuse):
-    split = jax.random.split(key, n)
+    init_key, step_root = jax.random.split(key)
     if reuse:
-        jax.random.split(key, n)  # the key, consumed a second time
-    folded = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(n))
-    return split, folded
+        jax.random.split(key)  # the key, consumed a second time
+    step_keys = jax.vmap(lambda i: jax.random.fold_in(step_root, i))(jnp.arange(n))
+    return init_key, step_keys
 
 
 def derive_keys(key, n):

@@ -5,9 +5,12 @@ import jax.numpy as jnp
 
 
 def derive_keys(key, n):
-    # wrong values: folds in 1..n instead of 0..n-1 (jit-able, no reuse)
-    folded = jax.vmap(lambda i: jax.random.fold_in(key, i + 1))(jnp.arange(n))
-    return jax.random.split(key, n), folded
+    # wrong values: split AND fold_in on the same key (the step numbers folded into `key`, not
+    # into `step_root`), so step_keys[i] is split(key)[i]: step 0 collides with init_key.
+    # jit-able, and no reuse for the checker to see (fold_in uses no key up).
+    init_key, _ = jax.random.split(key)
+    step_keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(n))
+    return init_key, step_keys
 
 
 def dropout(key, x, rate):

@@ -1,0 +1,190 @@
+"""`trains`: a training loop, run on a dataset the grader makes, brings the loss below a bound.
+
+The exercise's function, `f(params, x, y, steps, batch_size)`, trains a multilayer perceptron
+from the initial parameters `params` for `steps` optimizer steps on minibatches of (x, y), and
+returns the trained parameters (a nested dict `{layer: {"bias", "kernel"}}`, as
+`nnx.State.to_pure_dict()` gives them). The grader draws each run's dataset and initial
+parameters from the exercise's sampler (seeded by the run), and none of the student's own
+figures is trusted: the grader computes the mean squared error of the RETURNED parameters on
+the run's whole dataset itself, with NumPy in float64 (the network is `Trains.layers` in order,
+each `h @ kernel + bias`, `tanh` between them). A loss the student's process prints or returns
+counts for nothing, and a loop can only pass by returning parameters that fit the data.
+
+`Trains.runs` runs, each on a fresh case: the reference's loop first (it must reach the bound
+itself, or the run is the grader's error), then the student's, called as written. Every run's
+loss must be below `Trains.max_loss`; all runs are judged (their losses are all reported, so a
+failure shows how far off each run was), unless one raises or times out. The bound sits
+between what a working loop reaches and where a broken one stays, measured over many seeds
+(the figures are in the topic's spec). A run past `max(min_timeout, timeout_factor·T_ref)` is
+stopped: T_ref is the reference's own run on the same case (its first run compiles).
+
+The returned network must have the reference's shapes (the task's model). What the check
+cannot show is how the parameters were found: it judges the loop by its outcome, as a
+reviewer of a training run would, and a loop that runs more steps than it was asked for is
+bounded only by the time limit.
+
+Nothing here needs the grading machine: a public run judges in full, from the recorded
+datasets and the reference's recorded runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from autograder.results import Outcome
+from autograder.sandbox import WorkerDied
+from autograder.session import REFERENCE_TIMEOUT, ExerciseRun, GraderError, StudentError, TopicSession, format_error
+from autograder.spec import Trains
+from autograder.timing import CallFailed, timed_call
+
+SUMMARY = ("your training loop, run on a dataset and initial parameters the grader draws, returns parameters whose "
+           "loss (computed by the grader) is below the bound on every run.")
+"""What the check asks, in one line for students (notebooks, reports)."""
+
+
+def describe(ex, ctx) -> str:
+    """What the check asks of `ex`, for its docstring's Graded list (`autograder.course.graded`)."""
+    opts: Trains = ex.options["trains"]
+    return (f"called as written, {opts.runs} runs, each on a dataset and initial parameters the grader draws "
+            f"({ctx.case_args(opts.size)}). The grader computes the mean squared error of the parameters you return "
+            f"on the whole dataset itself: every run's must be below {ctx.num(opts.max_loss)} (the targets have "
+            f"variance 1, so predicting their mean scores about 1). A run past max({opts.min_timeout:g} s, "
+            f"{opts.timeout_factor:g}x the reference's) is stopped.")
+
+
+def expected_structure(layers: tuple[str, ...]) -> str:
+    """The treedef string of `{layer: {"bias", "kernel"}}` (JAX prints dict keys sorted)."""
+    inner = ", ".join(f"'{name}': {{'bias': *, 'kernel': *}}" for name in sorted(layers))
+    return f"PyTreeDef({{{inner}}})"
+
+
+def layers_of(out: dict, layers: tuple[str, ...], n_in: int, n_out: int) -> tuple[list | None, str | None]:
+    """[(kernel, bias), ...] in `layers` order from an exported output; or why not."""
+    structure = expected_structure(layers)
+    if out["treedef"] != structure:
+        return None, (f"the output's structure is {out['treedef'][:300]}, but the task asks for the trained "
+                      f"parameters as a nested dict: {structure}")
+    if any(leaf["kind"] != "array" for leaf in out["leaves"]):
+        return None, "the parameters must be numeric arrays"
+    leaves = iter(np.asarray(leaf["data"]) for leaf in out["leaves"])
+    by_name = {name: (lambda bias, kernel: (kernel, bias))(next(leaves), next(leaves)) for name in sorted(layers)}
+    pairs = [by_name[name] for name in layers]
+    width = n_in
+    for name, (kernel, bias) in zip(layers, pairs):
+        if kernel.dtype.kind not in "fc" or bias.dtype.kind not in "fc":
+            return None, f"the parameters of `{name}` must be floating-point arrays"
+        if kernel.ndim != 2 or kernel.shape[0] != width or bias.shape != kernel.shape[1:]:
+            return None, (f"`{name}` has a kernel of shape {kernel.shape} and a bias of shape {bias.shape}; "
+                          f"a layer fed {width} features needs kernel ({width}, k) and bias (k,)")
+        width = kernel.shape[1]
+    if width != n_out:
+        return None, f"the network outputs {width} values per row, the targets have {n_out}"
+    return pairs, None
+
+
+def mlp_loss(pairs: list, x: np.ndarray, y: np.ndarray) -> float:
+    """Mean squared error, over every entry, of the network `pairs` on (x, y), in float64."""
+    h = np.asarray(x, np.float64)
+    for i, (kernel, bias) in enumerate(pairs):
+        h = h @ np.asarray(kernel, np.float64) + np.asarray(bias, np.float64)
+        if i < len(pairs) - 1:
+            h = np.tanh(h)
+    with np.errstate(over="ignore", invalid="ignore"):
+        loss = float(np.mean((h - np.asarray(y, np.float64)) ** 2))
+    return loss if np.isfinite(loss) else float("inf")
+
+
+def _initial(params: dict, layers: tuple[str, ...]) -> list:
+    return [(params[name]["kernel"], params[name]["bias"]) for name in layers]
+
+
+def _diagnosis(initial: float, loss: float) -> str:
+    """What a failed run's losses suggest, in words that lead without giving the fix."""
+    if not np.isfinite(loss) or loss > 2 * initial:
+        return "the loss grew: do the updates go downhill?"
+    if abs(loss - initial) <= 0.05 * initial:
+        return ("the loss barely moved from the initial parameters': are the updates applied, and does the "
+                "optimizer's state (its step count, its moments) carry over from one step to the next?")
+    return "the loss went down, but not far enough: every step should use the optimizer the task gives"
+
+
+def run(session: TopicSession, run: ExerciseRun) -> Outcome:
+    ex = run.exercise
+    opts: Trains = ex.options["trains"]
+    losses: list[float] = []
+    ref_losses: list[float] = []
+    initial_losses: list[float] = []
+    seconds: list[float] = []
+    ref_seconds: list[float] = []
+    failures: list[str] = []
+    data: dict = {"losses": losses, "reference_losses": ref_losses, "initial_losses": initial_losses,
+                  "max_loss": opts.max_loss, "seconds": seconds, "reference_seconds": ref_seconds}
+    for i in range(opts.runs):
+        case = session.draw(ex.name, "trains", lambda rng: ex.sample(rng, opts.size))
+        x, y = np.asarray(case.args[opts.x_arg]), np.asarray(case.args[opts.y_arg])
+        which = f"run {i + 1} of {opts.runs} ({_what(case.args, opts)})"
+        initial = mlp_loss(_initial(case.args[opts.params_arg], opts.layers), x, y)
+        ref = _reference_run(session, ex.name, case, which)
+        ref_pairs, problem = layers_of(ref["out"], opts.layers, x.shape[1], y.shape[1])
+        ref_loss = mlp_loss(ref_pairs, x, y) if ref_pairs else float("inf")
+        if problem or not ref_loss < opts.max_loss:
+            raise GraderError(f"the reference {session.topic.name}.{ex.name} does not train, {which}: "
+                              f"{problem or f'loss {ref_loss:.4g}, bound {opts.max_loss:g}'}")
+        limit = min(max(opts.min_timeout, opts.timeout_factor * ref["seconds"]), max(1.0, session.time_left()))
+        try:
+            stu = timed_call(session.student(), ex.name, [case], jit=False, static_argnums=(), timeout=limit)
+        except StudentError as exc:
+            return Outcome.fail(f"{which}: {exc}", **data)
+        except CallFailed as exc:
+            reason = format_error(exc.error, f"{session.topic.name}.{ex.name}") if exc.error else str(exc)
+            return Outcome.fail(f"{which}: {reason}", **data)
+        except WorkerDied as exc:
+            return Outcome.fail(f"{which} did not finish within {limit:.0f} s (the reference took "
+                                f"{ref['seconds']:.1f} s): {exc}", **data)
+        pairs, problem = layers_of(stu.outs[0], opts.layers, x.shape[1], y.shape[1])
+        if not problem and _shapes(pairs) != _shapes(ref_pairs):
+            problem = (f"the parameters have shapes {_shapes(pairs)} (kernel, bias per layer), the task's model "
+                       f"{_shapes(ref_pairs)}: train the model you were given")
+        if problem:
+            return Outcome.fail(f"{which}: {problem}", **data)
+        loss = mlp_loss(pairs, x, y)
+        losses.append(round(loss, 6) if np.isfinite(loss) else None)  # None: infinite or NaN (JSON has neither)
+        ref_losses.append(round(ref_loss, 6))
+        initial_losses.append(round(initial, 6))
+        seconds.append(round(stu.seconds, 3))
+        ref_seconds.append(round(ref["seconds"], 3))
+        if not loss < opts.max_loss:
+            failures.append(f"{which}: the loss of the parameters you return is {loss:.4g} (from {initial:.4g} at "
+                            f"the initial parameters; the reference's loop reaches {ref_loss:.2g}), not below "
+                            f"{opts.max_loss:g}; {_diagnosis(initial, loss)}")
+    if failures:
+        return Outcome.fail("; ".join(failures), **data)
+    return Outcome.ok(f"{opts.runs} runs: losses {_listed(losses)} (from {_listed(initial_losses)} at the initial "
+                      f"parameters; the reference's {_listed(ref_losses)}), all below {opts.max_loss:g}", **data)
+
+
+def _what(args: tuple, opts: Trains) -> str:
+    x, y = np.asarray(args[opts.x_arg]), np.asarray(args[opts.y_arg])
+    rest = [str(a) for i, a in enumerate(args) if i not in (opts.params_arg, opts.x_arg, opts.y_arg)
+            and isinstance(a, (int, float)) and not isinstance(a, bool)]
+    return f"x {x.dtype}{list(x.shape)}, y {y.dtype}{list(y.shape)}" + (f", {', '.join(rest)}" if rest else "")
+
+
+def _shapes(pairs: list) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    return [(tuple(kernel.shape), tuple(bias.shape)) for kernel, bias in pairs]
+
+
+def _listed(values: list[float]) -> str:
+    return ", ".join("inf" if v is None else f"{v:.3g}" for v in values)
+
+
+def _reference_run(session: TopicSession, fn: str, case, which: str) -> dict:
+    """The reference's run on `case`: its output and wall time (live, or recorded)."""
+    def compute() -> dict:
+        try:
+            ref = timed_call(session.ref, fn, [case], jit=False, static_argnums=(), timeout=REFERENCE_TIMEOUT)
+        except (WorkerDied, CallFailed) as exc:
+            raise GraderError(f"the reference {session.topic.name}.{fn} failed, {which}: {exc}") from None
+        return {"seconds": ref.seconds, "out": ref.outs[0]}
+
+    return session.answer("trains", {"fn": fn, "args": case.args}, compute)
