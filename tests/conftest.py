@@ -33,10 +33,10 @@ needs_bwrap = pytest.mark.skipif(not bwrap_available(), reason="bubblewrap is no
 
 
 def grade_dir(folder: Path, names: list[str] | None = None, *, public: bool = False, isolate: bool = False,
-              seed: int | None = None, limits: Limits = TEST_LIMITS) -> Result:
-    """Grade a folder of topic files against the reference solutions."""
+              seed: int | None = None, limits: Limits = TEST_LIMITS, jobs: int = 1) -> Result:
+    """Grade a folder of topic files against the reference solutions (`jobs` topics at a time)."""
     return engine.grade(folder, topics.resolve(names), reference_dir=SOLUTIONS, public=public, seed=seed,
-                        isolate=isolate, limits=limits)
+                        isolate=isolate, limits=limits, jobs=jobs)
 
 
 def check_dir(folder: Path, names: list[str] | None = None, limits: Limits = TEST_LIMITS) -> Result:
@@ -101,12 +101,13 @@ class TopicView:
 
 @pytest.fixture(scope="session")
 def graded_solutions() -> Result:
-    return grade_dir(SOLUTIONS)
+    """Every topic of the reference, graded as the service grades (topics side by side)."""
+    return grade_dir(SOLUTIONS, jobs=engine.default_jobs())
 
 
 @pytest.fixture(scope="session")
 def graded_stubs() -> Result:
-    return grade_dir(EXERCISES)
+    return grade_dir(EXERCISES, jobs=engine.default_jobs())
 
 
 @pytest.fixture
