@@ -23,8 +23,8 @@ Derive from any one key by `split` or by `fold_in`, never both: the two collide.
 The grader hands every function *typed* keys (`jax.random.key(seed)`, dtype `key<fry>`) and
 also runs it under `jax.debug_key_reuse(True)`: the `key_reuse` check (advice, no points of its
 own) tells you when a key is consumed twice or unwrapped into legacy raw uint32 data, which
-hides reuse from JAX; a reused key also makes the outputs wrong, so `correct` fails. Each task prescribes exactly how to use the keys, so that your output is bit-for-bit the
-reference's.
+hides reuse from JAX; a reused key also makes the outputs wrong, so `correct` fails. Each
+task prescribes exactly how to use the keys, so that your output is bit-for-bit the reference's.
 
 Lesson: course/lessons/prng.md
 """
