@@ -39,7 +39,7 @@ def mismatch(expected: Output, got: Output, rtol: float, atol: float, names: tup
 def output_name(out: Output, i: int, names: tuple[str, ...] = ()) -> str:
     """How a message names leaf `i` of an exported output: by its key path (`output['w']`,
     `output.b`, `output[1]`), with the first entry of a returned tuple named by `names` where
-    the exercise gives them (`folded`, `total['a']`); "" for a bare array.
+    the exercise gives them (`step_keys`, `total['a']`); "" for a bare array.
 
     The path is the one the worker read off the output (`jax.tree_util.keystr`); an output
     without paths (or a registered class without key paths) falls back on the leaf's number."""
