@@ -48,10 +48,12 @@ class StudentError(Exception):
 class ExerciseRun:
     """One exercise in one grading run: its cases, the reference's outputs, the verdicts so far.
 
-    `eager` holds the student's own outputs per case index (from `correct`), which `jit`
-    compares its jitted outputs with, so that jit-ability is judged apart from correctness.
+    `eager` holds the student's own outputs per case index as `correct` judged them (as
+    written, or jitted where that gave the reference's), which `jit` compares its jitted
+    outputs with, so that jit-ability is judged apart from correctness.
     `notes` holds what one check finds for a later one (the calls of `key_reuse`, made early by
-    a failing `correct` to say why it fails).
+    a failing `correct` to say why it fails). `as_written` names the kinds of call (see
+    `TopicSession.student_output`) that no longer try the grader's jit first.
     """
 
     exercise: Exercise
@@ -62,6 +64,7 @@ class ExerciseRun:
     ref_facts: dict[str, Any] | None = None
     eager: dict[int, dict[str, Any]] = field(default_factory=dict)
     notes: dict[str, Any] = field(default_factory=dict)
+    as_written: set[str] = field(default_factory=set)
 
 
 class TopicSession:
@@ -211,6 +214,43 @@ class TopicSession:
         if not reply["ok"]:
             raise StudentError(format_error(reply["error"], f"{self.topic.name}.{fields['fn']}" if "fn" in fields else None))
         return reply
+
+    def attempt_student(self, op: str, **fields: Any) -> dict[str, Any] | None:
+        """`call_student` for a call whose failure decides nothing: its reply, or None where it
+        raised, sent a malformed reply or took the worker down (a death not counted in `deaths`:
+        the next request starts a fresh worker, as after any death)."""
+        deaths = self.deaths
+        try:
+            return self.call_student(op, **fields)
+        except StudentError:
+            self.deaths = deaths
+            return None
+
+    def student_output(self, run: ExerciseRun, kind: str, args: tuple[Any, ...], expected: dict[str, Any],
+                       rtol: float, atol: float, **request: Any) -> dict[str, Any]:
+        """The student's output of one call of `run`'s function (with `request`'s transforms),
+        as written, or under the grader's `jax.jit` where that gives `expected`.
+
+        Why: called as written, JAX compiles every operation it meets, once per shape, which is
+        most of a hidden grading's time on a CPU; under `jax.jit` the call is one compilation
+        (and the `jit` check's calls then find it compiled). So an exercise that asks for jit
+        (it has a `jit` check) is first called under the grader's jit with its static arguments.
+        When that call fails, takes its process down, or gives anything but `expected` (within
+        `rtol`/`atol`), the function is called as written and that output is the one returned;
+        from then on `run`'s calls of this `kind` ("correct", "grad", ...) go straight to
+        as-written. A function that is right as written is therefore judged right, as before,
+        and a wrong one gets the message of its as-written call; one that is right only under
+        jit (jit is how JAX code runs) is right too. Operator outputs are never jitted.
+        StudentError propagates from the as-written call only.
+        """
+        ex = run.exercise
+        if "jit" in ex.checks and not ex.operator_outputs and kind not in run.as_written:
+            reply = self.attempt_student("call", fn=ex.name, args=args, jit=True, static_argnums=ex.static_argnums,
+                                         **request)
+            if reply is not None and mismatch(expected, reply["out"], rtol, atol) is None:
+                return reply["out"]
+            run.as_written.add(kind)
+        return self.call_student("call", fn=ex.name, args=args, operators=ex.operator_outputs, **request)["out"]
 
     def reference_output(self, **fields: Any) -> dict[str, Any]:
         """The reference's output for one `call` request (live or recorded)."""

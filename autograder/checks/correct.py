@@ -1,6 +1,9 @@
 """`correct`: the function, called as the student wrote it, matches the reference on every case.
 
-The cases are the exercise's edge cases and fresh random cases drawn for this run; the
+Where the exercise asks for jit, each call is first made under the grader's `jax.jit`, and made
+as written when that fails or differs (`TopicSession.student_output`): the same verdicts for
+every function that is right as written, at one compilation per shape instead of one per
+operation. The cases are the exercise's edge cases and fresh random cases drawn for this run; the
 expected outputs come from the reference worker. A failure names the case (by its label and
 argument shapes) and what differs, never the expected values. The student's outputs are kept
 (`ExerciseRun.eager`) for the `jit` check. Where the values are wrong and the exercise has a
@@ -30,7 +33,7 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     first_problem = None
     for i, (case, expected) in enumerate(zip(run.cases, run.expected)):
         try:
-            got = session.call_student("call", fn=ex.name, args=case.args, operators=ex.operator_outputs)["out"]
+            got = session.student_output(run, "correct", case.args, expected, ex.rtol, ex.atol)
         except StudentError as exc:
             return Outcome.fail(f"{case.label} {shapes(case.args)}: {exc}")
         run.eager[i] = got

@@ -37,7 +37,9 @@ GRADED = re.compile(r"^\s*Graded\b")
 
 
 JIT_CONVENTION = (
-    "Write plain functions: the grader calls them as written for `correct`, and applies `jax.jit` itself for "
+    "Write plain functions: the grader calls them as written for `correct` (where the exercise has a `jit` check "
+    "it tries its own `jax.jit` first, which compiles faster, and calls the function as written when that fails or "
+    "differs: a function that is right as written is judged right), and applies `jax.jit` itself for "
     "`jit` (with the static arguments the docstring names) and for the checks that say \"jitted by the grader\"; "
     "a function you jit yourself is used as it is. Decorate a function only where its task says so (a check that "
     "says \"called as written\" times or counts it as you wrote it).")
