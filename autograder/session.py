@@ -283,7 +283,7 @@ class TopicSession:
     def start_exercise(self, ex: Exercise) -> ExerciseRun:
         """Draw this run's cases and compute the reference's outputs for them."""
         cases = self.draw(ex.name, "cases", lambda rng: ex.cases(rng, self.public))
-        expected = [self.reference_output(fn=ex.name, args=c.args, operators=ex.operator_outputs) for c in cases]
+        expected = [self.reference_output(fn=ex.name, args=c.args, **reference_call(ex)) for c in cases]
         return ExerciseRun(ex, cases, expected)
 
     def __enter__(self) -> "TopicSession":
@@ -291,6 +291,19 @@ class TopicSession:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def reference_call(ex: Exercise) -> dict[str, Any]:
+    """How the reference is called for its outputs: under the grader's `jax.jit` (with the
+    exercise's static arguments) where the exercise asks for jit, else as written.
+
+    The reference passes its own `jit` check (its jitted outputs are its outputs), and a jitted
+    call is one compilation, or one load from the compilation cache, per shape, where an
+    un-jitted one compiles or loads every operation it meets. Operators are never jitted.
+    """
+    if "jit" in ex.checks and not ex.operator_outputs:
+        return {"jit": True, "static_argnums": ex.static_argnums}
+    return {"operators": ex.operator_outputs}
 
 
 def format_error(error: dict[str, str], exercise: str | None = None) -> str:

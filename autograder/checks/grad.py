@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from autograder.compare import mismatch, shapes
 from autograder.results import Outcome
-from autograder.session import ExerciseRun, StudentError, TopicSession
+from autograder.session import ExerciseRun, StudentError, TopicSession, reference_call
 from autograder.spec import Grad
 
 SUMMARY = "jax.grad of your function equals the reference's gradient."
@@ -29,7 +29,7 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     opts: Grad = ex.options.get("grad", Grad())
     transforms = [["grad", {"argnums": list(opts.argnums)}]]
     for case in run.cases:
-        expected = session.reference_output(args=case.args, fn=ex.name, transforms=transforms)
+        expected = session.reference_output(args=case.args, fn=ex.name, transforms=transforms, **reference_call(ex))
         try:
             got = session.student_output(run, "grad", case.args, expected, opts.rtol, opts.atol, transforms=transforms)
             problem = mismatch(expected, got, opts.rtol, opts.atol)
