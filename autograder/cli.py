@@ -112,13 +112,13 @@ def grade(
     if sandbox not in ("auto", "on", "off"):
         raise ValueError("--sandbox takes on, off or auto")
     isolate = sandbox == "on" or (sandbox == "auto" and bwrap_available())
-    if sandbox == "on" and not bwrap_available():
-        raise GraderError("the sandbox needs bubblewrap (`apt-get install bubblewrap`); to grade without it, say so "
-                          "with --sandbox off (the result records it)")
-    if not isolate:
-        console.print("[yellow]warning:[/] student code runs WITHOUT the sandbox (no file-system, network or "
-                      "process isolation); the result records it")
-    with open_submission(submission) as folder:
+    with open_submission(submission) as folder:  # a bad submission is named before a missing sandbox
+        if sandbox == "on" and not bwrap_available():
+            raise GraderError("the sandbox needs bubblewrap (`apt-get install bubblewrap`); to grade without it, "
+                              "say so with --sandbox off (the result records it)")
+        if not isolate:
+            console.print("[yellow]warning:[/] student code runs WITHOUT the sandbox (no file-system, network or "
+                          "process isolation); the result records it")
         result = _run(folder, topic, public=False, seed=seed, isolate=isolate, jobs=jobs)
     report.result_tables(result, console)
     if json_path:

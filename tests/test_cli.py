@@ -69,10 +69,19 @@ def test_grade_a_zip_and_write_results(tmp_path):
     with zipfile.ZipFile(archive, "w") as zf:
         zf.write(SOLUTIONS / "at_updates.py", "my-work/at_updates.py")
     out = tmp_path / "results.json"
-    run = grade("grade", str(archive), "--topics", "at_updates.mask_fill", "--json", str(out), "--seed", "5")
+    run = grade("grade", str(archive), "--topics", "at_updates.mask_fill", "--json", str(out), "--seed", "5",
+                "--sandbox", "auto")  # sandboxed where bubblewrap is installed: this test is about the zip and the file
     assert run.returncode == 0, run.stdout + run.stderr
     data = json.loads(out.read_text())
     assert data["score"] == data["max_score"] == 3 and data["extra_data"]["seed"] == 5
+
+
+def test_without_bubblewrap_grade_refuses_to_run_unsandboxed_but_names_a_bad_submission_first(tmp_path):
+    no_bwrap = {"PATH": str(tmp_path)}  # an empty PATH: `bwrap` is not found
+    run = grade("grade", str(SOLUTIONS), "--topics", "at_updates.mask_fill", env=no_bwrap)
+    assert run.returncode == 2 and "the sandbox needs bubblewrap" in run.stdout, run.stdout + run.stderr
+    missing = grade("grade", "/no/such/folder", env=no_bwrap)
+    assert missing.returncode == 2 and "no such submission" in missing.stdout, missing.stdout + missing.stderr
 
 
 def test_a_hostile_zip_is_refused(tmp_path):
