@@ -244,7 +244,7 @@ class TopicSession:
         StudentError propagates from the as-written call only.
         """
         ex = run.exercise
-        if "jit" in ex.checks and not ex.operator_outputs and kind not in run.as_written:
+        if jit_first(ex) and kind not in run.as_written:
             reply = self.attempt_student("call", fn=ex.name, args=args, jit=True, static_argnums=ex.static_argnums,
                                          **request)
             if reply is not None and mismatch(expected, reply["out"], rtol, atol) is None:
@@ -293,6 +293,12 @@ class TopicSession:
         self.close()
 
 
+def jit_first(ex: Exercise) -> bool:
+    """Whether `ex`'s outputs are asked for under the grader's `jax.jit` first: it has a `jit`
+    check (it is meant to jit), and it returns no operators (never jitted)."""
+    return "jit" in ex.checks and not ex.operator_outputs
+
+
 def reference_call(ex: Exercise) -> dict[str, Any]:
     """How the reference is called for its outputs: under the grader's `jax.jit` (with the
     exercise's static arguments) where the exercise asks for jit, else as written.
@@ -301,7 +307,7 @@ def reference_call(ex: Exercise) -> dict[str, Any]:
     call is one compilation, or one load from the compilation cache, per shape, where an
     un-jitted one compiles or loads every operation it meets. Operators are never jitted.
     """
-    if "jit" in ex.checks and not ex.operator_outputs:
+    if jit_first(ex):
         return {"jit": True, "static_argnums": ex.static_argnums}
     return {"operators": ex.operator_outputs}
 
