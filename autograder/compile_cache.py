@@ -12,10 +12,10 @@ What never uses it (`Policy.ops`):
   `prepare`/`step`: the compilation streams, whose trusted count tells a compiling call by
   its time). Loading from the cache is not compiling, so those ops compile as they always did,
   on both sides; a test checks that a stream sees no cache hit.
-- The student's worker in hidden grading: it gets no cache directory at all. A cache is a
-  directory of executables that the process using it writes; the student's process never
-  writes one that a trusted process reads, and the sandbox does not show the grader's cache
-  (`hidden_paths`).
+- Writes from the student's worker in hidden grading. A cache is a directory of executables
+  that the process using it writes; the student's process never writes one that a trusted
+  process reads, and the sandbox does not show the grader's cache (`hidden_paths`).
+  It reads one, though: `reference_view` (see "The student's view" below).
 The trusted side's analyses (`analyse`) do use it: the reference's own exported programs repeat
 from one submission to the next. A student's program lands there too, but an entry is only ever
 loaded for a program identical to the one it was compiled from (JAX keys it by the whole
@@ -23,6 +23,19 @@ program, the compile options and the versions), so it cannot change what another
 computes; entries past `MAX_BYTES` are evicted. The one timed fact of an analysis,
 `compile_seconds`, can then be a load's (no requirement in the course uses it).
 A student's own public checks (offline, on their machine) cache more (`PUBLIC_OPS`).
+
+The student's view (hidden grading). A right submission compiles, on the cases, much of what
+the reference compiled (the same jnp code is the same program; NetKet's kernels are NetKet's),
+and compiling is most of a hidden grading's time on a CPU. So the student's sandboxed worker
+gets a read-only snapshot of the reference's cache (`View`): a fresh directory of hard links to
+the entries, mode 0111 (enter, never list), bound read-only into the sandbox at `SANDBOX_PATH`.
+JAX finds an entry by its key, a hash of the whole program, its compile options and versions,
+so the student's process can open an entry only for a program it has itself built (and would
+compile into the same executable); it cannot list the directory, chmod it (read-only mount),
+or write to it (and JAX is told never to: `read_only`). What it learns is whether a program it
+built is there: the reference, or another submission whose program was analysed, built that
+exact program (`docs/grading.md`, "What is trusted"). The same ops as the trusted side's
+(`CACHED_OPS`): timed ops and streams still compile.
 
 Where: `JAXLINGS_COMPILE_CACHE` (a directory; `off` for none), by default
 `$XDG_CACHE_HOME/jaxlings/xla` (`~/.cache/jaxlings/xla`), with one subdirectory per side
@@ -33,6 +46,8 @@ and per JAX version. Entries are evicted, oldest first, past `MAX_BYTES` per dir
 from __future__ import annotations
 
 import os
+import secrets
+import shutil
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -54,28 +69,99 @@ OPS_ENV = "JAXLINGS_CACHED_OPS"
 
 # Environment variables through which JAX would pick a cache up; a worker gets only its policy's.
 JAX_VARIABLES = ("JAX_COMPILATION_CACHE_DIR", "JAX_ENABLE_COMPILATION_CACHE", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS",
-                 "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "JAX_COMPILATION_CACHE_MAX_SIZE")
+                 "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "JAX_COMPILATION_CACHE_MAX_SIZE",
+                 "JAX_PERSISTENT_CACHE_ENABLE_XLA_CACHES")
+
+
+SANDBOX_PATH = "/jaxlings-xla"
+"""Where a sandboxed worker finds its read-only view (`View`)."""
+
+NEVER_WRITE_SECONDS = "1e9"
+"""JAX writes an entry only for a compilation at least this long: never."""
 
 
 @dataclass(frozen=True)
 class Policy:
-    """A worker's cache: where it lives (None: no cache) and which ops may use it."""
+    """A worker's cache: where it lives (None: no cache), which ops may use it, and whether the
+    worker only reads it (then `directory` is the cache a `View` is taken of, per worker)."""
 
     directory: Path | None = None
     ops: frozenset[str] = CACHED_OPS
+    read_only: bool = False
 
-    def env(self) -> dict[str, str]:
-        """The worker's environment for this policy (JAX's own variables, and the ops)."""
+    def env(self, at: Path | str | None = None) -> dict[str, str]:
+        """The worker's environment for this policy (JAX's own variables, and the ops); `at`:
+        where the worker sees the directory, when not at `directory` (a view, a sandbox)."""
         if self.directory is None:
             return {"JAX_ENABLE_COMPILATION_CACHE": "false"}
-        self.directory.mkdir(parents=True, exist_ok=True)
+        if not self.read_only:
+            self.directory.mkdir(parents=True, exist_ok=True)
         return {
-            "JAX_COMPILATION_CACHE_DIR": str(self.directory),
-            "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",  # eager ops compile in milliseconds: keep them all
+            "JAX_COMPILATION_CACHE_DIR": str(at or self.directory),
+            # eager ops compile in milliseconds: keep them all (a reader keeps none)
+            "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": NEVER_WRITE_SECONDS if self.read_only else "0",
             "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1",
-            "JAX_COMPILATION_CACHE_MAX_SIZE": str(MAX_BYTES),
+            # a reader evicts nothing (eviction lists the directory and writes access times)
+            "JAX_COMPILATION_CACHE_MAX_SIZE": "-1" if self.read_only else str(MAX_BYTES),
+            # XLA's own caches (GPU autotuning) live under the cache's path, which then enters
+            # every key's compile options: without them a key is the same wherever it is read
+            "JAX_PERSISTENT_CACHE_ENABLE_XLA_CACHES": "none",
             OPS_ENV: ",".join(sorted(self.ops)),
         }
+
+
+ENTRY_SUFFIX = "-cache"
+"""JAX's cache entries are files `<key>-cache` (beside `<key>-atime` and a lock file)."""
+
+
+class View:
+    """A snapshot of a read-only `Policy`'s cache for one worker: hard links to its entries in a
+    fresh directory beside it (`<root>/views/`), mode 0111 once filled, so that a process that
+    is not root can open an entry by name but not list them. `path` is None where no view could
+    be made (no entries, or another filesystem): the worker then gets no cache. `remove()`
+    when the worker is gone; views left by a grader that died are removed by the next one."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.path: Path | None = None
+        source = policy.directory
+        if source is None or not policy.read_only or not source.is_dir():
+            return
+        views = source.parent.parent / "views"
+        views.mkdir(parents=True, exist_ok=True)
+        _remove_stale(views)
+        path = views / f"{os.getpid()}-{secrets.token_hex(8)}"
+        path.mkdir(mode=0o700)
+        try:
+            for entry in os.scandir(source):
+                if entry.name.endswith(ENTRY_SUFFIX) and entry.is_file(follow_symlinks=False):
+                    os.link(entry.path, path / entry.name)
+        except OSError:
+            _remove(path)
+            return
+        path.chmod(0o111)
+        self.path = path
+
+    def remove(self) -> None:
+        """Delete the view (the entries stay in the cache it was taken of)."""
+        if self.path is not None:
+            _remove(self.path)
+            self.path = None
+
+
+def _remove(view: Path) -> None:
+    try:
+        view.chmod(0o700)
+    except OSError:
+        return
+    shutil.rmtree(view, ignore_errors=True)
+
+
+def _remove_stale(views: Path) -> None:
+    """Views whose grader process is gone (named `<pid>-...`)."""
+    for view in views.iterdir():
+        pid = view.name.split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not Path(f"/proc/{pid}").exists():
+            _remove(view)
 
 
 NONE = Policy()
@@ -100,6 +186,13 @@ def _side(name: str, ops: frozenset[str]) -> Policy:
 def reference() -> Policy:
     """The grader's trusted workers (the reference live): its calls and traces."""
     return _side("reference", CACHED_OPS)
+
+
+def reference_view() -> Policy:
+    """The student's worker in hidden grading: reads a `View` of the reference's cache."""
+    base = root()
+    return NONE if base is None else Policy(base / "reference" / f"jax-{metadata.version('jax')}", CACHED_OPS,
+                                            read_only=True)
 
 
 def student_public() -> Policy:

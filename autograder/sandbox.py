@@ -166,9 +166,10 @@ os.execv(sys.argv[3], sys.argv[3:])
 """
 
 
-def _bwrap_argv(submission_dir: Path, limits: Limits = Limits()) -> list[str]:
+def _bwrap_argv(submission_dir: Path, limits: Limits = Limits(), cache_view: Path | None = None) -> list[str]:
     """bubblewrap arguments, up to the command: system and Python read-only, the worker
-    subpackage alone, the submission's copy alone, bounded private /tmp, nobody's uid."""
+    subpackage alone, the submission's copy alone, a view of the reference's compilation cache
+    where given, bounded private /tmp, nobody's uid."""
     argv = ["bwrap", *_bwrap_namespaces(), "--dev", "/dev", "--proc", "/proc"]
     for path in ("/tmp", "/dev/shm"):
         argv += ["--perms", "1777", "--size", str(limits.tmp_bytes), "--tmpfs", path]
@@ -178,6 +179,8 @@ def _bwrap_argv(submission_dir: Path, limits: Limits = Limits()) -> list[str]:
              if not any(other != p and Path(p).is_relative_to(other) for other in system + sorted(python))]
     binds = [(p, p) for p in trees]
     binds += [(str(WORKER_DIR), f"{SANDBOX_GRADER_ROOT}/autograder/worker"), (str(submission_dir), SANDBOX_SUBMISSION)]
+    if cache_view is not None:
+        binds.append((str(cache_view), compile_cache.SANDBOX_PATH))
     # Directories on the way to each mount point, readable by the sandbox's uid (bwrap's own
     # are root's, mode 0700).
     dirs = sorted({str(a) for _, dest in binds for a in Path(dest).parents
@@ -202,9 +205,10 @@ def _bwrap_argv(submission_dir: Path, limits: Limits = Limits()) -> list[str]:
     return argv + ["--setenv", "PYTHONPATH", SANDBOX_GRADER_ROOT, "--setenv", "HOME", "/tmp"]
 
 
-def _sandboxed(argv: list[str], submission_dir: Path, limits: Limits) -> list[str]:
-    """`argv` (a Python command) run in the sandbox, as SANDBOX_UID."""
-    prefix = _bwrap_argv(submission_dir, limits)
+def _sandboxed(argv: list[str], submission_dir: Path, limits: Limits, cache_view: Path | None = None) -> list[str]:
+    """`argv` (a Python command) run in the sandbox, as SANDBOX_UID; `cache_view` (a
+    `compile_cache.View`) read-only at `compile_cache.SANDBOX_PATH`."""
+    prefix = _bwrap_argv(submission_dir, limits, cache_view)
     if os.geteuid() == 0:
         prefix += [sys.executable, "-I", "-S", "-c", _DROP_PRIVILEGES, str(SANDBOX_UID), str(SANDBOX_GID)]
     return prefix + argv
@@ -551,6 +555,7 @@ class Worker:
         self._cgroup: _Cgroup | None = None
         self._cpu_final: float | None = None
         self._staging: Path | None = None
+        self._view: compile_cache.View | None = None
         self._pidfd: int | None = None
         self._start(env or {})
         try:
@@ -566,7 +571,7 @@ class Worker:
                if not k.startswith("JAXLINGS_") and k not in compile_cache.JAX_VARIABLES}
         env.update({"PYTHONUNBUFFERED": "1", "XLA_PYTHON_CLIENT_PREALLOCATE": "false"})
         env.update(extra_env)
-        env.update(self.cache.env())
+        env.update(self._cache_env())
         env["XLA_FLAGS"] = " ".join(filter(None, [env.get("XLA_FLAGS", ""), CPU_TIMING_FLAGS]))
         try:
             self._cgroup = _Cgroup.create(self.limits)
@@ -582,8 +587,9 @@ class Worker:
             if self.isolate:
                 self._staging = _stage_submission(self.module_path)
                 module_arg = f"{SANDBOX_SUBMISSION}/{self.module_path.name}"
+                view = self._view.path if self._view is not None else None
                 argv = _sandboxed([sys.executable, "-m", "autograder.worker", module_arg, self.module_name],
-                                  self._staging, self.limits)
+                                  self._staging, self.limits, view)
                 cwd = None
             else:
                 argv = [sys.executable, "-m", "autograder.worker", str(self.module_path), self.module_name]
@@ -609,6 +615,16 @@ class Worker:
         for stream in (self.proc.stdout, self.proc.stderr):
             threading.Thread(target=self._drain_output, args=(stream,), daemon=True).start()
         threading.Thread(target=self._watch_memory, daemon=True).start()
+
+    def _cache_env(self) -> dict[str, str]:
+        """JAX's cache variables for the worker: its policy's, or for a read-only policy those
+        of a fresh `compile_cache.View` (bound into the sandbox), or none where none was made."""
+        if not self.cache.read_only:
+            return self.cache.env()
+        self._view = compile_cache.View(self.cache)
+        if self._view.path is None:
+            return compile_cache.NONE.env()
+        return self.cache.env(at=compile_cache.SANDBOX_PATH if self.isolate else self._view.path)
 
     def _await_hello(self, timeout: float) -> dict[str, Any]:
         """The worker's greeting (its platform) and the result of importing the module, both
@@ -657,6 +673,8 @@ class Worker:
             self._cgroup.remove()
         if self._staging is not None:
             shutil.rmtree(self._staging, ignore_errors=True)
+        if self._view is not None:
+            self._view.remove()
 
     def kill(self, reason: str | None = None) -> None:
         """SIGKILL everything the worker started: every task of its cgroup, and its process tree

@@ -118,13 +118,21 @@ class TopicSession:
         try:
             stu = Worker(self.module, self.topic.name, env=self.topic.env, isolate=self.isolate, limits=self.limits,
                          start_timeout=min(120.0, self.time_left()),
-                         cache=compile_cache.student_public() if self.public and not self.isolate else compile_cache.NONE)
+                         cache=self._student_cache())
         except WorkerDied as exc:
             return None, f"importing {self.module.name} failed: {exc}"
         if not stu.load_reply["ok"]:
             stu.close()
             return None, f"importing {self.module.name} failed: {format_error(stu.load_reply['error'])}"
         return stu, None
+
+    def _student_cache(self) -> compile_cache.Policy:
+        """A student's own cache in their public checks (offline, unsandboxed); in hidden
+        grading, a read-only view of the reference's (`compile_cache.View`), sandboxed only:
+        outside the sandbox nothing keeps a process from listing it."""
+        if self.public:
+            return compile_cache.NONE if self.isolate else compile_cache.student_public()
+        return compile_cache.reference_view() if self.isolate else compile_cache.NONE
 
     def restart_reference(self) -> None:
         """A fresh reference worker, after a student's exported program took the old one down

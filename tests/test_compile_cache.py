@@ -119,3 +119,100 @@ def test_a_sandboxed_student_cannot_see_or_fill_the_graders_cache(tmp_path, monk
         import shutil
 
         shutil.rmtree(root, ignore_errors=True)
+
+
+VIEWER = """
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+HITS = []
+jax.monitoring.register_event_listener(
+    lambda event, **_: HITS.append(event) if event == "/jax/compilation_cache/cache_hits" else None)
+
+
+def f(x):
+    return jnp.tanh(x) * 2.0 + jnp.sum(x)
+
+
+def hits():
+    return np.int64(len(HITS))
+
+
+def attempts(name):
+    where = os.environ["JAX_COMPILATION_CACHE_DIR"]
+
+    def works(attempt):
+        try:
+            attempt()
+            return True
+        except OSError:
+            return False
+
+    def read():
+        with open(os.path.join(where, name), "rb") as fh:
+            assert fh.read()
+
+    def write():
+        with open(os.path.join(where, "planted-by-student-cache"), "wb") as fh:
+            fh.write(b"x")
+
+    return (works(lambda: os.listdir(where)), works(lambda: os.chmod(where, 0o755)), works(write),
+            works(lambda: os.unlink(os.path.join(where, name))), works(read))
+"""
+
+
+def _flags(reply: dict) -> list[bool]:
+    assert reply["ok"], reply
+    return [bool(leaf["data"]) for leaf in reply["out"]["leaves"]]
+
+
+@needs_bwrap
+def test_a_sandboxed_student_reads_the_reference_cache_by_name_only(tmp_path, monkeypatch):
+    """Hidden grading: the student's worker loads what the reference compiled (JAX counts the
+    hit), cannot list, chmod, write or delete in its view, and leaves the reference's cache as
+    it was; the view is gone once the worker is."""
+    monkeypatch.setenv("JAXLINGS_COMPILE_CACHE", str(tmp_path / "xla"))
+    with _worker(tmp_path, compile_cache.reference()) as reference:
+        assert reference.request("call", 60, fn="f", args=(np.ones(5, np.float32),), jit=True)["ok"]
+    source = compile_cache.reference_view().directory
+    entries = sorted(p.name for p in source.glob("*" + compile_cache.ENTRY_SUFFIX))
+    assert entries
+    (tmp_path / "student").mkdir()
+    with _worker(tmp_path / "student", compile_cache.reference_view(), VIEWER, isolate=True) as student:
+        assert student.request("call", 60, fn="f", args=(np.ones(5, np.float32),), jit=True)["ok"]
+        assert _flags(student.request("call", 60, fn="hits", args=())) == [True]  # one hit
+        assert student.request("call", 60, fn="f", args=(np.ones(11, np.float32),), jit=True)["ok"]
+        listed, chmodded, wrote, deleted, read = _flags(student.request("call", 60, fn="attempts", args=(entries[0],)))
+        assert (listed, chmodded, wrote, deleted) == (False, False, False, False)
+        assert read  # by name: what JAX does
+    # the new shape compiled in the student's worker was not written anywhere the grader reads
+    assert sorted(p.name for p in source.glob("*" + compile_cache.ENTRY_SUFFIX)) == entries
+    assert not any((tmp_path / "xla" / "views").iterdir())
+
+
+def test_a_view_links_the_entries_into_a_directory_that_cannot_be_listed(tmp_path, monkeypatch):
+    monkeypatch.setenv("JAXLINGS_COMPILE_CACHE", str(tmp_path))
+    policy = compile_cache.reference_view()
+    assert policy.read_only and policy.ops == compile_cache.reference().ops
+    assert compile_cache.View(policy).path is None  # nothing compiled yet: no view, no cache
+    policy.directory.mkdir(parents=True)
+    for name in ("jit_f-abc-cache", "jit_f-abc-atime", ".lockfile"):
+        (policy.directory / name).write_bytes(b"x")
+    stale = tmp_path / "views" / "999999999-0123"  # a view left by a grader that died
+    stale.mkdir(parents=True, mode=0o111)
+    view = compile_cache.View(policy)
+    assert not stale.exists()
+    assert view.path.stat().st_mode & 0o777 == 0o111
+    view.path.chmod(0o700)
+    assert sorted(p.name for p in view.path.iterdir()) == ["jit_f-abc-cache"]
+    assert (view.path / "jit_f-abc-cache").stat().st_ino == (policy.directory / "jit_f-abc-cache").stat().st_ino
+    env = policy.env(at=compile_cache.SANDBOX_PATH)
+    assert env["JAX_COMPILATION_CACHE_DIR"] == compile_cache.SANDBOX_PATH
+    assert env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] == compile_cache.NEVER_WRITE_SECONDS
+    assert env["JAX_COMPILATION_CACHE_MAX_SIZE"] == "-1"
+    view.remove()
+    assert not any((tmp_path / "views").iterdir())
+    assert (policy.directory / "jit_f-abc-cache").exists()

@@ -2,8 +2,9 @@
 smuggled through legacy uint32s.
 
 The function runs under `jax.debug_key_reuse(True)`, called directly on the run's first case
-and under `jax.jit` on every case (the grader hands it typed keys, which the checker tracks):
-under jit the checker analyses the whole traced program, once per input shape; the direct call
+and traced under `jax.jit` on every case (the grader hands it typed keys, which the checker
+tracks): under jit the checker analyses the whole traced program, once per input shape, at
+trace time, so those programs are traced and never compiled (`op_check_keys`); the direct call
 catches code that consumes keys differently when not traced. (Calling every case directly, as
 this check did, cost `prng` more time than all its scored checks: eager calls dispatch and
 compile op by op.) Its jaxpr must not contain `random_unwrap`/`random_wrap` (raw uint32 keys
@@ -49,8 +50,10 @@ def probe(session: TopicSession, run: ExerciseRun) -> tuple[str, bool] | None:
         run.notes["key_reuse"] = None
         for jit, case in [(False, case) for case in run.cases[:1]] + [(True, case) for case in run.cases]:
             try:
-                session.call_student("call", fn=ex.name, args=case.args, key_reuse=True, jit=jit,
-                                     static_argnums=ex.static_argnums)
+                if jit:
+                    session.call_student("check_keys", fn=ex.name, args=case.args, static_argnums=ex.static_argnums)
+                else:
+                    session.call_student("call", fn=ex.name, args=case.args, key_reuse=True)
             except StudentError as exc:
                 mode = "under jax.jit" if jit else "called directly"
                 run.notes["key_reuse"] = (f"{mode}, {case.label} {shapes(case.args)}: {exc}",

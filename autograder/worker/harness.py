@@ -224,6 +224,16 @@ class Harness:
             reply["shardings"] = [describe_sharding(leaf) for leaf in self.flatten(out)[0]]
         return reply
 
+    def op_check_keys(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Trace a function under the grader's `jax.jit` with `jax.debug_key_reuse(True)`, and
+        compile nothing: JAX's checker runs on the traced program (a reused key raises
+        `KeyReuseError` here), so compiling it, under a flag that is part of the compilation
+        key, would only cost time. Advisory, as `op_call`'s `key_reuse`."""
+        fn = self.jitted(self.transformed(req), tuple(req.get("static_argnums", ())))
+        with self.key_reuse(True):
+            fn.trace(*self.arguments(req["args"]))
+        return {}
+
     def op_timed(self, req: dict[str, Any]) -> dict[str, Any]:
         """The timed workload, whole: put the inputs on the device, run every call to
         completion, and send the outputs as materialised arrays.
