@@ -48,6 +48,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import socket
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -116,7 +117,7 @@ ENTRY_SUFFIX = "-cache"
 
 class View:
     """A snapshot of a read-only `Policy`'s cache for one worker: hard links to its entries in a
-    fresh directory beside it (`<root>/views/`), mode 0111 once filled, so that a process that
+    fresh directory beside it (`<root>/views/<host>-<pid>-<random>`), mode 0111 once filled, so that a process that
     is not root can open an entry by name but not list them. `path` is None where no view could
     be made (no entries, or another filesystem): the worker then gets no cache. `remove()`
     when the worker is gone; views left by a grader that died are removed by the next one."""
@@ -129,7 +130,7 @@ class View:
         views = source.parent.parent / "views"
         views.mkdir(parents=True, exist_ok=True)
         _remove_stale(views)
-        path = views / f"{os.getpid()}-{secrets.token_hex(8)}"
+        path = views / f"{_HOST}-{os.getpid()}-{secrets.token_hex(8)}"
         path.mkdir(mode=0o700)
         try:
             for entry in os.scandir(source):
@@ -156,11 +157,16 @@ def _remove(view: Path) -> None:
     shutil.rmtree(view, ignore_errors=True)
 
 
+_HOST = socket.gethostname().replace("-", "_") or "host"
+
+
 def _remove_stale(views: Path) -> None:
-    """Views whose grader process is gone (named `<pid>-...`)."""
+    """Views of this host whose grader process is gone (named `<host>-<pid>-...`; another
+    host's, sharing the directory, are not this process's to judge)."""
     for view in views.iterdir():
-        pid = view.name.split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not Path(f"/proc/{pid}").exists():
+        host, _, rest = view.name.partition("-")
+        pid = rest.split("-", 1)[0]
+        if host == _HOST and pid.isdigit() and int(pid) != os.getpid() and not Path(f"/proc/{pid}").exists():
             _remove(view)
 
 

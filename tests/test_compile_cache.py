@@ -201,10 +201,14 @@ def test_a_view_links_the_entries_into_a_directory_that_cannot_be_listed(tmp_pat
     policy.directory.mkdir(parents=True)
     for name in ("jit_f-abc-cache", "jit_f-abc-atime", ".lockfile"):
         (policy.directory / name).write_bytes(b"x")
-    stale = tmp_path / "views" / "999999999-0123"  # a view left by a grader that died
+    stale = tmp_path / "views" / f"{compile_cache._HOST}-999999999-0123"  # left by a grader that died
     stale.mkdir(parents=True, mode=0o111)
+    elsewhere = tmp_path / "views" / "another_host-999999999-0123"  # another machine's: not ours to judge
+    elsewhere.mkdir(mode=0o111)
     view = compile_cache.View(policy)
-    assert not stale.exists()
+    assert not stale.exists() and elsewhere.exists()
+    elsewhere.chmod(0o700)
+    elsewhere.rmdir()
     assert view.path.stat().st_mode & 0o777 == 0o111
     view.path.chmod(0o700)
     assert sorted(p.name for p in view.path.iterdir()) == ["jit_f-abc-cache"]
