@@ -35,7 +35,10 @@ compile into the same executable); it cannot list the directory, chmod it (read-
 or write to it (and JAX is told never to: `read_only`). What it learns is whether a program it
 built is there: the reference, or another submission whose program was analysed, built that
 exact program (`docs/grading.md`, "What is trusted"). The same ops as the trusted side's
-(`CACHED_OPS`): timed ops and streams still compile.
+(`CACHED_OPS`): timed ops and streams still compile. (A module may switch the cache back on for
+them in its own process; what it could load there it could already have from a cache of its
+own in its private /tmp: a program it compiled once, loaded again. No timed op of the reference
+writes an entry, and the speed check's first, compiling round is never counted.)
 
 Where: `JAXLINGS_COMPILE_CACHE` (a directory; `off` for none), by default
 `$XDG_CACHE_HOME/jaxlings/xla` (`~/.cache/jaxlings/xla`), with one subdirectory per side
