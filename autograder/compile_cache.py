@@ -52,7 +52,7 @@ import os
 import secrets
 import shutil
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
 
@@ -120,8 +120,8 @@ ENTRY_SUFFIX = "-cache"
 
 class View:
     """A snapshot of a read-only `Policy`'s cache for one worker: hard links to its entries in a
-    fresh directory beside it (`<root>/views/<host>-<pid>-<random>`), mode 0111 once filled, so that a process that
-    is not root can open an entry by name but not list them. `path` is None where no view could
+    fresh directory beside it (`<root>/views/<host>-<pid>-<random>`), mode 0111 once filled,
+    so that a process that is not root can open an entry by name but not list them. `path` is None where no view could
     be made (no entries, or another filesystem): the worker then gets no cache. `remove()`
     when the worker is gone; views left by a grader that died are removed by the next one."""
 
@@ -199,9 +199,8 @@ def reference() -> Policy:
 
 def reference_view() -> Policy:
     """The student's worker in hidden grading: reads a `View` of the reference's cache."""
-    base = root()
-    return NONE if base is None else Policy(base / "reference" / f"jax-{metadata.version('jax')}", CACHED_OPS,
-                                            read_only=True)
+    policy = reference()
+    return policy if policy.directory is None else replace(policy, read_only=True)
 
 
 def student_public() -> Policy:

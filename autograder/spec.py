@@ -50,9 +50,10 @@ class Speed:
     marks), or at or over `zero * margin` (none). So `budget` is only ever spent on an
     undecided ratio, near a band's edge, where more rounds matter most: a right function
     usually stops at `min_reps` (3 s was 1 s until a reference timed against itself read x1.59
-    on `prng.noisy_walk`, 90 ms a round, after the 11 rounds that 1 s allowed, on a noisy host). Stopping sooner than `min_reps` was tried and
-    dropped: after 5 rounds on a loaded machine the best times are not settled yet, and a
-    version twice as slow as the reference read x1.18 (median of 20) instead of x1.65.
+    on `prng.noisy_walk`, 90 ms a round, after the 11 rounds that 1 s allowed, on a noisy
+    host). Stopping sooner than `min_reps` was tried and dropped: after 5 rounds on a loaded
+    machine the best times are not settled yet, and a version twice as slow as the reference
+    read x1.18 (median of 20) instead of x1.65.
 
     A round times one call on `sample(rng, size)`, or, with `stream`, the whole sequence of
     calls `stream(rng, size)` (for functions whose cost is in how they handle many calls).
