@@ -6,7 +6,9 @@ sandbox on, and only the exercise the module attacks. Most modules hold a line
 the same work (often deliberately slow), done in the open. "Gains nothing" compares the two
 scores of one test run, never a time against a threshold: the attack may score no more than
 its twin, within a quarter of the points that rest on a time (all of `speed`'s, half of
-`vmc`'s), where two runs of identical code differ by up to ~20% in time. Every result must
+`vmc`'s), where two runs of identical code differ by up to ~20% in time; above that only when
+the clock read at least half the twin's time for the attack (the reference, timed anew in each
+grading, moved the ratio; hidden work would read a fraction). Every result must
 also be complete: every test of the exercise present, each with a message. The modules find
 the grader's objects the way a hostile student would (the worker's request handler through
 gc, its wire module in sys.modules, the reply pipe up the stack or in /proc/self/fd), and
@@ -70,6 +72,7 @@ from pathlib import Path
 import pytest
 
 from autograder import topics
+from autograder import results
 from autograder.results import Result
 from autograder.sandbox import Limits
 from conftest import SOLUTIONS, SUBMISSIONS, TEST_LIMITS, grade_dir, needs_bwrap
@@ -78,6 +81,9 @@ pytestmark = needs_bwrap  # every test grades under the sandbox (one also withou
 
 TIMED_SHARE = {"speed": 1.0, "vmc": 0.5}  # the share of a check's points that rests on a time
 TIMING_TOLERANCE = 0.25  # of those points
+AFFINE = ["jit_basics.affine"]
+HISTOGRAM = ["at_updates.histogram"]
+OWN_TIME_SHARE = 0.5  # of the twin's clock reading, below which a timed gain is an attack's
 
 
 # -- helpers -------------------------------------------------------------------------------
@@ -120,27 +126,79 @@ def assert_complete(result: Result, names: list[str]) -> None:
     assert all(t.output.strip() for t in result.tests), f"a test without a message:\n{table(result)}"
 
 
+def own_seconds(test: results.TestResult) -> float | None:
+    """The time the grader's clock read for the student's side of a timed test (the slowest
+    `vmc` run), or None where the test timed nothing."""
+    data = test.extra_data or {}
+    if "student_ms" in data:
+        return data["student_ms"] / 1e3
+    if data.get("student_seconds"):
+        return max(data["student_seconds"])
+    return None
+
+
 def assert_gains_nothing(attack: Result, honest: Result, names: list[str]) -> None:
     """No test, and not the total, scores more for the attack than for its honest twin
-    (beyond the timing tolerance on timed checks)."""
+    (beyond the timing tolerance on timed checks).
+
+    A timed test's score is a ratio to the reference, timed anew in each of the two gradings, so
+    the reference's own noise moves it (one run read 3.55 ms, the other 5.36 ms, for the same
+    reference). A timed test that scored above the tolerance is therefore also judged by what
+    the clock read for the student: an attack that moved its work out of the clock reads a
+    fraction of its twin's time (the twins do several times the reference's work); one whose
+    clock read at least `OWN_TIME_SHARE` of its twin's did its work inside the clock, and the
+    surplus is the reference's noise."""
     assert_complete(attack, names)
     assert_complete(honest, names)
     report = f"attack:\n{table(attack)}\nhonest twin:\n{table(honest)}"
     slack = {t.name: TIMING_TOLERANCE * TIMED_SHARE.get(t.check, 0.0) * t.max_score for t in honest.tests}
-    twin = {t.name: t.score for t in honest.tests}
+    twin = {t.name: t for t in honest.tests}
+    excused = 0.0
     for t in attack.tests:
-        assert t.score <= twin[t.name] + slack[t.name] + 1e-9, f"{t.name} gained points\n{report}"
-    assert attack.score <= honest.score + sum(slack.values()) + 1e-9, f"the attack gained points\n{report}"
+        gain = t.score - twin[t.name].score - slack[t.name]
+        if gain <= 1e-9:
+            continue
+        mine, theirs = own_seconds(t), own_seconds(twin[t.name])
+        seen = TIMED_SHARE.get(t.check, 0.0) > 0 and mine is not None and theirs is not None
+        assert seen and mine >= OWN_TIME_SHARE * theirs, f"{t.name} gained points\n{report}"
+        excused += gain
+    assert attack.score <= honest.score + sum(slack.values()) + excused + 1e-9, f"the attack gained points\n{report}"
 
 
 def score_of(result: Result, name: str) -> float:
     return next(t.score for t in result.tests if t.name == name)
 
 
+# -- the comparison itself ------------------------------------------------------------------
+
+def histogram_result(speed_score: float, student_ms: float, reference_ms: float) -> Result:
+    """A graded at_updates.histogram with full correct and jit marks and the given speed test."""
+    def test(check: str, score: float, points: float, data: dict) -> results.TestResult:
+        return results.TestResult(f"at_updates.histogram:{check}", score, points, "passed", f"{check} message", "visible",
+                          ["at_updates", "histogram", check], data)
+
+    speed = {"student_ms": student_ms, "reference_ms": reference_ms, "ratio": student_ms / reference_ms}
+    return Result([test("correct", 2, 2, {}), test("jit", 1, 1, {}), test("speed", speed_score, 2, speed)], 1.0, {})
+
+
+def test_a_speed_gain_from_the_reference_s_noise_is_no_attack():
+    # Stop 19's CI: the same reference read 5.36 ms in one grading and 3.55 ms in the other.
+    attack, honest = histogram_result(1.812, 9.6, 5.36), histogram_result(1.16, 11.8, 3.55)
+    assert_gains_nothing(attack, honest, HISTOGRAM)
+
+
+def test_a_speed_gain_from_work_the_clock_missed_is_caught():
+    attack, honest = histogram_result(2.0, 1.2, 3.55), histogram_result(1.16, 11.8, 3.55)
+    with pytest.raises(AssertionError, match="histogram:speed gained points"):
+        assert_gains_nothing(attack, honest, HISTOGRAM)
+    untimed = histogram_result(1.16, 11.8, 3.55)
+    untimed.tests[1].score, honest.tests[1].score = 1, 0  # an untimed gain has no excuse
+    with pytest.raises(AssertionError, match="histogram:jit gained points"):
+        assert_gains_nothing(untimed, honest, HISTOGRAM)
+
+
 # -- 1. work outside the timed window -------------------------------------------------------
 
-AFFINE = ["jit_basics.affine"]
-HISTOGRAM = ["at_updates.histogram"]
 
 
 def test_lazy_output_leaf_does_its_work_inside_the_clock(tmp_path):
