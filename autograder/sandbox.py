@@ -86,8 +86,9 @@ WORKER_DIR = PACKAGE_DIR / "worker"
 SANDBOX_GRADER_ROOT = "/opt/jaxlings-grader"
 SANDBOX_SUBMISSION = "/submission"
 SANDBOX_UID = SANDBOX_GID = 65534
-# One XLA CPU thread per worker: a timed call then needs one core, not all of them, so times
-# stay comparable when the machine is busy. (GPU kernels are unaffected.)
+# Asks XLA for one CPU thread per worker. jaxlib 0.10's CPU runtime no longer heeds it: a worker
+# runs big programs on a pool of one thread per core it may use. Pinning each topic's workers to
+# one core was measured instead and dropped (docs/performance.md, "Tried and dropped").
 CPU_TIMING_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 
 CGROUP_ROOT_ENV = "JAXLINGS_CGROUP_ROOT"

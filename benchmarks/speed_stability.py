@@ -10,7 +10,7 @@ stopped once the band was decided); `--side-by-side` grades two at a time, as `j
 two topics at once, to show that a neighbour does not move the verdict.
 
     python benchmarks/speed_stability.py [--runs 20] [--hogs 2] [--exercise at_updates.histogram]
-                                         [--before] [--side-by-side]
+                                         [--before] [--side-by-side] [--size N]
 """
 
 from __future__ import annotations
@@ -38,13 +38,18 @@ def _hog() -> None:
         pass
 
 
-def spec_for(name: str, before: bool):
-    """The topic spec holding just `name`, with early stopping off for `before`."""
+def spec_for(name: str, before: bool, size: int | None = None):
+    """The topic spec holding just `name`, with early stopping off for `before`, and the CPU
+    workload of `size` where given (to try a size before setting it in the topic's spec)."""
     (spec,) = topics.resolve([name])
-    if not before:
+    if not before and size is None:
         return spec
-    exercises = tuple(dataclasses.replace(ex, speed=dataclasses.replace(ex.speed, margin=float("inf")))
-                      for ex in spec.exercises)
+
+    def changed(speed):
+        return dataclasses.replace(speed, margin=float("inf") if before else speed.margin,
+                                   size=speed.size if size is None else {**speed.size, "cpu": size})
+
+    exercises = tuple(dataclasses.replace(ex, speed=changed(ex.speed)) for ex in spec.exercises)
     return dataclasses.replace(spec, exercises=exercises)
 
 
@@ -61,13 +66,15 @@ def main() -> None:
     ap.add_argument("--exercise", default="at_updates.histogram")
     ap.add_argument("--before", action="store_true", help="no early stop (every round the check allows)")
     ap.add_argument("--side-by-side", action="store_true", help="two gradings at a time")
+    ap.add_argument("--size", type=int, help="the CPU speed workload's size (default: the topic's)")
     args = ap.parse_args()
     topic, exercise = args.exercise.split(".")
-    spec = spec_for(args.exercise, args.before)
+    spec = spec_for(args.exercise, args.before, args.size)
     hogs = [mp.Process(target=_hog, daemon=True) for _ in range(args.hogs)]
     for h in hogs:
         h.start()
-    print(f"{args.exercise}: {args.runs} gradings per version, {args.hogs} hogs, "
+    size = next(ex.speed.size_for("cpu") for ex in spec.exercises if ex.name == exercise)
+    print(f"{args.exercise} (CPU size {size}): {args.runs} gradings per version, {args.hogs} hogs, "
           f"{'no early stop' if args.before else 'early stop'}, {'two at a time' if args.side_by_side else 'one at a time'}")
     try:
         with tempfile.TemporaryDirectory() as tmp:
