@@ -3,6 +3,9 @@ outputs on the cases, and each kind of check, for `grade check` (public expectat
 and for hidden grading (live reference), cold (an empty compilation cache: the first run on a
 new machine) and warm (the same run again: the cache holds what the first run compiled).
 
+The header gives the machine's yardstick, a worker's start (`worker_start.py`), to compare
+machines by; each run, its wall time and the CPU time the whole machine spent during it (with
+`--jobs 2` on two cores, the CPU time over two is the least wall time a submission can take).
 Numbers come from the engine's own `extra_data["topics"][topic]["timings"]`; the solutions are
 the submission (every check runs). A benchmark, not a test: it decides nothing. Each topic's
 total is its own wall time; with `--jobs 2` topics overlap, so the run's wall time (first line
@@ -41,6 +44,17 @@ def run_once(mode: str, names: list[str], jobs: int):
     return result, time.perf_counter() - t0
 
 
+def machine_busy_seconds() -> float:
+    """CPU seconds every core of the machine has spent busy since boot (/proc/stat): the
+    difference over a run is what the run cost in CPU, workers and all (nan where unknown)."""
+    try:
+        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return float("nan")
+    idle, iowait = fields[3], fields[4] if len(fields) > 4 else 0
+    return (sum(fields) - idle - iowait) / os.sysconf("SC_CLK_TCK")
+
+
 def rows(result) -> dict[str, dict[str, float]]:
     """Topic -> seconds per column, summed over its exercises."""
     table: dict[str, dict[str, float]] = {}
@@ -65,18 +79,24 @@ def main() -> None:
     from autograder import topics
 
     names = args.topics or list(topics.ORDER)
+    from worker_start import worker_start
+
+    wall, cpu = worker_start(3)
     print(f"machine: {platform.node()}, {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; jobs {args.jobs}; seconds")
+          f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; a worker's start {wall:.2f} s wall, {cpu:.2f} s "
+          f"CPU (the machine's yardstick, docs/performance.md); jobs {args.jobs}; seconds")
     with tempfile.TemporaryDirectory(prefix="jaxlings-bench-cache-") as cache:
         os.environ["JAXLINGS_COMPILE_CACHE"] = cache  # empty: the first run of each mode is cold
         for mode in args.modes:
             for i in range(args.runs):
                 if i == 0:
                     shutil.rmtree(cache, ignore_errors=True)
+                busy = machine_busy_seconds()
                 result, wall = run_once(mode, names, args.jobs)
+                busy = machine_busy_seconds() - busy
                 label = f"{mode}, {'cold (empty compilation cache)' if i == 0 else 'warm'}"
                 print(f"\n{label}: {wall:.1f} s for {len(names)} topics, score {result.score:g}/{result.max_score:g}, "
-                      f"load {os.getloadavg()[0]:.1f}")
+                      f"load {os.getloadavg()[0]:.1f}, the machine's CPU {busy:.0f} s")
                 print(f"{'topic':<12}" + "".join(f"{c:>9}" for c in (*COLUMNS, "total")))
                 for topic, row in rows(result).items():
                     print(f"{topic:<12}" + "".join(f"{row[c]:>9.2f}" for c in (*COLUMNS, "total")), flush=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from autograder import engine, public, topics
-from autograder.results import Result
+from autograder.results import Result, TestResult
 from autograder.sandbox import Limits, bwrap_available
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,6 +69,28 @@ def verdicts(result: Result) -> dict[str, tuple[float, float, str]]:
 def failing(result: Result) -> set[str]:
     """Names of the tests that did not get full marks."""
     return {t.name for t in result.tests if t.score < t.max_score}
+
+
+CLOCK_NOISE = 2.0
+"""A right function timed against the reference reads up to about x1.6 on these shared machines
+(the reference against itself: x1.54 on jit_basics.bce_fast and x1.59 on prng.noisy_walk, in CI
+runs). Below this ratio a timed test short of full marks is the clock's noise, not a verdict on
+a right function. Only for positives: the tests of slow versions assert ratios of 3 and more."""
+
+
+def short_of_full_marks(result: Result) -> set[str]:
+    """`failing(result)` less the timed tests whose shortfall is the clock's noise: a `speed`
+    test whose ratio reads under `CLOCK_NOISE`, a `vmc` test with its accuracy half earned and
+    every run's ratio under it. For "a right submission gets full marks"."""
+    def noise(t: TestResult) -> bool:
+        data = t.extra_data or {}
+        if t.check == "speed":
+            return data.get("ratio") is not None and data["ratio"] < CLOCK_NOISE
+        if t.check == "vmc":
+            return t.score >= t.max_score / 2 - 1e-9 and bool(data.get("ratios")) and max(data["ratios"]) < CLOCK_NOISE
+        return False
+
+    return {t.name for t in result.tests if t.score < t.max_score and not noise(t)}
 
 
 def failing_in(result: Result, topic: str, exercise: str) -> set[str]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from autograder.requirements import InScope
-from conftest import SOLUTIONS, failing, grade_dir, grade_variant, TopicView
+from conftest import SOLUTIONS, failing, short_of_full_marks, grade_dir, grade_variant, TopicView
 
 TOPIC = "debugging"
 
@@ -53,7 +53,7 @@ failed, message, data = VIEW.failed, VIEW.message, VIEW.data
 
 
 def test_reference_gets_full_marks(reference):
-    assert failing(reference) == set(), [t.output for t in reference.tests if t.score < t.max_score]
+    assert short_of_full_marks(reference) == set(), [t.output for t in reference.tests if t.score < t.max_score]
 
 
 def test_reference_prints_on_every_debug_call(reference):

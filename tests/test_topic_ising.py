@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from conftest import ROOT, extra_data, failing, failing_in, grade_variant, verdicts
+from conftest import ROOT, extra_data, short_of_full_marks, failing_in, grade_variant, verdicts
 
 TOPIC = "ising"
 VMC = f"{TOPIC}.vmc_ground_state"
@@ -85,7 +85,7 @@ def test_right_answers_written_differently_get_full_marks(tmp_path_factory):
     on it (timed too: within the band), and ZZ correlations from |psi|^2 of the basis states."""
     names = [f"{TOPIC}.tfim_hamiltonian", f"{TOPIC}.ground_state_energy", f"{TOPIC}.correlations"]
     result = grade_variant(tmp_path_factory, TOPIC, "written_differently", names)
-    assert failing(result) == set(), [t.output for t in result.tests if t.score < t.max_score]
+    assert short_of_full_marks(result) == set(), [t.output for t in result.tests if t.score < t.max_score]
 
 
 def test_netkets_sign_convention_taken_literally_fails_correct(faults):

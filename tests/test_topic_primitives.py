@@ -17,7 +17,7 @@ import textwrap
 
 import pytest
 
-from conftest import ROOT, SOLUTIONS, SUBMISSIONS, extra_data, failing, failing_in, grade_dir, grade_variant, verdicts, write_submission
+from conftest import ROOT, SOLUTIONS, SUBMISSIONS, extra_data, failing, short_of_full_marks, failing_in, grade_dir, grade_variant, verdicts, write_submission
 
 TOPIC = "primitives"
 
@@ -56,7 +56,7 @@ def shortcuts(tmp_path_factory):
 
 
 def test_reference_gets_full_marks_and_binds_its_primitive(reference):
-    assert failing(reference) == set(), [t.output for t in reference.tests if t.score < t.max_score]
+    assert short_of_full_marks(reference) == set(), [t.output for t in reference.tests if t.score < t.max_score]
     assert reference.score == reference.max_score == 19
     assert data(reference, "multiply_add:jit")["advisory"]["primitives"] == {"multiply_add": 1}
     for ex in ("poly_eval", "axpy"):
@@ -105,7 +105,7 @@ def test_right_answers_written_differently_get_full_marks(tmp_path):
     folder.mkdir()
     shutil.copyfile(SUBMISSIONS / f"{TOPIC}__written_differently.py", folder / f"{TOPIC}.py")
     result = grade_dir(folder, [TOPIC])
-    assert failing(result) == set(), [t.output for t in result.tests if t.score < t.max_score]
+    assert short_of_full_marks(result) == set(), [t.output for t in result.tests if t.score < t.max_score]
     assert data(result, "safe_norm:jit")["advisory"]["primitives"]["custom_vjp_call"] == 1
 
 

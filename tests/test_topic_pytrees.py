@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from autograder.compare import shapes
-from conftest import SOLUTIONS, failing, failing_in, grade_dir, grade_variant, verdicts, write_submission
+from conftest import SOLUTIONS, failing, short_of_full_marks, failing_in, grade_dir, grade_variant, verdicts, write_submission
 
 TOPIC = "pytrees"
 
@@ -33,7 +33,7 @@ def faults(tmp_path_factory):
 
 
 def test_reference_gets_full_marks_with_the_transform_checks(reference):
-    assert failing(reference) == set(), [t.output for t in reference.tests if t.score < t.max_score]
+    assert short_of_full_marks(reference) == set(), [t.output for t in reference.tests if t.score < t.max_score]
     checks = {t.name for t in reference.tests}
     assert {"pytrees.global_norm:grad", "pytrees.dense_grad:vmap", "pytrees.dense_grad:jit"} <= checks
     assert reference.score == reference.max_score == 22
@@ -42,7 +42,7 @@ def test_reference_gets_full_marks_with_the_transform_checks(reference):
 def test_right_answers_written_differently_get_full_marks(crafted):
     # ravel_pytree, jnp.linalg.norm, register_pytree_node_class with aux (activation,), flatten/unflatten
     result = grade_dir(crafted(pytrees="alternatives"), [TOPIC])
-    assert failing(result) == set(), [t.output for t in result.tests if t.score < t.max_score]
+    assert short_of_full_marks(result) == set(), [t.output for t in result.tests if t.score < t.max_score]
 
 
 def test_control_passes(faults):

@@ -17,7 +17,7 @@ import dataclasses
 import pytest
 
 from autograder import engine, topics
-from conftest import SOLUTIONS, SUBMISSIONS, TEST_LIMITS, TopicView, check_dir, failing, grade_dir, grade_variant
+from conftest import SOLUTIONS, SUBMISSIONS, TEST_LIMITS, TopicView, check_dir, short_of_full_marks, grade_dir, grade_variant
 
 TOPIC = "training"
 VIEW = TopicView(TOPIC)
@@ -33,7 +33,7 @@ def reference():
 
 
 def test_reference_gets_full_marks(reference):
-    assert failing(reference) == set(), [t.output for t in reference.tests if t.score < t.max_score]
+    assert short_of_full_marks(reference) == set(), [t.output for t in reference.tests if t.score < t.max_score]
     assert reference.score == reference.max_score == 10
 
 
