@@ -71,8 +71,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import topics
-from autograder import results
+from autograder import results, topics
 from autograder.results import Result
 from autograder.sandbox import Limits
 from conftest import SOLUTIONS, SUBMISSIONS, TEST_LIMITS, grade_dir, needs_bwrap
@@ -174,8 +173,8 @@ def score_of(result: Result, name: str) -> float:
 def histogram_result(speed_score: float, student_ms: float, reference_ms: float) -> Result:
     """A graded at_updates.histogram with full correct and jit marks and the given speed test."""
     def test(check: str, score: float, points: float, data: dict) -> results.TestResult:
-        return results.TestResult(f"at_updates.histogram:{check}", score, points, "passed", f"{check} message", "visible",
-                          ["at_updates", "histogram", check], data)
+        return results.TestResult(f"at_updates.histogram:{check}", score, points, "passed", f"{check} message",
+                                  "visible", ["at_updates", "histogram", check], data)
 
     speed = {"student_ms": student_ms, "reference_ms": reference_ms, "ratio": student_ms / reference_ms}
     return Result([test("correct", 2, 2, {}), test("jit", 1, 1, {}), test("speed", speed_score, 2, speed)], 1.0, {})
