@@ -194,8 +194,10 @@ def test_padding_and_cutting_with_jax_compile_once_per_length(tmp_path):
     assert figures(result, "standardize", "compiles")["compiles"] > 50
 
 
-def test_one_giant_bucket_fails_speed_only(more_faults):
-    assert failed(more_faults, "standardize") == {"speed"}
+def test_one_giant_bucket_fails_speed(more_faults):
+    # Not `compiles`, except by load: each call pads to 2**21 floats, work that on a loaded machine
+    # can take a compilation's time on the trusted clock (seen once in CI; docs/grading.md, `compiles`).
+    assert failed(more_faults, "standardize") - {"compiles"} == {"speed"}
     assert verdicts(more_faults)["static_args.standardize:speed"][0] == 0
     # compiles passed (the trusted, timed count within its allowance); what JAX's events report is
     # a count, not a time, so it is exact: the one bucket compiles once
