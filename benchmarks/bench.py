@@ -77,10 +77,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1, help="topics graded at a time")
     args = parser.parse_args()
     from autograder import topics
-
-    names = args.topics or list(topics.ORDER)
     from worker_start import worker_start
 
+    names = args.topics or list(topics.ORDER)
     wall, cpu = worker_start(3)
     print(f"machine: {platform.node()}, {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; a worker's start {wall:.2f} s wall, {cpu:.2f} s "

@@ -2,14 +2,7 @@
 
 from __future__ import annotations
 
-from autograder import results
-from autograder.results import Result
-from conftest import short_of_full_marks
-
-
-def result_of(*tests: tuple[str, float, float, dict]) -> Result:
-    return Result([results.TestResult(name, score, points, "passed" if score >= points else "failed", "message", "visible",
-                              name.replace(":", ".").split("."), data) for name, score, points, data in tests], 1.0, {})
+from conftest import short_of_full_marks, synthetic_result as result_of
 
 
 def test_a_timed_shortfall_within_the_clock_s_noise_is_full_marks():

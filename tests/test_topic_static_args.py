@@ -199,8 +199,7 @@ def test_one_giant_bucket_fails_speed(more_faults):
     # can take a compilation's time on the trusted clock (seen once in CI; docs/grading.md, `compiles`).
     assert failed(more_faults, "standardize") - {"compiles"} == {"speed"}
     assert verdicts(more_faults)["static_args.standardize:speed"][0] == 0
-    # compiles passed (the trusted, timed count within its allowance); what JAX's events report is
-    # a count, not a time, so it is exact: the one bucket compiles once
+    # What JAX's events report is a count, not a time, so it is exact: the one bucket compiles once
     assert figures(more_faults, "standardize", "compiles")["advisory"]["compiles"] <= 1
 
 

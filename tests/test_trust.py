@@ -74,7 +74,7 @@ import pytest
 from autograder import results, topics
 from autograder.results import Result
 from autograder.sandbox import Limits
-from conftest import SOLUTIONS, SUBMISSIONS, TEST_LIMITS, grade_dir, needs_bwrap
+from conftest import SOLUTIONS, SUBMISSIONS, TEST_LIMITS, grade_dir, needs_bwrap, synthetic_result
 
 pytestmark = needs_bwrap  # every test grades under the sandbox (one also without it)
 
@@ -172,12 +172,9 @@ def score_of(result: Result, name: str) -> float:
 
 def histogram_result(speed_score: float, student_ms: float, reference_ms: float) -> Result:
     """A graded at_updates.histogram with full correct and jit marks and the given speed test."""
-    def test(check: str, score: float, points: float, data: dict) -> results.TestResult:
-        return results.TestResult(f"at_updates.histogram:{check}", score, points, "passed", f"{check} message",
-                                  "visible", ["at_updates", "histogram", check], data)
-
     speed = {"student_ms": student_ms, "reference_ms": reference_ms, "ratio": student_ms / reference_ms}
-    return Result([test("correct", 2, 2, {}), test("jit", 1, 1, {}), test("speed", speed_score, 2, speed)], 1.0, {})
+    return synthetic_result(("at_updates.histogram:correct", 2, 2, {}), ("at_updates.histogram:jit", 1, 1, {}),
+                            ("at_updates.histogram:speed", speed_score, 2, speed))
 
 
 def test_a_speed_gain_from_the_reference_s_noise_is_no_attack():
