@@ -136,6 +136,7 @@ SCHEMAS: dict[str, Callable[[dict], None]] = {
     "trace": _trace,
     "analyse": _analyse,
     "prepare": lambda reply: None,
+    "restage": lambda reply: None,
     "check_keys": lambda reply: None,
     "step": _step,
 }

@@ -73,8 +73,9 @@ def create_filled(value, shape):
         new values of the same shapes).
       - compiles (2): a stream of 24 calls, jitted once by the grader (with `shape` static),
         gives the reference's outputs and compiles at most 3 times (counted by JAX's compilation
-        events and by the grader's clock: a call as slow as a compilation counts as one, 1 such
-        call forgiven).
+        events and by the grader's clock: each slow call runs again after the stream, and a call
+        whose first run takes a compilation's time more than its replay, or whose replay alone
+        takes half a compilation's, counts as one; 1 such call forgiven).
     """
     raise NotImplementedError("create_filled: your code here")
 
@@ -185,7 +186,9 @@ def standardize(x):
         cases, the output equals the reference's (rtol 1e-5, atol 1e-5).
       - compiles (2): a stream of 100 calls, called as written, gives the reference's outputs
         and compiles at most 11 times (counted by JAX's compilation events and by the grader's
-        clock: a call as slow as a compilation counts as one, 2 such calls forgiven).
+        clock: each slow call runs again after the stream, and a call whose first run takes a
+        compilation's time more than its replay, or whose replay alone takes half a
+        compilation's, counts as one; 2 such calls forgiven).
       - speed (1): called as written, timed against the reference on a stream of 100 calls of
         various shapes: full points up to x1.5 the reference's time, none from x10, log-linear
         between (on a CPU the clock is CPU time, and a wall time past x10 scores 0 too).
@@ -221,6 +224,8 @@ def window_sums(x, widths):
         array") and 2 random cases, the output equals the reference's (rtol 1e-6, atol 1e-6).
       - compiles (2): a stream of 12 calls, called as written, gives the reference's outputs and
         compiles at most 3 times (counted by JAX's compilation events and by the grader's clock:
-        a call as slow as a compilation counts as one, 1 such call forgiven).
+        each slow call runs again after the stream, and a call whose first run takes a
+        compilation's time more than its replay, or whose replay alone takes half a
+        compilation's, counts as one; 1 such call forgiven).
     """
     raise NotImplementedError("window_sums: your code here")

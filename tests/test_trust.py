@@ -42,6 +42,9 @@ module it grades (tests/submissions/...__attack_*.py):
      that its replies lose their callbacks, gain a scatter-add, and never re-trace.
    - deaf_compile_counter (static_args__attack_no_listeners): `jax.monitoring` listeners
      cleared at import and at every trace, so compilations go uncounted.
+   - slow_replay (jit_basics__attack_slow_replay): the listeners silenced, a compilation on
+     every call, and each replayed call answered from a memo after burning its first run's
+     CPU time, so the replay looks like a call that is slow every time.
    - key_reuse_checker_switched_off (prng__attack_key_reuse_off): `jax.debug_key_reuse(False)`
      around the function's body, or the harness's reference to the checker replaced.
 4. Output structure taken on trust: replies_without_leaves (at_updates__attack_no_leaves):
@@ -258,6 +261,16 @@ def test_clearing_jax_monitoring_listeners_hides_no_compilation(tmp_path):
     attack, honest = attack_and_twin(tmp_path, "static_args__attack_no_listeners", names)
     assert_gains_nothing(attack, honest, names)
     assert score_of(attack, "static_args.create_filled:compiles") == 0  # 24 calls, 24 compilations
+
+
+def test_a_slow_replay_hides_no_compilation(tmp_path):
+    names = ["jit_basics.bce_fast"]
+    attack, honest = attack_and_twin(tmp_path, "jit_basics__attack_slow_replay", names)
+    assert_gains_nothing(attack, honest, names)
+    figures = next(t.extra_data for t in attack.tests if t.name == "jit_basics.bce_fast:compiles")
+    assert figures["advisory"]["compiles"] == 0, figures  # the listeners are silenced ...
+    assert figures["compiles"] == 12, figures  # ... and every call's replay took over half a compilation
+    assert score_of(attack, "jit_basics.bce_fast:compiles") == 0
 
 
 @pytest.mark.slow  # prng.derive_keys grades in ~10 s, twice

@@ -8,13 +8,21 @@ wall time without one).
 - The student's process reports the compilations each call caused (JAX's events): it names the
   problem, but a module can switch those events off, so this count is advisory.
 - The trusted count is read off the grader's clock: a call that compiles costs tens of
-  milliseconds where a call that reuses a compilation costs a fraction of one. The threshold
-  sits between the two, from the reference's own calls (whose compilations the reference
-  reports truthfully): the geometric mean of its cached calls' median and its cheapest
-  compiling call, and at least a quarter of that compiling call (measured here: compiling
-  calls 35-40 ms, cached ones 0.1-0.3 ms, stray pauses up to ~3 ms). The student's calls above
-  it count as compilations. One (or a quarter of
-  the allowance) is forgiven to this count, for a collection pause or a stray page fault.
+  milliseconds where a call that reuses a compilation costs a fraction of one. Every call of
+  the student's stream that took longer than `drop` (below) runs a second time, in order,
+  after the stream, on its arguments put on the device anew (`restage`: a call may donate
+  them): a right function compiles nothing then, so the replay's time is what the call
+  itself costs. A call counts as a compilation when its first run took more
+  than its replay by over `drop` (a compilation the replay did not repeat), or when its replay
+  alone took over `steady` (a call that compiles every time). Both come from the reference's own calls,
+  whose compilations it reports truthfully (measured here: compiling calls 35-40 ms, cached
+  ones 0.1-0.3 ms, stray pauses up to ~3 ms): `drop` is the geometric mean of its cached
+  calls' median and its cheapest compiling call, and at least a quarter of that call; `steady`
+  is half that call, and at least `drop`. So a call that does far more work than the
+  reference's, but the same work each time, is not taken for a compilation until the work
+  alone costs half of one; and whatever the replay does, a first run of `drop + steady` or more
+  (three quarters of a compilation) counts (`counted`). One (or a quarter of the allowance)
+  is forgiven to this count, for a collection pause or a stray page fault.
 Either count past the allowance fails the check.
 """
 
@@ -40,20 +48,20 @@ def describe(ex, ctx) -> str:
     forgiven = max(1, opts.max_compiles // 4)
     return (f"a stream of {opts.calls} calls, {ctx.jitted(opts.jit, stream=True)}, gives the reference's outputs "
             f"and compiles at most {opts.max_compiles} time{'s' if opts.max_compiles != 1 else ''} (counted by JAX's "
-            f"compilation events and by the grader's clock: a call as slow as a compilation counts as one, "
-            f"{forgiven} such call{'s' if forgiven != 1 else ''} forgiven).")
+            f"compilation events and by the grader's clock: each slow call runs again after the stream, and a "
+            f"call whose first run takes a compilation's time more than its replay, or whose replay alone takes "
+            f"half a compilation's, counts as one; {forgiven} such call{'s' if forgiven != 1 else ''} forgiven).")
 
 FALLBACK_THRESHOLD = 0.005  # seconds, where the reference gives no cached or no compiling call
 
 
-def timed_steps(call: Callable[..., dict], worker: Worker, request: dict, calls: int) -> dict:
-    """Prepare a stream on one side and run it call by call, each timed by the grader:
+def timed_calls(call: Callable[..., dict], worker: Worker, fn: str, indices: list[int]) -> dict:
+    """Run the prepared stream's calls `indices` one by one, each timed by the grader:
     {"outs", "counts" (as the worker reports them), "seconds" (per call), "clock"}."""
-    call("prepare", **request)
     outs, counts, seconds, clocks = [], [], [], set()
-    for i in range(calls):
+    for i in indices:
         cpu0, t0 = worker.cpu_seconds(), time.perf_counter()
-        reply = call("step", fn=request["fn"], index=i)
+        reply = call("step", fn=fn, index=i)
         wall, cpu1 = time.perf_counter() - t0, worker.cpu_seconds()
         outs.append(reply["out"])
         counts.append(reply["counts"])
@@ -66,13 +74,30 @@ def timed_steps(call: Callable[..., dict], worker: Worker, request: dict, calls:
     return {"outs": outs, "counts": counts, "seconds": seconds, "clock": "cpu" if clocks == {"cpu"} else "wall"}
 
 
-def threshold(ref: dict) -> float:
-    """The time that tells a compiling call from a cached one, from the reference's calls."""
+def timed_steps(call: Callable[..., dict], worker: Worker, request: dict, calls: int) -> dict:
+    """Prepare a stream on one side and run every call once, in order (`timed_calls`)."""
+    call("prepare", **request)
+    return timed_calls(call, worker, request["fn"], list(range(calls)))
+
+
+def thresholds(ref: dict) -> tuple[float, float]:
+    """(`drop`, `steady`): how much longer than its replay a call's first run must take, and
+    how long a replay alone, to count as a compilation; from the reference's calls."""
     compiling = [t for t, (c, _) in zip(ref["seconds"], ref["counts"]) if c > 0]
     cached = [t for t, (c, _) in zip(ref["seconds"], ref["counts"]) if c == 0]
     if not compiling or not cached:
-        return FALLBACK_THRESHOLD
-    return max((statistics.median(cached) * min(compiling)) ** 0.5, min(compiling) / 4)
+        return FALLBACK_THRESHOLD, 2 * FALLBACK_THRESHOLD
+    drop = max((statistics.median(cached) * min(compiling)) ** 0.5, min(compiling) / 4)
+    return drop, max(drop, min(compiling) / 2)
+
+
+def counted(first: list[float], replay: dict[int, float], drop: float, steady: float) -> list[int]:
+    """The calls (0-based) the grader's clock takes for compilations: a first run longer than
+    the call's replay by over `drop`, or a replay over `steady`. Only calls whose first run
+    took over `drop` need a replay (`replay` maps their index to its time); the others cannot
+    count. A replay made slow on purpose cannot hide a first run of `drop + steady` or more:
+    one of the two must exceed its bound."""
+    return [i for i, t1 in enumerate(first) if t1 > drop and (t1 - replay[i] > drop or replay[i] > steady)]
 
 
 def run(session: TopicSession, run: ExerciseRun) -> Outcome:
@@ -86,32 +111,42 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
             return timed_steps(session.call_reference, session.ref, request, len(cases))
 
     ref = session.answer("steps", request, reference_steps)
+    drop, steady = thresholds(ref)
+    student = session.student()
     try:
-        got = timed_steps(session.call_student, session.student(), request, len(cases))
+        got = timed_steps(session.call_student, student, request, len(cases))
+        slow = [i for i, t in enumerate(got["seconds"]) if t > drop]
+        session.call_student("restage", fn=ex.name, indices=slow)
+        again = timed_calls(session.call_student, student, ex.name, slow)
     except StudentError as exc:
         return Outcome.fail(f"a stream of {len(cases)} calls: {exc}")
-    for i, (case, expected, out) in enumerate(zip(cases, ref["outs"], got["outs"])):
-        if (problem := mismatch(expected, out, ex.rtol, ex.atol, ex.outputs)) is not None:
-            return Outcome.fail(f"call {i + 1} of the stream {shapes(case.args)}: {problem}")
-    limit = threshold(ref)
+    replays = [(i, out, "replayed ") for i, out in zip(slow, again["outs"])]
+    for i, out, replayed in [(i, out, "") for i, out in enumerate(got["outs"])] + replays:
+        if (problem := mismatch(ref["outs"][i], out, ex.rtol, ex.atol, ex.outputs)) is not None:
+            return Outcome.fail(f"{replayed}call {i + 1} of the stream {shapes(cases[i].args)}: {problem}")
+    replay = dict(zip(slow, again["seconds"]))
+    compiling = counted(got["seconds"], replay, drop, steady)
     reported = sum(c for c, _ in got["counts"])
-    measured = sum(1 for t in got["seconds"] if t > limit)
     forgiven = max(1, opts.max_compiles // 4)
     cached = [t for t, (c, _) in zip(ref["seconds"], ref["counts"]) if c == 0]
-    data = {"calls": len(cases), "compiles": measured, "max_compiles": opts.max_compiles,
-            "reference_compiles": sum(c for c, _ in ref["counts"]), "threshold_ms": round(limit * 1e3, 3),
-            "clock": got["clock"], "seconds": round(sum(got["seconds"]), 4),
-            "reference_seconds": round(sum(ref["seconds"]), 4),
-            "compiling_calls": [i + 1 for i, t in enumerate(got["seconds"]) if t > limit],
+    clock = got["clock"] if again["clock"] == "cpu" or not slow else "wall"
+    data = {"calls": len(cases), "compiles": len(compiling), "max_compiles": opts.max_compiles,
+            "reference_compiles": sum(c for c, _ in ref["counts"]), "threshold_ms": round(drop * 1e3, 3),
+            "steady_threshold_ms": round(steady * 1e3, 3), "clock": clock,
+            "seconds": round(sum(got["seconds"]), 4), "reference_seconds": round(sum(ref["seconds"]), 4),
+            "compiling_calls": [i + 1 for i in compiling],
             "reference_compiling_calls": [i + 1 for i, (c, _) in enumerate(ref["counts"]) if c > 0],
             "call_ms": [round(t * 1e3, 3) for t in got["seconds"]],
-            "advisory": {"compiles": reported, "traces": sum(t for _, t in got["counts"])}}
+            "replay_ms": [round(replay[i] * 1e3, 3) if i in replay else None for i in range(len(cases))],
+            "advisory": {"compiles": reported, "traces": sum(t for _, t in got["counts"]),
+                         "replay_compiles": sum(c for c, _ in again["counts"])}}
     if reported > opts.max_compiles:
         return Outcome.fail(f"{len(cases)} calls compiled {reported} times; at most {opts.max_compiles} allowed", **data)
-    if measured > opts.max_compiles + forgiven:
+    if len(compiling) > opts.max_compiles + forgiven:
         typical = f"; the reference's cached calls take {statistics.median(cached) * 1e3:.2f} ms" if cached else ""
-        return Outcome.fail(f"{measured} of the {len(cases)} calls took as long as a compilation (over "
-                            f"{limit * 1e3:.1f} ms of {got['clock']} time each{typical}); at most {opts.max_compiles} "
-                            "compilations are allowed, whether or not JAX's events count them", **data)
+        return Outcome.fail(f"{len(compiling)} of the {len(cases)} calls took as long as a compilation (a first run "
+                            f"over its replay by more than {drop * 1e3:.1f} ms of {clock} time, or a replay over "
+                            f"{steady * 1e3:.1f} ms{typical}); at most {opts.max_compiles} compilations are allowed, "
+                            "whether or not JAX's events count them", **data)
     return Outcome.ok(f"{len(cases)} calls, {reported} compilations (at most {opts.max_compiles}); "
-                      f"{measured} calls took a compilation's time", **data)
+                      f"{len(compiling)} calls took a compilation's time", **data)

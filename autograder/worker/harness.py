@@ -102,7 +102,7 @@ class Harness:
         }
         self.module_path, self.module_name = module_path, module_name
         self.module: Any = None
-        self.prepared: tuple[Callable[..., Any], list[tuple[Any, ...]]] | None = None
+        self.prepared: tuple[Callable[..., Any], list[tuple[Any, ...]], list[Any]] | None = None
         self.stdout = sys.stdout
 
     def _on_event(self, event: str, duration: float, **_: Any) -> None:
@@ -298,13 +298,21 @@ class Harness:
         fn = self.callable_for(req)
         staged = [self.block(self.arguments(args)) for args in req["cases"]]
         self.clear_caches()
-        self.prepared = (fn, staged)
+        self.prepared = (fn, staged, req["cases"])
+        return {}
+
+    def op_restage(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Put the arguments of the prepared stream's calls `indices` on the device again,
+        caches kept, for a replay of those calls (a call may have donated its buffers)."""
+        _, staged, cases = self.prepared
+        for i in req["indices"]:
+            staged[i] = self.block(self.arguments(cases[i]))
         return {}
 
     def op_step(self, req: dict[str, Any]) -> dict[str, Any]:
         """Run call `index` of the prepared stream; what it prints goes to this process's stdout,
         which the grader reads itself (`Worker.stdout_since`), flushed before the reply."""
-        fn, staged = self.prepared
+        fn, staged, _ = self.prepared
         hits = self.counts[CACHE_HIT_EVENT]
         out, count = self.counted(fn, staged[req["index"]])
         self.stdout.flush()
