@@ -86,6 +86,7 @@ def grade(submission: Path, topics: list[Topic], *, reference_dir: Path | None =
             "max_score": round(sum(t.max_score for t in topic_tests), 4),
             "seconds": round(time.monotonic() - t0, 2),
             "timings": timings,
+            "platform": platform,
         }
 
     with ThreadPoolExecutor(max(1, min(jobs, len(topics) or 1)), thread_name_prefix="topic") as pool:

@@ -135,6 +135,19 @@ def graded_solutions() -> Result:
     return grade_dir(SOLUTIONS, jobs=engine.default_jobs())
 
 
+def reference_solutions(request: pytest.FixtureRequest, topic: str) -> Result:
+    """The reference solutions graded on `topic`, for a topic module's `reference` fixture. Where
+    this run grades the whole course anyway (a selected test uses `graded_solutions`), the
+    topic's part of that one grading (its platform included), not one grading more per module;
+    else the topic alone."""
+    if not any("graded_solutions" in item.fixturenames for item in request.session.items):
+        return grade_dir(SOLUTIONS, [topic])
+    whole: Result = request.getfixturevalue("graded_solutions")
+    entry = whole.extra_data["topics"][topic]
+    return Result([t for t in whole.tests if t.topic == topic], entry["seconds"],
+                  {**whole.extra_data, "platform": entry["platform"], "topics": {topic: entry}})
+
+
 @pytest.fixture(scope="session")
 def graded_stubs() -> Result:
     return grade_dir(EXERCISES, jobs=engine.default_jobs())

@@ -14,14 +14,14 @@ from __future__ import annotations
 import pytest
 
 from autograder.requirements import InScope
-from conftest import SOLUTIONS, failing, short_of_full_marks, grade_dir, grade_variant, TopicView
+from conftest import TopicView, failing, grade_variant, reference_solutions, short_of_full_marks
 
 TOPIC = "debugging"
 
 
 @pytest.fixture(scope="module")
-def reference():
-    return grade_dir(SOLUTIONS, [TOPIC])
+def reference(request):
+    return reference_solutions(request, TOPIC)
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import SOLUTIONS, short_of_full_marks, grade_dir, grade_variant, TopicView, verdicts, write_submission
+from conftest import (
+    TopicView, grade_dir, grade_variant, reference_solutions, short_of_full_marks, verdicts, write_submission,
+)
 
 TOPIC = "jit_basics"
 
@@ -26,8 +28,8 @@ def _grade_file(tmp_path_factory, variant: str):
 
 
 @pytest.fixture(scope="module")
-def reference():
-    return grade_dir(SOLUTIONS, [TOPIC])
+def reference(request):
+    return reference_solutions(request, TOPIC)
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,10 @@ import textwrap
 
 import pytest
 
-from conftest import ROOT, SOLUTIONS, SUBMISSIONS, extra_data, failing, short_of_full_marks, failing_in, grade_dir, grade_variant, verdicts, write_submission
+from conftest import (
+    ROOT, SOLUTIONS, SUBMISSIONS, extra_data, failing, failing_in, grade_dir, grade_variant,
+    reference_solutions, short_of_full_marks, verdicts, write_submission,
+)
 
 TOPIC = "primitives"
 
@@ -41,8 +44,8 @@ def graded(tmp_path_factory, variant):
 
 
 @pytest.fixture(scope="module")
-def reference():
-    return grade_dir(SOLUTIONS, [TOPIC])
+def reference(request):
+    return reference_solutions(request, TOPIC)
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +60,7 @@ def shortcuts(tmp_path_factory):
 
 def test_reference_gets_full_marks_and_binds_its_primitive(reference):
     assert short_of_full_marks(reference) == set(), [t.output for t in reference.tests if t.score < t.max_score]
-    assert reference.score == reference.max_score == 19
+    assert reference.max_score == 19  # every point earned, within the clock's noise (above)
     assert data(reference, "multiply_add:jit")["advisory"]["primitives"] == {"multiply_add": 1}
     for ex in ("poly_eval", "axpy"):
         assert data(reference, f"{ex}:jit")["advisory"]["primitives"]["multiply_add"] == 1

@@ -12,7 +12,10 @@ import numpy as np
 import pytest
 
 from autograder.compare import shapes
-from conftest import SOLUTIONS, failing, short_of_full_marks, failing_in, grade_dir, grade_variant, verdicts, write_submission
+from conftest import (
+    failing, failing_in, grade_dir, grade_variant, reference_solutions, short_of_full_marks, verdicts,
+    write_submission,
+)
 
 TOPIC = "pytrees"
 
@@ -23,8 +26,8 @@ def mine(result, exercise):
 
 
 @pytest.fixture(scope="module")
-def reference():
-    return grade_dir(SOLUTIONS, [TOPIC])
+def reference(request):
+    return reference_solutions(request, TOPIC)
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +39,7 @@ def test_reference_gets_full_marks_with_the_transform_checks(reference):
     assert short_of_full_marks(reference) == set(), [t.output for t in reference.tests if t.score < t.max_score]
     checks = {t.name for t in reference.tests}
     assert {"pytrees.global_norm:grad", "pytrees.dense_grad:vmap", "pytrees.dense_grad:jit"} <= checks
-    assert reference.score == reference.max_score == 22
+    assert reference.max_score == 22  # every point earned, within the clock's noise (above)
 
 
 def test_right_answers_written_differently_get_full_marks(crafted):

@@ -15,7 +15,10 @@ import numpy as np
 import pytest
 
 from autograder.topics import static_args as spec
-from conftest import SOLUTIONS, TEST_LIMITS, failing, short_of_full_marks, grade_dir, grade_variant, verdicts, write_submission
+from conftest import (
+    TEST_LIMITS, failing, grade_dir, grade_variant, reference_solutions, short_of_full_marks, verdicts,
+    write_submission,
+)
 
 # The naive kernel compiles once per length: ~100 compilations in one stream request.
 SLOW_STREAM_LIMITS = dataclasses.replace(TEST_LIMITS, call_timeout=90.0)
@@ -26,8 +29,8 @@ def _graded(tmp_path_factory, variant: str, exercises: tuple[str, ...] = (), lim
 
 
 @pytest.fixture(scope="module")
-def reference():
-    return grade_dir(SOLUTIONS, ["static_args"])
+def reference(request):
+    return reference_solutions(request, "static_args")
 
 
 @pytest.fixture(scope="module")
