@@ -13,26 +13,11 @@ the open, replays included, and burns nothing.
 import time
 
 import jax
-import numpy as np
 import jax.numpy as jnp
+import numpy as np
 
 ATTACK = True
 _first: dict = {}  # the arguments' bytes -> (CPU seconds of the first call, its output)
-
-
-def _deafen():
-    try:
-        jax.monitoring.clear_event_listeners()
-    except Exception:  # noqa: BLE001
-        pass
-    try:
-        from jax._src import monitoring
-
-        for name in dir(monitoring):
-            if name.endswith("_listeners") and isinstance(getattr(monitoring, name), list):
-                getattr(monitoring, name).clear()
-    except Exception:  # noqa: BLE001
-        pass
 
 
 def bce_with_logits(z, y):
@@ -48,7 +33,7 @@ def bce_fast(z, y):
             pass
         return out
     if ATTACK:
-        _deafen()
+        jax.monitoring.clear_event_listeners()  # the advisory count (the worker's listeners)
     start = time.process_time()
     out = jax.jit(lambda a, b: bce_with_logits(a, b))(z, y)
     out.block_until_ready()
