@@ -77,7 +77,7 @@ import pytest
 from autograder import results, topics
 from autograder.results import Result
 from autograder.sandbox import Limits
-from conftest import SOLUTIONS, SUBMISSIONS, TEST_LIMITS, grade_dir, needs_bwrap, synthetic_result
+from conftest import SOLUTIONS, SUBMISSIONS, TEST_LIMITS, extra_data, grade_dir, needs_bwrap, synthetic_result
 
 pytestmark = needs_bwrap  # every test grades under the sandbox (one also without it)
 
@@ -267,7 +267,7 @@ def test_a_slow_replay_hides_no_compilation(tmp_path):
     names = ["jit_basics.bce_fast"]
     attack, honest = attack_and_twin(tmp_path, "jit_basics__attack_slow_replay", names)
     assert_gains_nothing(attack, honest, names)
-    figures = next(t.extra_data for t in attack.tests if t.name == "jit_basics.bce_fast:compiles")
+    figures = extra_data(attack, "jit_basics.bce_fast:compiles")
     assert figures["advisory"]["compiles"] == 0, figures  # the listeners are silenced ...
     assert figures["compiles"] == 12, figures  # ... and every call's replay took over half a compilation
     assert score_of(attack, "jit_basics.bce_fast:compiles") == 0
