@@ -22,12 +22,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
+from autograder import stubs
 from autograder.answers import Live
-from autograder.checks import NEEDS_CORRECT, REGISTRY, TIMED
+from autograder.checks import ADVISORY, NEEDS_CORRECT, REGISTRY, TIMED
 from autograder.gate import ClockGate
 from autograder.results import Outcome, Result, TestResult
 from autograder.sandbox import Limits
-from autograder.session import GraderError, StudentError, TopicSession
+from autograder.session import GraderError, StudentError, TopicSession, format_error
 from autograder.spec import Exercise, Topic
 
 PUBLIC_SEED = 0
@@ -123,17 +124,21 @@ def grade_topic(topic: Topic, module: Path, reference: Path | None, seed: int, *
     with tempfile.TemporaryDirectory(prefix=f"jaxlings-{topic.name}-") as tmp:
         private = Path(tmp) / module.name
         shutil.copyfile(module, private)
+        stubbed = stubs.find(private.read_text(errors="replace"), [ex.name for ex in topic.exercises])
         t0 = time.monotonic()
         with gate.shared():
             session = TopicSession(topic, private, reference, seed, public=public, isolate=isolate, limits=limits,
-                                   answers=answers)
+                                   answers=answers, needs_reference=len(stubbed) < len(topic.exercises))
         with session:
             timings["start"] = round(time.monotonic() - t0, 3)
             if session.load_error:
                 return failed_topic(topic, session.load_error), session.platform
             tests = []
             for ex in topic.exercises:
-                for test in grade_exercise(session, ex, timings.setdefault("exercises", {}).setdefault(ex.name, {}), gate):
+                ex_timings = timings.setdefault("exercises", {}).setdefault(ex.name, {})
+                graded = (stub_tests(topic, ex, stubbed[ex.name]) if ex.name in stubbed
+                          else grade_exercise(session, ex, ex_timings, gate))
+                for test in graded:
                     tests.append(test)
                     if on_test:
                         on_test(test)
@@ -199,6 +204,20 @@ def ordered_checks(ex: Exercise) -> list[str]:
     """`correct` and `jit` first (others depend on them), then the declared order."""
     first = [c for c in ("correct", "jit") if c in ex.checks]
     return first + [c for c in ex.checks if c not in first]
+
+
+def stub_tests(topic: Topic, ex: Exercise, message: str) -> list[TestResult]:
+    """The tests of an exercise whose function is a stub (`autograder.stubs`: it raises
+    NotImplementedError on every call), with no call made: zero on every check, each saying so
+    as a call would have (checks that wait for `correct` say that)."""
+    raised = format_error({"type": "NotImplementedError", "message": message}, f"{topic.name}.{ex.name}")
+    return [
+        TestResult.of(topic.name, ex.name, check, ex.checks[check],
+                      Outcome.fail("not judged until the function is correct" if check in NEEDS_CORRECT else raised,
+                                   stub=True, **({"advisory": True} if check in ADVISORY else {})),
+                      VISIBILITY)
+        for check in ordered_checks(ex)
+    ]
 
 
 def failed_topic(topic: Topic, reason: str) -> list[TestResult]:

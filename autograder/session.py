@@ -72,10 +72,13 @@ class TopicSession:
 
     `deaths` counts the student worker's deaths during calls, so that the engine can skip
     the remaining checks of an exercise whose function takes its process down.
+    `needs_reference=False` (every exercise a stub, see `autograder.stubs`) starts the trusted
+    worker only if something asks for it.
     """
 
     def __init__(self, topic: Topic, module: Path, reference: Path | None, seed: int, *, public: bool,
-                 isolate: bool, limits: Limits = Limits(), answers: Live | None = None) -> None:
+                 isolate: bool, limits: Limits = Limits(), answers: Live | None = None,
+                 needs_reference: bool = True) -> None:
         self.topic, self.module, self.reference = topic, module, reference
         self.seed, self.public, self.isolate, self.limits = seed, public, isolate, limits
         self.answers = answers or Live()
@@ -85,12 +88,15 @@ class TopicSession:
         self._analysis_dir: tempfile.TemporaryDirectory | None = None
         if reference is None and self.answers.mode != "replay":
             raise GraderError(f"grading {topic.name} live needs the reference solutions")
+        self._ref: Worker | None = None
+        if not needs_reference:
+            self._stu, self.load_error = self._start_student()
+            return
         with ThreadPoolExecutor(2) as pool:  # replaying, the trusted worker only analyses programs
             ref_future = pool.submit(self._start_reference)
             stu_future = pool.submit(self._start_student)
-            self.ref: Worker = ref_future.result()
+            self._ref = ref_future.result()
             self._stu, self.load_error = stu_future.result()
-        self._platform = self.ref.platform
 
     # -- workers -------------------------------------------------------------------------
 
@@ -134,22 +140,30 @@ class TopicSession:
             return compile_cache.NONE if self.isolate else compile_cache.student_public()
         return compile_cache.reference_view() if self.isolate else compile_cache.NONE
 
+    @property
+    def ref(self) -> Worker:
+        """The trusted worker, started here if the session began without it."""
+        if self._ref is None:
+            self._ref = self._start_reference()
+        return self._ref
+
     def restart_reference(self) -> None:
         """A fresh reference worker, after a student's exported program took the old one down
         while it was being analysed (the reference worker is the trusted side's only process)."""
         self.ref.close()
-        self.ref = self._start_reference()
+        self._ref = self._start_reference()
 
     @property
     def platform(self) -> dict[str, Any]:
-        return self._platform
+        """The trusted worker's platform ({} if it never started: nothing was judged)."""
+        return self._ref.platform if self._ref is not None else {}
 
     @property
     def wall_clock(self) -> bool:
         """Whether timed checks read wall time (a GPU, or no cgroups): then they must run alone
         (`autograder.gate`); on a CPU with cgroups each worker's CPU time is its own."""
         workers = [w for w in (self.ref, self._stu) if w is not None]
-        return self._platform.get("backend") != "cpu" or any(w.accounting != "cgroup" for w in workers)
+        return self.ref.platform.get("backend") != "cpu" or any(w.accounting != "cgroup" for w in workers)
 
     # -- the reference's side: answers and draws ---------------------------------------------
 
@@ -195,7 +209,7 @@ class TopicSession:
         return contextlib.nullcontext()
 
     def close(self) -> None:
-        for w in (self.ref, self._stu):
+        for w in (self._ref, self._stu):
             if w is not None:
                 w.close()
         if self._analysis_dir is not None:

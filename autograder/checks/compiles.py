@@ -71,7 +71,7 @@ def timed_calls(call: Callable[..., dict], worker: Worker, fn: str, indices: lis
         else:
             seconds.append(cpu1 - cpu0)
             clocks.add("cpu")
-    return {"outs": outs, "counts": counts, "seconds": seconds, "clock": "cpu" if clocks == {"cpu"} else "wall"}
+    return {"outs": outs, "counts": counts, "seconds": seconds, "clock": "wall" if "wall" in clocks else "cpu"}
 
 
 def timed_steps(call: Callable[..., dict], worker: Worker, request: dict, calls: int) -> dict:
@@ -80,11 +80,17 @@ def timed_steps(call: Callable[..., dict], worker: Worker, request: dict, calls:
     return timed_calls(call, worker, request["fn"], list(range(calls)))
 
 
+def split(ref: dict) -> tuple[list[float], list[float]]:
+    """The seconds of the reference's calls that compiled, and of those that did not."""
+    compiling = [t for t, (c, _) in zip(ref["seconds"], ref["counts"]) if c > 0]
+    cached = [t for t, (c, _) in zip(ref["seconds"], ref["counts"]) if c == 0]
+    return compiling, cached
+
+
 def thresholds(ref: dict) -> tuple[float, float]:
     """(`drop`, `steady`): how much longer than its replay a call's first run must take, and
     how long a replay alone, to count as a compilation; from the reference's calls."""
-    compiling = [t for t, (c, _) in zip(ref["seconds"], ref["counts"]) if c > 0]
-    cached = [t for t, (c, _) in zip(ref["seconds"], ref["counts"]) if c == 0]
+    compiling, cached = split(ref)
     if not compiling or not cached:
         return FALLBACK_THRESHOLD, 2 * FALLBACK_THRESHOLD
     drop = max((statistics.median(cached) * min(compiling)) ** 0.5, min(compiling) / 4)
@@ -120,16 +126,17 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
         again = timed_calls(session.call_student, student, ex.name, slow)
     except StudentError as exc:
         return Outcome.fail(f"a stream of {len(cases)} calls: {exc}")
-    replays = [(i, out, "replayed ") for i, out in zip(slow, again["outs"])]
-    for i, out, replayed in [(i, out, "") for i, out in enumerate(got["outs"])] + replays:
+    outputs = [(i, out, "") for i, out in enumerate(got["outs"])]
+    outputs += [(i, out, "replayed ") for i, out in zip(slow, again["outs"])]
+    for i, out, replayed in outputs:
         if (problem := mismatch(ref["outs"][i], out, ex.rtol, ex.atol, ex.outputs)) is not None:
             return Outcome.fail(f"{replayed}call {i + 1} of the stream {shapes(cases[i].args)}: {problem}")
     replay = dict(zip(slow, again["seconds"]))
     compiling = counted(got["seconds"], replay, drop, steady)
     reported = sum(c for c, _ in got["counts"])
     forgiven = max(1, opts.max_compiles // 4)
-    cached = [t for t, (c, _) in zip(ref["seconds"], ref["counts"]) if c == 0]
-    clock = got["clock"] if again["clock"] == "cpu" or not slow else "wall"
+    cached = split(ref)[1]
+    clock = "wall" if "wall" in (got["clock"], again["clock"]) else "cpu"
     data = {"calls": len(cases), "compiles": len(compiling), "max_compiles": opts.max_compiles,
             "reference_compiles": sum(c for c, _ in ref["counts"]), "threshold_ms": round(drop * 1e3, 3),
             "steady_threshold_ms": round(steady * 1e3, 3), "clock": clock,
