@@ -6,12 +6,14 @@ new machine) and warm (the same run again: the cache holds what the first run co
 The header gives the machine's yardstick, a worker's start (`worker_start.py`), to compare
 machines by; each run, its wall time and the CPU time the whole machine spent during it (with
 `--jobs 2` on two cores, the CPU time over two is the least wall time a submission can take).
-Numbers come from the engine's own `extra_data["topics"][topic]["timings"]`; the solutions are
-the submission (every check runs). A benchmark, not a test: it decides nothing. Each topic's
-total is its own wall time; with `--jobs 2` topics overlap, so the run's wall time (first line
-of each table) is less than their sum.
+Numbers come from the engine's own `extra_data["topics"][topic]["timings"]`; the submission is
+the solutions (every check runs), or with `--submission` the stubs or half of each topic done. A
+benchmark, not a test: it decides nothing. Each topic's total is its own wall time; with
+`--jobs 2` topics overlap, so the run's wall time (first line of each table) is less than their
+sum.
 
-    .venv/bin/python benchmarks/bench.py [--modes check hidden] [--runs 2] [--jobs N] [TOPIC ...]
+    .venv/bin/python benchmarks/bench.py [--modes check hidden] [--runs 2] [--jobs N]
+        [--submission solutions|stubs|half] [TOPIC ...]
 """
 
 from __future__ import annotations
@@ -29,17 +31,32 @@ ROOT = Path(__file__).resolve().parent.parent
 COLUMNS = ("start", "cases", "correct", "jit", "speed", "other")
 
 
-def run_once(mode: str, names: list[str], jobs: int):
-    """One graded run of the solutions: (result, wall seconds)."""
+def write_submission(kind: str, names: list[str], folder: Path) -> Path:
+    """The submission to grade: the solutions, the stubs, or "half" (each topic's first half of
+    exercises solved, the rest stubs: a student part way through the course)."""
+    from autograder import topics
+    from autograder.course.build import make_stub
+
+    if kind != "half":
+        return ROOT / ("solutions" if kind == "solutions" else "exercises")
+    for name in names:
+        exercises = [ex.name for ex in topics.load(name).exercises]
+        source = (ROOT / "solutions" / f"{name}.py").read_text()
+        (folder / f"{name}.py").write_text(make_stub(source, name, exercises[: len(exercises) // 2]))
+    return folder
+
+
+def run_once(mode: str, names: list[str], jobs: int, submission: Path):
+    """One graded run of `submission`: (result, wall seconds)."""
     from autograder import engine, public, topics
     from autograder.sandbox import bwrap_available
 
     t0 = time.perf_counter()
     if mode == "check":
-        result = engine.grade(ROOT / "solutions", topics.resolve(names, public=True), public=True,
+        result = engine.grade(submission, topics.resolve(names, public=True), public=True,
                               answers=public.replay, jobs=jobs)
     else:
-        result = engine.grade(ROOT / "solutions", topics.resolve(names), reference_dir=ROOT / "solutions",
+        result = engine.grade(submission, topics.resolve(names), reference_dir=ROOT / "solutions",
                               isolate=bwrap_available(), jobs=jobs)
     return result, time.perf_counter() - t0
 
@@ -75,6 +92,8 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", default=["check", "hidden"], choices=["check", "hidden"])
     parser.add_argument("--runs", type=int, default=2, help="runs per mode: the first is cold, the others warm")
     parser.add_argument("--jobs", type=int, default=1, help="topics graded at a time")
+    parser.add_argument("--submission", default="solutions", choices=["solutions", "stubs", "half"],
+                        help="what is graded: the solutions (every check runs), the stubs, or half of each topic done")
     args = parser.parse_args()
     from autograder import topics
     from worker_start import worker_start
@@ -83,15 +102,17 @@ def main() -> None:
     wall, cpu = worker_start(3)
     print(f"machine: {platform.node()}, {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; a worker's start {wall:.2f} s wall, {cpu:.2f} s "
-          f"CPU (the machine's yardstick, docs/performance.md); jobs {args.jobs}; seconds")
-    with tempfile.TemporaryDirectory(prefix="jaxlings-bench-cache-") as cache:
+          f"CPU (the machine's yardstick, docs/performance.md); jobs {args.jobs}; {args.submission}; seconds")
+    with tempfile.TemporaryDirectory(prefix="jaxlings-bench-cache-") as cache, \
+            tempfile.TemporaryDirectory(prefix="jaxlings-bench-submission-") as folder:
         os.environ["JAXLINGS_COMPILE_CACHE"] = cache  # empty: the first run of each mode is cold
+        submission = write_submission(args.submission, names, Path(folder))
         for mode in args.modes:
             for i in range(args.runs):
                 if i == 0:
                     shutil.rmtree(cache, ignore_errors=True)
                 busy = machine_busy_seconds()
-                result, wall = run_once(mode, names, args.jobs)
+                result, wall = run_once(mode, names, args.jobs, submission)
                 busy = machine_busy_seconds() - busy
                 label = f"{mode}, {'cold (empty compilation cache)' if i == 0 else 'warm'}"
                 print(f"\n{label}: {wall:.1f} s for {len(names)} topics, score {result.score:g}/{result.max_score:g}, "

@@ -4,7 +4,6 @@ engine's verdicts on all-stub, half-done and stub-faking submissions."""
 
 from __future__ import annotations
 
-import ast
 import json
 import subprocess
 import sys
@@ -12,8 +11,9 @@ import textwrap
 
 import pytest
 
-from autograder import kernel, stubs, topics
+from autograder import engine, stubs, topics
 from autograder.checks import NEEDS_CORRECT
+from autograder.course.build import make_stub
 from conftest import EXERCISES, SOLUTIONS, grade_dir, short_of_full_marks, write_submission
 
 ALL = topics.resolve(None)
@@ -28,6 +28,13 @@ def test_every_generated_stub_reads_as_one_and_no_solution_does():
         names = [ex.name for ex in topic.exercises]
         assert set(find((EXERCISES / f"{topic.name}.py").read_text(), names)) == set(names), topic.name
         assert find((SOLUTIONS / f"{topic.name}.py").read_text(), names) == {}, topic.name
+
+
+def test_a_partly_done_module_reads_as_stubs_exactly_where_it_is_not_done():
+    for topic in ALL:
+        names = [ex.name for ex in topic.exercises]
+        partly = make_stub((SOLUTIONS / f"{topic.name}.py").read_text(), topic.name, names[::2])
+        assert set(find(partly, names)) == set(names[1::2]), topic.name
 
 
 @pytest.mark.parametrize("source, message", [
@@ -114,13 +121,8 @@ def test_an_all_stub_topic_starts_no_reference_and_makes_no_call(graded_stubs):
 
 
 def half_done(folder, topic: str, solved: list[str]):
-    """`topic`'s stubs with the functions `solved` taken from the reference solution."""
-    solution = (SOLUTIONS / f"{topic}.py").read_text()
-    lines = solution.splitlines()
-    cells = ["\n".join(lines[min([n.lineno] + [d.lineno for d in n.decorator_list]) - 1:n.end_lineno])
-             for n in ast.parse(solution).body if isinstance(n, ast.FunctionDef) and n.name in solved]
-    module = kernel.assemble((EXERCISES / f"{topic}.py").read_text(), cells, solved)
-    return write_submission(folder, {topic: module})
+    """`topic`'s stubs with the functions `solved` as the reference solution has them."""
+    return write_submission(folder, {topic: make_stub((SOLUTIONS / f"{topic}.py").read_text(), topic, solved)})
 
 
 @pytest.mark.slow  # grades one topic: ~10 s
@@ -159,3 +161,10 @@ def test_a_stub_made_right_at_import_still_scores_nothing(tmp_path):
     assert {t.name for t in result.tests if t.exercise == "histogram"} <= short_of_full_marks(result)
     assert all(t.extra_data.get("stub") for t in result.tests if t.exercise == "histogram")
     assert not any(t.extra_data.get("stub") for t in result.tests if t.exercise != "histogram")
+
+
+def test_a_stub_weighs_nothing_in_the_order_topics_start_in():
+    """Side by side, the longest topics start first; a topic's stubs do not make it long."""
+    ising = topics.load("ising")
+    assert engine.estimated_cost(ising, EXERCISES / "ising.py") == 0
+    assert engine.estimated_cost(ising, SOLUTIONS / "ising.py") == engine.estimated_cost(ising) > 15

@@ -22,7 +22,7 @@ import re
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Collection, Sequence
 
 from autograder import topics
 from autograder.course import expectations, graded, notebooks
@@ -52,26 +52,28 @@ class Built:
     changed: bool
 
 
-def make_stub(source: str, topic: str) -> str:
-    """The stub of one solution module's source."""
+def make_stub(source: str, topic: str, solved: Collection[str] = ()) -> str:
+    """The stub of one solution module's source. The functions named in `solved` keep their
+    solution (a student's submission part way through the topic, for benchmarks and tests)."""
     out: list[str] = []
     current_def: str | None = None
-    inside = False
+    inside = keep = False
     for lineno, line in enumerate(source.splitlines(), 1):
         if m := DEF.match(line):
             current_def = m["name"]
         if m := BEGIN.match(line):
             if inside or current_def is None:
                 raise BuildError(f"solutions/{topic}.py:{lineno}: BEGIN SOLUTION outside a function or nested")
-            inside = True
-            out.append(f'{m["indent"]}raise NotImplementedError("{current_def}: your code here")')
+            inside, keep = True, current_def in solved
+            if not keep:
+                out.append(f'{m["indent"]}raise NotImplementedError("{current_def}: your code here")')
             continue
         if END.match(line):
             if not inside:
                 raise BuildError(f"solutions/{topic}.py:{lineno}: END SOLUTION without BEGIN")
             inside = False
             continue
-        if not inside:
+        if not inside or keep:
             out.append(line)
     if inside:
         raise BuildError(f"solutions/{topic}.py: BEGIN SOLUTION is never closed")
