@@ -2,8 +2,9 @@
 
 A stub is a top-level function, undecorated or decorated with `jax.jit` only, whose body is only
 a docstring and `raise NotImplementedError` (with one constant string or nothing): the form
-`grade build` and nbgrader put in place of a solution. Nothing else in the module may bind its name, nor
-`NotImplementedError` (else the function called might not be this one, or might not raise it).
+`grade build` and nbgrader put in place of a solution. Nothing else in the module may bind its
+name, nor `NotImplementedError` (else the function called might not be this one, or might not
+raise it).
 Such a function raises on every call, whatever its arguments, so the engine scores its exercise
 "not implemented yet" on every check without the reference's outputs or a single call: grading a
 stub used to cost the reference's work (ising's `vmc` ran two VMCs before the stub raised).
