@@ -223,10 +223,15 @@ def graded(client: httpx.Client, submission_id: int, timeout: float) -> dict:
 
 @pytest.fixture
 def course(tmp_path):
-    """A course on SQLite in a temporary folder; its processes are stopped afterwards."""
+    """A course on SQLite in a temporary folder; its processes are stopped afterwards.
+
+    The tails of its logs are printed at teardown: pytest shows them when the test failed.
+    """
     c = new_course(tmp_path / "course")
     yield c
     c.stop()
+    for name in ("serve.log", "worker.log"):
+        print(f"--- {name} (tail) ---\n{c.log(name)}")
 
 
 def new_course(data: Path, **extra: str) -> Course:

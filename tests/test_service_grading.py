@@ -216,3 +216,64 @@ def test_a_worker_that_cannot_sandbox_fails_the_job_saying_why(course, tmp_path)
     (tmp_path / "client.json").write_text(json.dumps({"url": course.url, "token": client.headers["authorization"][7:]}))
     shown = run_grade(course, ["result", str(sub)], tmp_path)
     assert shown.returncode == 2 and "could not be graded" in shown.stdout and "bubblewrap" in shown.stdout
+
+
+RACER = """
+import sys, time
+from autograder.service import config, jobs
+rounds, start, folder = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+for r in range(rounds):
+    settings = config.from_env({"JAXLINGS_DATA_DIR": f"{folder}/{r}"})
+    app = jobs.make_celery(settings)
+    while time.time() < start + r * 0.5:
+        pass
+    declared = jobs.declare_queue(app, settings)
+    with app.connection_for_write() as connection:
+        app.send_task(jobs.TASK, args=[r], queue=settings.queue, connection=connection)
+    print(r, declared, flush=True)
+"""
+
+
+def test_processes_starting_at_once_on_a_fresh_sqlite_broker_all_declare_and_send(tmp_path):
+    """An API and workers started together race to create the SQLite broker's tables and queue row
+    (kombu checks, then inserts: one of two racers used to get IntegrityError, a 500 on submit).
+    Four processes, eight fresh brokers, each round started at the same instant: every process
+    declares the queue and every message arrives."""
+    import sqlalchemy
+    import time
+
+    racers, rounds = 4, 8
+    start = time.time() + 8                       # after every racer has imported celery
+    procs = [subprocess.Popen([*GRADE[:1], "-c", RACER, str(rounds), str(start), str(tmp_path)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(racers)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in outs]
+    assert all(out.split() == [w for r in range(rounds) for w in (str(r), "True")] for out, _ in outs), outs
+    for r in range(rounds):
+        broker = sqlalchemy.create_engine(f"sqlite:///{tmp_path / str(r) / 'broker.db'}")
+        with broker.connect() as conn:
+            assert conn.execute(sqlalchemy.text("SELECT count(*) FROM kombu_queue")).scalar() == 1
+            assert conn.execute(sqlalchemy.text("SELECT count(*) FROM kombu_message")).scalar() == racers
+        broker.dispose()
+
+
+def test_a_broker_that_refuses_a_job_loses_nothing_and_the_student_still_gets_a_reply(course):
+    """The broker fails the send (its message table is gone): the API still answers 202 with the
+    stored submission, says why in its log, and the sweep of the worker started later sends and
+    grades it."""
+    import sqlalchemy
+
+    course.serve()
+    client = api(course, course.token("hana"))
+    broker = sqlalchemy.create_engine(f"sqlite:///{course.data_dir / 'broker.db'}")
+    with broker.begin() as conn:
+        conn.execute(sqlalchemy.text("DROP TABLE kombu_message"))
+    broker.dispose()
+    reply = post_zip(client, zip_of({"prng.py": BROKEN}))
+    assert reply.status_code == 202, reply.text
+    sub = reply.json()["id"]
+    assert reply.json()["status"] == "queued"
+    assert "could not send submission" in course.log("serve.log")
+    course.worker()                                # creates the broker's tables again, then sweeps
+    done = graded(client, sub, 120)
+    assert done["status"] == "done" and done["score"] == 0

@@ -39,6 +39,7 @@ def create_app(settings: Settings) -> FastAPI:
         db.upgrade(settings.db_url)
         storage_dir = Path(settings.data_dir)
         storage_dir.mkdir(parents=True, exist_ok=True)
+        jobs.declare_queue(_app.state.celery, settings)
         yield
 
     if settings.hub_api_url:

@@ -18,6 +18,7 @@ import os
 import socket
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from celery import Celery, signals
@@ -73,12 +74,45 @@ def worker_name() -> str:
 
 
 def send(app: Celery, settings: Settings, ids: list[int]) -> None:
-    """Hand jobs to the broker and note when (a row never noted as sent is sent again by a sweep)."""
+    """Hand jobs to the broker and note when; a job the broker refuses stays unsent for a sweep.
+
+    Each job goes over a connection of its own: a broker error (SQL brokers raise database
+    errors, which leave their channel unusable) then costs that one send, never later ones. The
+    row is stored before this is called, so a refused send loses nothing: the caller still
+    answers, and the next sweep sends what was never noted as sent.
+    """
     factory = db.sessions(settings.db_url)
     for submission_id in ids:
-        app.send_task(TASK, args=[submission_id], queue=settings.queue)
+        try:
+            with app.connection_for_write() as connection:
+                app.send_task(TASK, args=[submission_id], queue=settings.queue, connection=connection)
+        except Exception as exc:
+            log.warning("could not send submission %s to the broker (a sweep sends it again): %s: %s",
+                        submission_id, type(exc).__name__, exc)
+            continue
         with factory.begin() as session:
             session.execute(update(Submission).where(Submission.id == submission_id).values(sent_at=utcnow()))
+
+
+def declare_queue(app: Celery, settings: Settings, attempts: int = 5) -> bool:
+    """Create the course's queue on the broker (on a SQL broker, its tables too); whether it is there.
+
+    The API and the workers both call this at start. Two processes creating a SQL broker's tables
+    or queue row at once make one of them fail (kombu checks, then inserts); trying again on a
+    fresh connection finds what the other made. A broker still refusing after `attempts` is
+    logged, not raised: the API answers anyway and the sweeps send what waits.
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            if settings.celery_broker.startswith("sqla+sqlite:///"):
+                Path(settings.celery_broker.removeprefix("sqla+sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+            with app.connection_for_write() as connection:
+                app.amqp.queues[settings.queue](connection.default_channel).declare()
+            return True
+        except Exception as exc:
+            log.warning("declaring queue %s, attempt %d of %d: %s", settings.queue, attempt, attempts, exc)
+            time.sleep(0.2 * attempt)
+    return False
 
 
 def claim(settings: Settings, submission_id: int, worker: str) -> int | None:
@@ -259,9 +293,8 @@ def requeue(session, ids: list[int]) -> list[int]:
 def run_worker(settings: Settings, name: str | None = None, loglevel: str = "INFO") -> None:
     """Run one grading worker (one job at a time) until stopped; sweeps for lost jobs meanwhile."""
     db.upgrade(settings.db_url)
-    if settings.celery_broker.startswith("sqla+sqlite:///"):
-        Path(settings.celery_broker.removeprefix("sqla+sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     app = make_celery(settings)
+    declare_queue(app, settings)
     signals.worker_process_init.connect(lambda **_: db.after_fork(), weak=False)
     sweeper = Sweeper(app, settings)
     signals.worker_ready.connect(lambda **_: sweeper.start(), weak=False)
