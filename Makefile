@@ -21,9 +21,10 @@ setup: $(STAMP)
 demo: setup
 	$(BIN)/python demo/service_demo.py
 
-## Run every test.
+## Run every test, a test file per process on TEST_JOBS processes (the suite is sized for 2 cores).
+TEST_JOBS ?= 2
 test: setup
-	$(BIN)/python -m pytest -q --durations=20
+	$(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadfile --durations=20
 
 ## Regenerate the student stubs from the solutions.
 build: setup
