@@ -277,3 +277,49 @@ def test_a_broker_that_refuses_a_job_loses_nothing_and_the_student_still_gets_a_
     course.worker()                                # creates the broker's tables again, then sweeps
     done = graded(client, sub, 120)
     assert done["status"] == "done" and done["score"] == 0
+
+
+MIGRATOR = """
+import sys, time
+from autograder.service import db
+start, urls = float(sys.argv[1]), sys.argv[2:]
+for i, url in enumerate(urls):
+    while time.time() < start + i * 1.0:
+        pass
+    db.upgrade(url)
+    print("migrated", flush=True)
+"""
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_processes_starting_at_once_on_a_fresh_database_all_migrate(backend, tmp_path):
+    """`grade serve` and its workers started together on a fresh database each run the
+    migrations: without taking turns, all but one found no schema, created it and crashed
+    ("table alembic_version already exists"; PostgreSQL: a unique violation). Four processes,
+    two fresh databases each started at the same instant: every process comes up, the schema
+    is current."""
+    import time
+
+    import sqlalchemy
+
+    if backend == "sqlite":
+        urls = [f"sqlite:///{tmp_path / f'course{i}.db'}" for i in range(2)]
+    else:
+        urls = [postgres_redis_env()["JAXLINGS_DATABASE_URL"] for _ in range(2)]
+    try:
+        start = time.time() + 6                    # after every process has imported SQLAlchemy and Alembic
+        procs = [subprocess.Popen([*GRADE[:1], "-c", MIGRATOR, str(start), *urls], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(4)]
+        outs = [p.communicate(timeout=120) for p in procs]
+        assert all(p.returncode == 0 for p in procs), [err[-1500:] for _, err in outs]
+        assert all(out.split() == ["migrated"] * len(urls) for out, _ in outs)
+        for url in urls:
+            engine = sqlalchemy.create_engine(url)
+            with engine.connect() as conn:
+                assert conn.execute(sqlalchemy.text("SELECT count(*) FROM alembic_version")).scalar() == 1
+                assert conn.execute(sqlalchemy.text("SELECT count(*) FROM submissions")).scalar() == 0
+            engine.dispose()
+    finally:
+        if backend == "postgres":
+            for url in urls:
+                drop_database(url)

@@ -8,6 +8,9 @@ the truth about a job: the broker only delivers it, and a row whose lease ran ou
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from sqlalchemy import (Float, ForeignKey, Integer, LargeBinary, String, Text, UniqueConstraint, create_engine, event,
@@ -127,17 +130,38 @@ def sessions(url: str) -> sessionmaker[Session]:
     return sessionmaker(engine_for(url), expire_on_commit=False)
 
 
+MIGRATION_LOCK = 0x6A61786C   # PostgreSQL's advisory lock key for migrations ("jaxl")
+
+
 def upgrade(url: str) -> None:
-    """Bring the database at `url` to the newest schema (Alembic `upgrade head`)."""
+    """Bring the database at `url` to the newest schema (Alembic `upgrade head`).
+
+    Safe to call from processes starting together: one migrates, the others then find the
+    schema current (a lock file beside a SQLite database; PostgreSQL's advisory lock in
+    migrations/env.py).
+    """
     from alembic import command
     from alembic.config import Config
 
-    if url.startswith("sqlite:///"):
-        Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.attributes["url"] = url
-    command.upgrade(config, "head")
+    with _sqlite_turn(url):
+        command.upgrade(config, "head")
+
+
+@contextmanager
+def _sqlite_turn(url: str) -> Iterator[None]:
+    """Hold an exclusive lock on `<database>.migrate-lock` for a SQLite file database (else nothing)."""
+    path = url.removeprefix("sqlite:///").split("?", 1)[0] if url.startswith("sqlite:///") else ""
+    if not path or path == ":memory:":
+        yield
+        return
+    database = Path(path)
+    database.parent.mkdir(parents=True, exist_ok=True)
+    with open(database.with_name(database.name + ".migrate-lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def student_by_login(session: Session, login: str) -> Student | None:

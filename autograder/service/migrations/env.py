@@ -1,9 +1,14 @@
-"""Alembic environment: runs the migrations against the URL `db.upgrade` passes in."""
+"""Alembic environment: runs the migrations against the URL `db.upgrade` passes in.
+
+Processes that start together (an API and its workers on a fresh database) would each find no
+schema and create it, and all but one fail; on PostgreSQL they take turns on an advisory lock
+held for the migration's transaction (SQLite's turn is taken in `db.upgrade`, on a lock file).
+"""
 
 from alembic import context
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, text
 
-from autograder.service.db import Base
+from autograder.service.db import MIGRATION_LOCK, Base
 
 config = context.config
 url = config.attributes.get("url") or config.get_main_option("sqlalchemy.url")
@@ -12,4 +17,6 @@ connectable = config.attributes.get("connection") or create_engine(url)
 with connectable.connect() as connection:
     context.configure(connection=connection, target_metadata=Base.metadata, render_as_batch=True)
     with context.begin_transaction():
+        if connection.dialect.name == "postgresql":   # before the version is read: the next in turn finds it current
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
         context.run_migrations()
