@@ -95,13 +95,16 @@ def send(app: Celery, settings: Settings, ids: list[int]) -> None:
 
 
 def declare_queue(app: Celery, settings: Settings, attempts: int = 5) -> bool:
-    """Create the course's queue on the broker (on a SQL broker, its tables too); whether it is there.
+    """Create a SQL broker's tables and the course's queue row; whether they are there.
 
-    The API and the workers both call this at start. Two processes creating a SQL broker's tables
-    or queue row at once make one of them fail (kombu checks, then inserts); trying again on a
-    fresh connection finds what the other made. A broker still refusing after `attempts` is
-    logged, not raised: the API answers anyway and the sweeps send what waits.
+    The API and the workers both call this at start. Two processes creating them at once make
+    one of them fail (kombu checks, then inserts); trying again on a fresh connection finds what
+    the other made. A broker still refusing after `attempts` is logged, not raised: the API
+    answers anyway and the sweeps send what waits. Other brokers (Redis) declare idempotently
+    when used: nothing to do.
     """
+    if not settings.celery_broker.startswith("sqla+"):
+        return True
     for attempt in range(1, attempts + 1):
         try:
             if settings.celery_broker.startswith("sqla+sqlite:///"):
