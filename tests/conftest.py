@@ -1,13 +1,15 @@
 """Shared fixtures: grading real submissions with real worker processes.
 
 Grading is the slow part of the suite, so results that several tests read (the reference
-solutions graded, the stubs graded) are computed once per session.
+solutions graded, the stubs graded) are computed once per session; the reference's once per
+run, whatever the number of test processes (`graded_solutions`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-
+import fcntl
+import json
 import os
 import shutil
 import textwrap
@@ -130,9 +132,20 @@ class TopicView:
 
 
 @pytest.fixture(scope="session")
-def graded_solutions() -> Result:
-    """Every topic of the reference, graded as the service grades (topics side by side)."""
-    return grade_dir(SOLUTIONS, jobs=engine.default_jobs())
+def graded_solutions(tmp_path_factory: pytest.TempPathFactory, worker_id: str, testrun_uid: str) -> Result:
+    """Every topic of the reference, graded as the service grades (topics side by side), once per
+    run: with several test processes (pytest-xdist) the first to need it grades and writes the
+    results.json, the others wait for it and read it. Every process reads the file back, so all
+    see the same data, as a results.json holds it."""
+    from autograder.service.client import result_of
+
+    folder = tmp_path_factory.getbasetemp()
+    shared = (folder if worker_id == "master" else folder.parent) / f"graded_solutions-{testrun_uid}.json"
+    with open(shared.with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not shared.exists():
+            grade_dir(SOLUTIONS, jobs=engine.default_jobs()).write(shared)
+    return result_of(json.loads(shared.read_text()))
 
 
 def reference_solutions(request: pytest.FixtureRequest, topic: str) -> Result:
