@@ -15,7 +15,8 @@ of the worker's process tree on a CPU, wall time on a GPU). The first run compil
 functions; the next ones reuse them. Half the points: every run's relative error below
 `Vmc.max_error`. The other half, only then: the time, banded on the worst run's ratio to the
 reference's (so a function that does its real work on the first call and memoises it gains
-nothing). Runs with different keys must not return identical parameters.
+nothing). Runs with different keys must not return identical parameters. A case on which the
+reference itself misses the ground state (a few keys in a hundred) is no test: another is drawn.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from autograder.checks.speed import clock_for
 from autograder.results import Outcome
 from autograder.sandbox import WorkerDied
 from autograder.session import REFERENCE_TIMEOUT, ExerciseRun, GraderError, StudentError, TopicSession, format_error
-from autograder.spec import Speed, Vmc
+from autograder.spec import Case, Speed, Vmc
 from autograder.timing import CallFailed, Timed, timed_call
 
 SUMMARY = ("the RBM your VMC run returns has the ground-state energy (computed exactly, relative error within the "
@@ -35,6 +36,7 @@ SUMMARY = ("the RBM your VMC run returns has the ground-state energy (computed e
 
 MAX_HIDDEN_PER_SPIN = 8  # the exact sum costs 2**n * hidden units; more than alpha = 8 is refused
 CHUNK = 4096  # configurations per block of the exact sum
+REFERENCE_DRAWS = 3  # cases drawn for one run before a reference that misses them all is the grader's error
 
 
 def describe(ex, ctx) -> str:
@@ -117,18 +119,14 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     stus: list[Timed] = []
     errors: list[float] = []
     ref_errors: list[float] = []
+    redrawn = 0
     for i in range(opts.runs):
-        case = session.draw(ex.name, "vmc", lambda rng: ex.sample(rng, opts.size))
+        case, ref, ref_error, misses = _case_the_reference_solves(session, ex.name, opts, i)
+        redrawn += misses
         n, h, J = case.args[:3]
         exact = exact_energy(n, h, J)
-        which = f"run {i + 1} of {opts.runs} (n={n}, h={h:g}, J={J:g}, key=jax.random.key({case.args[3].seed}))"
-        ref = _reference_run(session, ex.name, case, which)
+        which = _which(opts, i, case)
         structure = ref.outs[0]["treedef"]
-        params, problem = rbm_of(ref.outs[0], structure)
-        ref_error = abs(rbm_energy(*params, h, J) - exact) / abs(exact) if params else float("inf")
-        if problem or not ref_error < opts.max_error:
-            raise GraderError(f"the reference {session.topic.name}.{ex.name} missed the ground state, {which}: "
-                              f"{problem or f'relative error {ref_error:.2e}'}")
         limit = min(max(opts.min_timeout, 2 * opts.zero * ref.seconds), max(1.0, session.time_left()))
         try:
             stu = timed_call(session.student(), ex.name, [case], jit=False, static_argnums=(), timeout=limit)
@@ -149,7 +147,7 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
         errors.append(error)
         ref_errors.append(ref_error)
         data = {"errors": errors, "reference_errors": ref_errors, "energy": energy, "exact_energy": exact,
-                "max_error": opts.max_error}
+                "max_error": opts.max_error, "redrawn": redrawn}
         if not error < opts.max_error:
             return Outcome.fail(f"{which}: the returned RBM's energy is {energy:.6f}, the exact ground state's "
                                 f"{exact:.6f}: relative error {error:.2e}, more than {opts.max_error:g} (the reference "
@@ -167,6 +165,36 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
                                f"grading machine: full up to x{opts.full:g}, none from x{opts.zero:g}", **data,
                                student_seconds=[round(s.seconds, 3) for s in stus])
     return _with_time(opts, backend, refs, stus, data)
+
+
+def _which(opts: Vmc, i: int, case) -> str:
+    n, h, J, key = case.args
+    return f"run {i + 1} of {opts.runs} (n={n}, h={h:g}, J={J:g}, key=jax.random.key({key.seed}))"
+
+
+def _case_the_reference_solves(session: TopicSession, fn: str, opts: Vmc, i: int) -> tuple[Case, Timed, float, int]:
+    """Run i's case, the reference's run on it, its relative error, and how many draws it missed.
+
+    From a few keys in a hundred the reference's own optimisation stalls far from the ground
+    state (the solutions at n = 16, h = J = 1: relative error 0.52 from
+    `jax.random.key(148396730)`); such a key tests nothing, so another case is drawn, up to
+    REFERENCE_DRAWS. A reference that misses them all is the grader's error.
+    """
+    ex = session.topic.exercise(fn)
+    missed: list[str] = []
+    while len(missed) < REFERENCE_DRAWS:
+        case = session.draw(fn, "vmc", lambda rng: ex.sample(rng, opts.size))
+        n, h, J = case.args[:3]
+        which = _which(opts, i, case)
+        ref = _reference_run(session, fn, case, which)
+        params, problem = rbm_of(ref.outs[0], ref.outs[0]["treedef"])
+        exact = exact_energy(n, h, J)
+        error = abs(rbm_energy(*params, h, J) - exact) / abs(exact) if params else float("inf")
+        if not problem and error < opts.max_error:
+            return case, ref, error, len(missed)
+        missed.append(f"{which}: {problem or f'relative error {error:.2e}'}")
+    raise GraderError(f"the reference {session.topic.name}.{fn} missed the ground state on {len(missed)} draws: "
+                      + "; ".join(missed))
 
 
 def _reference_run(session: TopicSession, fn: str, case, which: str) -> Timed:
