@@ -130,11 +130,12 @@ def vmc_ground_state(n, h, J, key):
       - vmc (6): called as written, 2 runs on `n` = 16, `h` = 1, `J` = 1, each with a fresh
         `key` (the first run compiles). The grader computes the energy of the RBM you return
         exactly, over all 2**n configurations (at most alpha = 8 hidden units per spin), against
-        the exact ground state's: half the points for a relative error below 2e-3 on every run;
-        the other half, only then, for the time of the worse run against the reference's: full
-        up to x2, none from x10, log-linear between (on a CPU the clock is CPU time, and a wall
-        time past x10 gets no time points). A run past max(60 s, 20x the reference's) is
-        stopped; runs with different keys must not return identical parameters.
+        the exact ground state's: half the points for a relative error below 2e-3 on every run
+        (one run that misses is run again on a fresh key, as a right VMC stalls from about one
+        key in 80); the other half, only then, for the time of the worse run against the
+        reference's: full up to x2, none from x10, log-linear between (on a CPU the clock is CPU
+        time, and a wall time past x10 gets no time points). A run past max(60 s, 20x the
+        reference's) is stopped; runs with different keys must not return identical parameters.
     """
     raise NotImplementedError("vmc_ground_state: your code here")
 

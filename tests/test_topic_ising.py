@@ -174,3 +174,27 @@ def test_a_key_on_which_the_reference_stalls_is_drawn_again(tmp_path):
 
     with pytest.raises(GraderError, match="missed the ground state on 3 draws"):
         _grade_against_stalling_reference(tmp_path / "always", stalls=99)
+
+
+def test_a_student_run_that_stalls_once_gets_a_fresh_case_twice_does_not(tmp_path):
+    """A right VMC of the student's stalls from some keys as the reference's does: one missed run
+    is run again on a fresh case; a function that misses twice fails the accuracy half."""
+    from autograder import engine, topics
+    from conftest import SOLUTIONS, TEST_LIMITS
+
+    def graded(stalls: int):
+        folder = tmp_path / f"stalls{stalls}"
+        folder.mkdir()
+        (folder / "ising.py").write_text((SOLUTIONS / "ising.py").read_text()
+                                         + STALLING_REFERENCE.replace("{stalls}", str(stalls)))
+        return engine.grade(folder, topics.resolve([VMC]), reference_dir=SOLUTIONS, public=False, seed=5,
+                            limits=TEST_LIMITS)
+
+    once = graded(1)
+    vmc = data(once, "vmc_ground_state:vmc")
+    assert len(vmc["second_chances"]) == 1 and "run 1 of 2" in vmc["second_chances"][0]
+    assert len(vmc["errors"]) == 2 and max(vmc["errors"]) < vmc["max_error"]
+    assert score(once, "vmc_ground_state:vmc") >= 0.5          # the accuracy half, at least
+    twice = graded(2)
+    assert score(twice, "vmc_ground_state:vmc") == 0
+    assert "a fresh case after run 1 of 2" in message(twice, "vmc_ground_state:vmc")

@@ -17,6 +17,8 @@ functions; the next ones reuse them. Half the points: every run's relative error
 reference's (so a function that does its real work on the first call and memoises it gains
 nothing). Runs with different keys must not return identical parameters. A case on which the
 reference itself misses the ground state (a few keys in a hundred) is no test: another is drawn.
+A right VMC of the student's stalls from such keys too, so one missed run of the student's is
+run again on a fresh case (`SECOND_CHANCES`); a second miss fails the accuracy half.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ SUMMARY = ("the RBM your VMC run returns has the ground-state energy (computed e
 MAX_HIDDEN_PER_SPIN = 8  # the exact sum costs 2**n * hidden units; more than alpha = 8 is refused
 CHUNK = 4096  # configurations per block of the exact sum
 REFERENCE_DRAWS = 3  # cases drawn for one run before a reference that misses them all is the grader's error
+SECOND_CHANCES = 1  # a student's missed runs run again on a fresh case (a right VMC stalls from ~1 key in 80)
 
 
 def describe(ex, ctx) -> str:
@@ -45,7 +48,8 @@ def describe(ex, ctx) -> str:
     return (f"called as written, {opts.runs} runs on {ctx.case_args(opts.size)}, each with a fresh `key` (the first "
             f"run compiles). The grader computes the energy of the RBM you return exactly, over all 2**n "
             f"configurations (at most alpha = {MAX_HIDDEN_PER_SPIN} hidden units per spin), against the exact ground "
-            f"state's: half the points for a relative error below {ctx.num(opts.max_error)} on every run; the other "
+            f"state's: half the points for a relative error below {ctx.num(opts.max_error)} on every run (one run that "
+            f"misses is run again on a fresh key, as a right VMC stalls from about one key in 80); the other "
             f"half, only then, for the time of the worse run against the reference's: full up to x{ctx.num(opts.full)}, "
             f"none from x{ctx.num(opts.zero)}, log-linear between (on a CPU the clock is CPU time, and a wall time past "
             f"x{ctx.num(opts.zero)} gets no time points). A run past max({opts.min_timeout:g} s, {2 * opts.zero:g}x the "
@@ -120,7 +124,9 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     errors: list[float] = []
     ref_errors: list[float] = []
     redrawn = 0
-    for i in range(opts.runs):
+    second_chances: list[str] = []      # the student's runs that missed and were run again on a fresh case
+    i = 0
+    while i < opts.runs:
         case, ref, ref_error, misses = _case_the_reference_solves(session, ex.name, opts, i)
         redrawn += misses
         n, h, J = case.args[:3]
@@ -142,17 +148,22 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
             return Outcome.fail(f"{which}: {problem}")
         energy = rbm_energy(*params, h, J)
         error = abs(energy - exact) / abs(exact)
+        if not error < opts.max_error and len(second_chances) < SECOND_CHANCES:
+            second_chances.append(f"{which}: relative error {error:.2e}")
+            continue
         refs.append(ref)
         stus.append(stu)
         errors.append(error)
         ref_errors.append(ref_error)
         data = {"errors": errors, "reference_errors": ref_errors, "energy": energy, "exact_energy": exact,
-                "max_error": opts.max_error, "redrawn": redrawn}
+                "max_error": opts.max_error, "redrawn": redrawn, "second_chances": second_chances}
         if not error < opts.max_error:
-            return Outcome.fail(f"{which}: the returned RBM's energy is {energy:.6f}, the exact ground state's "
+            again = f" (a fresh case after {second_chances[0]})" if second_chances else ""
+            return Outcome.fail(f"{which}{again}: the returned RBM's energy is {energy:.6f}, the exact ground state's "
                                 f"{exact:.6f}: relative error {error:.2e}, more than {opts.max_error:g} (the reference "
                                 f"reaches {ref_error:.1e}). Optimise longer or better: stochastic reconfiguration, "
                                 "enough samples, a learning rate that converges", **data)
+        i += 1
     if len(stus) > 1 and all(np.array_equal(a["data"], b["data"]) for a, b in zip(stus[0].outs[0]["leaves"],
                                                                                   stus[1].outs[0]["leaves"])):
         return Outcome.fail("two runs with different keys returned identical parameters: take every random choice "
