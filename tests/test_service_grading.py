@@ -218,10 +218,23 @@ def test_a_worker_that_cannot_sandbox_fails_the_job_saying_why(course, tmp_path)
     assert shown.returncode == 2 and "could not be graded" in shown.stdout and "bubblewrap" in shown.stdout
 
 
+def at_once(script: str, count: int, *args: str, lead: float) -> list[str]:
+    """Run `script` in `count` Python processes, passing it a start time `lead` s from now (after
+    each has imported what it needs) and `args`; their outputs, once all exited 0."""
+    import time
+
+    start = time.time() + lead
+    procs = [subprocess.Popen([*GRADE[:1], "-c", script, str(start), *args], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(count)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in outs]
+    return [out for out, _ in outs]
+
+
 RACER = """
 import sys, time
 from autograder.service import config, jobs
-rounds, start, folder = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+start, rounds, folder = float(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 for r in range(rounds):
     settings = config.from_env({"JAXLINGS_DATA_DIR": f"{folder}/{r}"})
     app = jobs.make_celery(settings)
@@ -240,15 +253,10 @@ def test_processes_starting_at_once_on_a_fresh_sqlite_broker_all_declare_and_sen
     Four processes, eight fresh brokers, each round started at the same instant: every process
     declares the queue and every message arrives."""
     import sqlalchemy
-    import time
 
     racers, rounds = 4, 8
-    start = time.time() + 8                       # after every racer has imported celery
-    procs = [subprocess.Popen([*GRADE[:1], "-c", RACER, str(rounds), str(start), str(tmp_path)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(racers)]
-    outs = [p.communicate(timeout=120) for p in procs]
-    assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in outs]
-    assert all(out.split() == [w for r in range(rounds) for w in (str(r), "True")] for out, _ in outs), outs
+    outs = at_once(RACER, racers, str(rounds), str(tmp_path), lead=8)
+    assert all(out.split() == [w for r in range(rounds) for w in (str(r), "True")] for out in outs), outs
     for r in range(rounds):
         broker = sqlalchemy.create_engine(f"sqlite:///{tmp_path / str(r) / 'broker.db'}")
         with broker.connect() as conn:
@@ -298,8 +306,6 @@ def test_processes_starting_at_once_on_a_fresh_database_all_migrate(backend, tmp
     ("table alembic_version already exists"; PostgreSQL: a unique violation). Four processes,
     two fresh databases each started at the same instant: every process comes up, the schema
     is current."""
-    import time
-
     import sqlalchemy
 
     if backend == "sqlite":
@@ -307,12 +313,8 @@ def test_processes_starting_at_once_on_a_fresh_database_all_migrate(backend, tmp
     else:
         urls = [postgres_redis_env()["JAXLINGS_DATABASE_URL"] for _ in range(2)]
     try:
-        start = time.time() + 6                    # after every process has imported SQLAlchemy and Alembic
-        procs = [subprocess.Popen([*GRADE[:1], "-c", MIGRATOR, str(start), *urls], stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True) for _ in range(4)]
-        outs = [p.communicate(timeout=120) for p in procs]
-        assert all(p.returncode == 0 for p in procs), [err[-1500:] for _, err in outs]
-        assert all(out.split() == ["migrated"] * len(urls) for out, _ in outs)
+        outs = at_once(MIGRATOR, 4, *urls, lead=6)
+        assert all(out.split() == ["migrated"] * len(urls) for out in outs)
         for url in urls:
             engine = sqlalchemy.create_engine(url)
             with engine.connect() as conn:

@@ -14,7 +14,8 @@ import textwrap
 
 import pytest
 
-from conftest import ROOT, extra_data, short_of_full_marks, failing_in, grade_variant, verdicts
+from conftest import (ROOT, SOLUTIONS, TEST_LIMITS, extra_data, short_of_full_marks, failing_in, grade_dir,
+                      grade_variant, verdicts, write_submission)
 
 TOPIC = "ising"
 VMC = f"{TOPIC}.vmc_ground_state"
@@ -146,17 +147,15 @@ def vmc_ground_state(n, h, J, key):
 '''
 
 
+def _stalling(stalls: int) -> str:
+    """The solutions' ising.py, its VMC stalling on its first `stalls` runs in a process."""
+    return (SOLUTIONS / "ising.py").read_text() + STALLING_REFERENCE.replace("{stalls}", str(stalls))
+
+
 def _grade_against_stalling_reference(tmp_path, stalls: int):
     from autograder import engine, topics
-    from conftest import SOLUTIONS, TEST_LIMITS
 
-    reference = tmp_path / "reference"
-    reference.mkdir(parents=True)
-    for source in SOLUTIONS.iterdir():
-        if source.suffix == ".py":
-            (reference / source.name).write_text(source.read_text())
-    (reference / "ising.py").write_text((SOLUTIONS / "ising.py").read_text()
-                                        + STALLING_REFERENCE.replace("{stalls}", str(stalls)))
+    reference = write_submission(tmp_path / "reference", {TOPIC: _stalling(stalls)})
     return engine.grade(SOLUTIONS, topics.resolve([VMC]), reference_dir=reference, public=False, seed=3,
                         limits=TEST_LIMITS)
 
@@ -179,16 +178,8 @@ def test_a_key_on_which_the_reference_stalls_is_drawn_again(tmp_path):
 def test_a_student_run_that_stalls_once_gets_a_fresh_case_twice_does_not(tmp_path):
     """A right VMC of the student's stalls from some keys as the reference's does: one missed run
     is run again on a fresh case; a function that misses twice fails the accuracy half."""
-    from autograder import engine, topics
-    from conftest import SOLUTIONS, TEST_LIMITS
-
     def graded(stalls: int):
-        folder = tmp_path / f"stalls{stalls}"
-        folder.mkdir()
-        (folder / "ising.py").write_text((SOLUTIONS / "ising.py").read_text()
-                                         + STALLING_REFERENCE.replace("{stalls}", str(stalls)))
-        return engine.grade(folder, topics.resolve([VMC]), reference_dir=SOLUTIONS, public=False, seed=5,
-                            limits=TEST_LIMITS)
+        return grade_dir(write_submission(tmp_path / f"stalls{stalls}", {TOPIC: _stalling(stalls)}), [VMC], seed=5)
 
     once = graded(1)
     vmc = data(once, "vmc_ground_state:vmc")
