@@ -106,7 +106,8 @@ def grade(
     sandbox: str = typer.Option("on", help="on (the default: student code under bubblewrap, refused without it), "
                                            "off (no sandbox: recorded in the result), or auto (on when available)."),
     jobs: Optional[int] = typer.Option(None, min=1, help="Topics graded at a time (default: JAXLINGS_JOBS, else one "
-                                                         "per core, at most 4; timed checks stay fair)."),
+                                                         "per core, at most 4; timed checks stay fair); spare slots "
+                                                         "grade a topic in parts."),
 ) -> None:
     """Run the hidden checks on a submission and print (and optionally write) the result."""
     if sandbox not in ("auto", "on", "off"):

@@ -3,13 +3,17 @@
 One engine serves `grade check` (public cases, fixed seed), `grade grade` (hidden cases,
 fresh seed), nbgrader and the service. Topics are graded one after another, or `jobs` at a
 time (`autograder.gate` keeps timed checks fair), each in its own pair of workers (see
-`session.TopicSession`), so anything a topic does costs that topic only. Every check of
-every exercise yields a test, failed or passed, so a result is always complete.
+`session.TopicSession`), so anything a topic does costs that topic only. With fewer topics
+than job slots (`grade check ising` on two cores), the spare slots go to the costliest
+topics, whose exercises are graded in parts side by side, each part in its own workers
+(`plan`). Every check of every exercise yields a test, failed or passed, so a result is
+always complete.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import secrets
 import shutil
@@ -19,6 +23,7 @@ import threading
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -69,7 +74,7 @@ def grade(submission: Path, topics: list[Topic], *, reference_dir: Path | None =
         with lock:
             on_test(test)
 
-    def one(topic: Topic) -> tuple[list[TestResult], dict, dict]:
+    def one(topic: Topic) -> tuple[list[TestResult], dict, dict]:  # a topic, or a part of one (`plan`)
         t0 = time.monotonic()
         module = Path(submission) / f"{topic.name}.py"
         reference = Path(reference_dir) / f"{topic.name}.py" if reference_dir is not None else None
@@ -90,10 +95,11 @@ def grade(submission: Path, topics: list[Topic], *, reference_dir: Path | None =
             "platform": platform,
         }
 
-    with ThreadPoolExecutor(max(1, min(jobs, len(topics) or 1)), thread_name_prefix="topic") as pool:
-        by_cost = sorted(topics, key=lambda t: estimated_cost(t, Path(submission) / f"{t.name}.py"), reverse=True)
-        futures = {topic.name: pool.submit(one, topic) for topic in by_cost}
-        graded = [futures[topic.name].result() for topic in topics]
+    parts = plan(topics, jobs, Path(submission))
+    with ThreadPoolExecutor(max(1, min(jobs, len(parts) or 1)), thread_name_prefix="topic") as pool:
+        by_cost = sorted(parts, key=lambda part: part.cost, reverse=True)
+        futures = {id(part): pool.submit(one, part.topic) for part in by_cost}
+        graded = [merged(topic, [futures[id(p)].result() for p in parts if p.name == topic.name]) for topic in topics]
     tests = [t for topic_tests, _, _ in graded for t in topic_tests]
     platform = next((p for _, p, _ in reversed(graded) if p), {})
     summary = {topic.name: entry for topic, (_, _, entry) in zip(topics, graded)}
@@ -105,14 +111,101 @@ def grade(submission: Path, topics: list[Topic], *, reference_dir: Path | None =
     return Result(tests, time.monotonic() - started, extra)
 
 
+COST_WEIGHTS = {"vmc": 15, "speed": 4, "key_reuse": 2, "compiles": 2}
+"""A check's rough weight in grading time (any other check: 1)."""
+
+SPLIT_MIN_COST = 20
+"""The least weight of a part that a spare job slot splits: below it (most topics), a second
+worker's start costs about what the part's halves side by side save (docs/performance.md)."""
+
+
+def exercise_costs(topic: Topic, module: Path | None = None) -> dict[str, int]:
+    """Each exercise's rough weight in grading time: its checks' (`COST_WEIGHTS`), zero for a
+    stub read off `module` when given (a stub is never called)."""
+    names = [ex.name for ex in topic.exercises]
+    stubbed = stubs.find(module.read_text(errors="replace"), names) if module and module.is_file() else {}
+    return {ex.name: 0 if ex.name in stubbed else sum(COST_WEIGHTS.get(check, 1) for check in ex.checks)
+            for ex in topic.exercises}
+
+
 def estimated_cost(topic: Topic, module: Path | None = None) -> int:
     """A rough weight of a topic's grading time (its checks, less a stub's, read off `module`
     when given; a VMC run and speed rounds weigh more), so that side by side the longest topics
     start first and the run ends sooner."""
-    weights = {"vmc": 15, "speed": 4, "key_reuse": 2, "compiles": 2}
-    names = [ex.name for ex in topic.exercises]
-    stubbed = stubs.find(module.read_text(errors="replace"), names) if module and module.is_file() else {}
-    return sum(weights.get(check, 1) for ex in topic.exercises if ex.name not in stubbed for check in ex.checks)
+    return sum(exercise_costs(topic, module).values())
+
+
+@dataclass(frozen=True)
+class Part:
+    """Exercises of one topic graded together in one pair of workers: the whole topic, or a part
+    of it (`topic` then keeps only those exercises, in the topic's order)."""
+
+    topic: Topic
+    cost: int
+
+    @property
+    def name(self) -> str:
+        return self.topic.name
+
+
+def plan(topics: list[Topic], jobs: int, submission: Path) -> list[Part]:
+    """What is graded side by side: each topic whole, unless fewer topics than `jobs` leave job
+    slots spare. Then each spare slot splits the topic whose costliest part costs most (at least
+    `SPLIT_MIN_COST`, with more exercises that are not stubs than parts) into one more part, its
+    exercises dealt out so that the parts cost about the same. Each part starts its own workers (a worker's
+    start costs about 0.5 s of CPU, NetKet's import more) and grades its exercises as the whole
+    topic would: every exercise draws its cases from a generator of its own."""
+    costs = {t.name: exercise_costs(t, submission / f"{t.name}.py") for t in topics}
+    counts = {t.name: 1 for t in topics}
+    for _ in range(max(0, jobs - len(topics))):
+        widest = {t.name: max(_deal(costs[t.name], counts[t.name]).values()) for t in topics
+                  if counts[t.name] < sum(1 for c in costs[t.name].values() if c)}
+        if not widest or max(widest.values()) < SPLIT_MIN_COST:
+            break
+        counts[max(widest, key=widest.get)] += 1
+    parts = []
+    for topic in topics:
+        if counts[topic.name] == 1:
+            parts.append(Part(topic, sum(costs[topic.name].values())))
+            continue
+        for names, cost in _deal(costs[topic.name], counts[topic.name]).items():
+            exercises = tuple(ex for ex in topic.exercises if ex.name in names)
+            parts.append(Part(dataclasses.replace(topic, exercises=exercises), cost))
+    return parts
+
+
+def _deal(costs: dict[str, int], k: int) -> dict[frozenset[str], int]:
+    """Exercise names dealt into `k` groups of about equal cost, each group with its cost: the
+    costliest first, each to the cheapest group so far; stubs (cost 0) join the first group."""
+    groups: list[list[str]] = [[] for _ in range(k)]
+    totals = [0] * k
+    for name in sorted((n for n, c in costs.items() if c), key=lambda n: -costs[n]):
+        i = totals.index(min(totals))
+        groups[i].append(name)
+        totals[i] += costs[name]
+    groups[0].extend(n for n, c in costs.items() if not c)
+    return {frozenset(group): total for group, total in zip(groups, totals)}
+
+
+def merged(topic: Topic, graded: list[tuple[list[TestResult], dict, dict]]) -> tuple[list[TestResult], dict, dict]:
+    """One topic's tests, platform and summary from its parts' (one part: as it is): the tests in
+    the topic's exercise order, the scores summed, the seconds of the slowest part, and the
+    timings of every exercise with the slowest workers' start and the number of parts."""
+    if len(graded) == 1:
+        return graded[0]
+    order = {ex.name: i for i, ex in enumerate(topic.exercises)}
+    tests = sorted((t for part_tests, _, _ in graded for t in part_tests), key=lambda t: order[t.exercise])
+    entries = [entry for _, _, entry in graded]
+    timings = {"start": max(e["timings"].get("start", 0.0) for e in entries), "parts": len(graded),
+               "exercises": {name: seconds for e in entries for name, seconds in e["timings"].get("exercises", {}).items()}}
+    platform = next((p for _, p, _ in graded if p), {})
+    return tests, platform, {
+        "score": round(sum(e["score"] for e in entries), 4),
+        "max_score": round(sum(e["max_score"] for e in entries), 4),
+        "seconds": max(e["seconds"] for e in entries),
+        "timings": timings,
+        "platform": platform,
+    }
 
 
 def grade_topic(topic: Topic, module: Path, reference: Path | None, seed: int, *, public: bool, isolate: bool,

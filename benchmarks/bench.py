@@ -6,13 +6,18 @@ new machine) and warm (the same run again: the cache holds what the first run co
 The header gives the machine's yardstick, a worker's start (`worker_start.py`), to compare
 machines by; each run, its wall time and the CPU time the whole machine spent during it (with
 `--jobs 2` on two cores, the CPU time over two is the least wall time a submission can take).
-Numbers come from the engine's own `extra_data["topics"][topic]["timings"]`; the submission is
+Numbers come from the engine's own `extra_data["topics"][topic]["timings"]` (a topic graded in
+parts adds up its parts' columns, which ran side by side); the submission is
 the solutions (every check runs), or with `--submission` the stubs or half of each topic done. A
 benchmark, not a test: it decides nothing. Each topic's total is its own wall time; with
 `--jobs 2` topics overlap, so the run's wall time (first line of each table) is less than their
 sum.
 
-    .venv/bin/python benchmarks/bench.py [--modes check hidden] [--runs 2] [--jobs N]
+`--each` grades every topic in a run of its own, as `grade check TOPIC` does (with `--jobs 2`
+the topic's exercises are then graded in two parts side by side, `engine.plan`), the cold run
+emptying the cache before each topic; the run's wall time is then the sum of the topics'.
+
+    .venv/bin/python benchmarks/bench.py [--modes check hidden] [--runs 2] [--jobs N] [--each]
         [--submission solutions|stubs|half] [TOPIC ...]
 """
 
@@ -46,18 +51,31 @@ def write_submission(kind: str, names: list[str], folder: Path) -> Path:
     return folder
 
 
-def run_once(mode: str, names: list[str], jobs: int, submission: Path):
-    """One graded run of `submission`: (result, wall seconds)."""
+def run_once(mode: str, names: list[str], jobs: int, submission: Path, each: bool = False,
+             emptied: Path | None = None):
+    """One graded run of `submission` (`each`: one engine run per topic, their tests and
+    summaries put together, the cache `emptied` before each when given): (result, wall seconds)."""
     from autograder import engine, public, topics
+    from autograder.results import Result
     from autograder.sandbox import bwrap_available
 
+    def grade(selected: list[str]) -> Result:
+        if mode == "check":
+            return engine.grade(submission, topics.resolve(selected, public=True), public=True,
+                                answers=public.replay, jobs=jobs)
+        return engine.grade(submission, topics.resolve(selected), reference_dir=ROOT / "solutions",
+                            isolate=bwrap_available(), jobs=jobs)
+
     t0 = time.perf_counter()
-    if mode == "check":
-        result = engine.grade(submission, topics.resolve(names, public=True), public=True,
-                              answers=public.replay, jobs=jobs)
-    else:
-        result = engine.grade(submission, topics.resolve(names), reference_dir=ROOT / "solutions",
-                              isolate=bwrap_available(), jobs=jobs)
+    if not each:
+        return grade(names), time.perf_counter() - t0
+    results = []
+    for name in names:
+        if emptied:
+            shutil.rmtree(emptied, ignore_errors=True)
+        results.append(grade([name]))
+    topics_data = {name: r.extra_data["topics"][name] for name, r in zip(names, results)}
+    result = Result([t for r in results for t in r.tests], time.perf_counter() - t0, {"topics": topics_data})
     return result, time.perf_counter() - t0
 
 
@@ -77,7 +95,7 @@ def rows(result) -> dict[str, dict[str, float]]:
     table: dict[str, dict[str, float]] = {}
     for topic, summary in result.extra_data["topics"].items():
         timings = summary.get("timings", {})
-        row = defaultdict(float, start=timings.get("start", 0.0))
+        row = defaultdict(float, start=timings.get("start", 0.0), parts=timings.get("parts", 1))
         for checks in timings.get("exercises", {}).values():
             for name, seconds in checks.items():
                 row[name if name in COLUMNS else "other"] += seconds
@@ -91,7 +109,8 @@ def main() -> None:
     parser.add_argument("topics", nargs="*")
     parser.add_argument("--modes", nargs="+", default=["check", "hidden"], choices=["check", "hidden"])
     parser.add_argument("--runs", type=int, default=2, help="runs per mode: the first is cold, the others warm")
-    parser.add_argument("--jobs", type=int, default=1, help="topics graded at a time")
+    parser.add_argument("--jobs", type=int, default=1, help="topics (or parts of one) graded at a time")
+    parser.add_argument("--each", action="store_true", help="each topic in a run of its own, as `grade check TOPIC`")
     parser.add_argument("--submission", default="solutions", choices=["solutions", "stubs", "half"],
                         help="what is graded: the solutions (every check runs), the stubs, or half of each topic done")
     args = parser.parse_args()
@@ -112,14 +131,16 @@ def main() -> None:
                 if i == 0:
                     shutil.rmtree(cache, ignore_errors=True)
                 busy = machine_busy_seconds()
-                result, wall = run_once(mode, names, args.jobs, submission)
+                result, wall = run_once(mode, names, args.jobs, submission, args.each,
+                                        Path(cache) if i == 0 else None)
                 busy = machine_busy_seconds() - busy
                 label = f"{mode}, {'cold (empty compilation cache)' if i == 0 else 'warm'}"
                 print(f"\n{label}: {wall:.1f} s for {len(names)} topics, score {result.score:g}/{result.max_score:g}, "
                       f"load {os.getloadavg()[0]:.1f}, the machine's CPU {busy:.0f} s")
-                print(f"{'topic':<12}" + "".join(f"{c:>9}" for c in (*COLUMNS, "total")))
+                print(f"{'topic':<12}{'parts':>6}" + "".join(f"{c:>9}" for c in (*COLUMNS, "total")))
                 for topic, row in rows(result).items():
-                    print(f"{topic:<12}" + "".join(f"{row[c]:>9.2f}" for c in (*COLUMNS, "total")), flush=True)
+                    print(f"{topic:<12}{row['parts']:>6}" + "".join(f"{row[c]:>9.2f}" for c in (*COLUMNS, "total")),
+                          flush=True)
 
 
 if __name__ == "__main__":

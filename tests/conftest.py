@@ -41,10 +41,11 @@ def grade_dir(folder: Path, names: list[str] | None = None, *, public: bool = Fa
                         isolate=isolate, limits=limits, jobs=jobs)
 
 
-def check_dir(folder: Path, names: list[str] | None = None, limits: Limits = TEST_LIMITS) -> Result:
+def check_dir(folder: Path, names: list[str] | None = None, limits: Limits = TEST_LIMITS, jobs: int = 1) -> Result:
     """Grade a folder as `grade check` does: public specs, answers replayed from the public
-    expectations, no reference solution."""
-    return engine.grade(folder, topics.resolve(names, public=True), public=True, limits=limits, answers=public.replay)
+    expectations, no reference solution (`jobs` topics, or parts of one, at a time)."""
+    return engine.grade(folder, topics.resolve(names, public=True), public=True, limits=limits, answers=public.replay,
+                        jobs=jobs)
 
 
 def write_submission(folder: Path, files: dict[str, str]) -> Path:
