@@ -32,7 +32,8 @@ build: setup
 
 ## Where grading time goes, per topic and check (a benchmark; prints tables).
 bench: setup
-	$(BIN)/python benchmarks/bench.py
+	$(BIN)/python benchmarks/bench.py --modes check --each
+	$(BIN)/python benchmarks/bench.py --modes hidden
 
 ## On the grading machine (one NVIDIA GPU): speed verdicts of the reference, 2x and 10x slower
 ## versions, and the whole course's grading, in one call of a few minutes.

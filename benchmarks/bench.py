@@ -14,11 +14,16 @@ benchmark, not a test: it decides nothing. Each topic's total is its own wall ti
 sum.
 
 `--each` grades every topic in a run of its own, as `grade check TOPIC` does (with `--jobs 2`
-the topic's exercises are then graded in two parts side by side, `engine.plan`), the cold run
-emptying the cache before each topic; the run's wall time is then the sum of the topics'.
+the topic's exercises are then graded in two parts side by side, `engine.plan`), each with a
+compilation cache of its own (cold: that topic's first check on a new machine); the run's wall
+time is then the sum of the topics'.
 
     .venv/bin/python benchmarks/bench.py [--modes check hidden] [--runs 2] [--jobs N] [--each]
         [--submission solutions|stubs|half] [TOPIC ...]
+
+`make bench` runs it twice, as students and the service grade: `--modes check --each` (each
+`grade check TOPIC`) and `--modes hidden` (one submission of the whole course), with the
+default jobs (`JAXLINGS_JOBS`, else one per core).
 """
 
 from __future__ import annotations
@@ -51,10 +56,9 @@ def write_submission(kind: str, names: list[str], folder: Path) -> Path:
     return folder
 
 
-def run_once(mode: str, names: list[str], jobs: int, submission: Path, each: bool = False,
-             emptied: Path | None = None):
-    """One graded run of `submission` (`each`: one engine run per topic, their tests and
-    summaries put together, the cache `emptied` before each when given): (result, wall seconds)."""
+def run_once(mode: str, names: list[str], jobs: int, submission: Path, each: bool = False):
+    """One graded run of `submission` (`each`: one engine run per topic, each with a compilation
+    cache of its own, their tests and summaries put together): (result, wall seconds)."""
     from autograder import engine, public, topics
     from autograder.results import Result
     from autograder.sandbox import bwrap_available
@@ -69,11 +73,13 @@ def run_once(mode: str, names: list[str], jobs: int, submission: Path, each: boo
     t0 = time.perf_counter()
     if not each:
         return grade(names), time.perf_counter() - t0
-    results = []
+    results, cache = [], os.environ["JAXLINGS_COMPILE_CACHE"]
     for name in names:
-        if emptied:
-            shutil.rmtree(emptied, ignore_errors=True)
-        results.append(grade([name]))
+        os.environ["JAXLINGS_COMPILE_CACHE"] = str(Path(cache) / "each" / name)
+        try:
+            results.append(grade([name]))
+        finally:
+            os.environ["JAXLINGS_COMPILE_CACHE"] = cache
     topics_data = {name: r.extra_data["topics"][name] for name, r in zip(names, results)}
     result = Result([t for r in results for t in r.tests], time.perf_counter() - t0, {"topics": topics_data})
     return result, time.perf_counter() - t0
@@ -109,15 +115,17 @@ def main() -> None:
     parser.add_argument("topics", nargs="*")
     parser.add_argument("--modes", nargs="+", default=["check", "hidden"], choices=["check", "hidden"])
     parser.add_argument("--runs", type=int, default=2, help="runs per mode: the first is cold, the others warm")
-    parser.add_argument("--jobs", type=int, default=1, help="topics (or parts of one) graded at a time")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="topics (or parts of one) graded at a time (default: as `grade` would, one per core)")
     parser.add_argument("--each", action="store_true", help="each topic in a run of its own, as `grade check TOPIC`")
     parser.add_argument("--submission", default="solutions", choices=["solutions", "stubs", "half"],
                         help="what is graded: the solutions (every check runs), the stubs, or half of each topic done")
     args = parser.parse_args()
-    from autograder import topics
+    from autograder import engine, topics
     from worker_start import worker_start
 
     names = args.topics or list(topics.ORDER)
+    args.jobs = args.jobs or engine.default_jobs()
     wall, cpu = worker_start(3)
     print(f"machine: {platform.node()}, {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; a worker's start {wall:.2f} s wall, {cpu:.2f} s "
@@ -131,8 +139,7 @@ def main() -> None:
                 if i == 0:
                     shutil.rmtree(cache, ignore_errors=True)
                 busy = machine_busy_seconds()
-                result, wall = run_once(mode, names, args.jobs, submission, args.each,
-                                        Path(cache) if i == 0 else None)
+                result, wall = run_once(mode, names, args.jobs, submission, args.each)
                 busy = machine_busy_seconds() - busy
                 label = f"{mode}, {'cold (empty compilation cache)' if i == 0 else 'warm'}"
                 print(f"\n{label}: {wall:.1f} s for {len(names)} topics, score {result.score:g}/{result.max_score:g}, "
