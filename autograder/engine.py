@@ -13,7 +13,6 @@ always complete.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import secrets
 import shutil
@@ -23,7 +22,7 @@ import threading
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -152,9 +151,12 @@ def plan(topics: list[Topic], jobs: int, submission: Path) -> list[Part]:
     """What is graded side by side: each topic whole, unless fewer topics than `jobs` leave job
     slots spare. Then each spare slot splits the topic whose costliest part costs most (at least
     `SPLIT_MIN_COST`, with more exercises that are not stubs than parts) into one more part, its
-    exercises dealt out so that the parts cost about the same. Each part starts its own workers (a worker's
-    start costs about 0.5 s of CPU, NetKet's import more) and grades its exercises as the whole
-    topic would: every exercise draws its cases from a generator of its own."""
+    exercises dealt out so that the parts cost about the same. Each part starts its own workers
+    (a worker's start costs about 0.5 s of CPU, NetKet's import more) and grades its exercises
+    as the whole topic would: every exercise draws its cases from a generator of its own.
+
+    `topics`: the specs to grade; `jobs`: job slots; `submission`: the folder of `<topic>.py`
+    files, read for stubs (which weigh nothing and never make a part of their own)."""
     costs = {t.name: exercise_costs(t, submission / f"{t.name}.py") for t in topics}
     counts = {t.name: 1 for t in topics}
     for _ in range(max(0, jobs - len(topics))):
@@ -170,7 +172,7 @@ def plan(topics: list[Topic], jobs: int, submission: Path) -> list[Part]:
             continue
         for names, cost in _deal(costs[topic.name], counts[topic.name]).items():
             exercises = tuple(ex for ex in topic.exercises if ex.name in names)
-            parts.append(Part(dataclasses.replace(topic, exercises=exercises), cost))
+            parts.append(Part(replace(topic, exercises=exercises), cost))
     return parts
 
 
