@@ -192,14 +192,21 @@ def _deal(costs: dict[str, int], k: int) -> dict[frozenset[str], int]:
 def merged(topic: Topic, graded: list[tuple[list[TestResult], dict, dict]]) -> tuple[list[TestResult], dict, dict]:
     """One topic's tests, platform and summary from its parts' (one part: as it is): the tests in
     the topic's exercise order, the scores summed, the seconds of the slowest part, and the
-    timings of every exercise with the slowest workers' start and the number of parts."""
+    timings of every exercise with the slowest workers' start, the number of parts and the
+    compilations of all their workers."""
     if len(graded) == 1:
         return graded[0]
     order = {ex.name: i for i, ex in enumerate(topic.exercises)}
     tests = sorted((t for part_tests, _, _ in graded for t in part_tests), key=lambda t: order[t.exercise])
     entries = [entry for _, _, entry in graded]
     timings = {"start": max(e["timings"].get("start", 0.0) for e in entries), "parts": len(graded),
-               "exercises": {name: seconds for e in entries for name, seconds in e["timings"].get("exercises", {}).items()}}
+               "exercises": {name: seconds for e in entries for name, seconds in e["timings"].get("exercises", {}).items()},
+               "compile": {}}
+    for e in entries:
+        for side, stats in e["timings"].get("compile", {}).items():
+            total = timings["compile"].setdefault(side, {"compilations": 0, "seconds": 0.0})
+            total["compilations"] += stats["compilations"]
+            total["seconds"] = round(total["seconds"] + stats["seconds"], 3)
     platform = next((p for _, p, _ in graded if p), {})
     return tests, platform, {
         "score": round(sum(e["score"] for e in entries), 4),
@@ -215,9 +222,9 @@ def grade_topic(topic: Topic, module: Path, reference: Path | None, seed: int, *
                 answers: Live | None = None, timings: dict | None = None,
                 gate: ClockGate | None = None) -> tuple[list[TestResult], dict]:
     """All tests of one topic, from a private copy of the student's module. `timings` (when
-    given) receives where the time went: the workers' start, and per exercise the reference's
-    outputs ("cases") and each check, in seconds (see `benchmarks/bench.py`). `gate` is shared
-    by the topics graded side by side."""
+    given) receives where the time went: the workers' start, per exercise the reference's
+    outputs ("cases") and each check, in seconds, and what each worker compiled, as its JAX
+    reports it (see `benchmarks/bench.py`). `gate` is shared by the topics graded side by side."""
     timings = {} if timings is None else timings
     gate = gate or ClockGate()
     with tempfile.TemporaryDirectory(prefix=f"jaxlings-{topic.name}-") as tmp:
@@ -241,6 +248,7 @@ def grade_topic(topic: Topic, module: Path, reference: Path | None, seed: int, *
                     tests.append(test)
                     if on_test:
                         on_test(test)
+            timings["compile"] = session.compile_stats()
             return tests, session.platform
 
 

@@ -117,6 +117,14 @@ def _analyse(reply: dict) -> None:
     _shardings(reply)
 
 
+def _stats(reply: dict) -> None:
+    if type(reply.get("compilations")) is not int or reply["compilations"] < 0:
+        _fail("compilations", "expected a count")
+    seconds = reply.get("compile_seconds")
+    if type(seconds) is not float or not 0 <= seconds < 1e7:
+        _fail("compile_seconds", "expected a finite, non-negative number of seconds")
+
+
 def _hello(reply: dict) -> None:
     platform = _dict(reply.get("platform"), "platform")
     for name in ("backend", "device_kind", "jax_version"):
@@ -139,6 +147,7 @@ SCHEMAS: dict[str, Callable[[dict], None]] = {
     "restage": lambda reply: None,
     "check_keys": lambda reply: None,
     "step": _step,
+    "stats": _stats,
 }
 
 

@@ -33,6 +33,7 @@ from autograder.spec import Case, Exercise, Topic
 
 
 REFERENCE_TIMEOUT = 300.0
+STATS_TIMEOUT = 2.0  # seconds a worker has to say what it compiled (`TopicSession.compile_stats`)
 T = TypeVar("T")
 
 
@@ -207,6 +208,23 @@ class TopicSession:
         if self._stu is not None and self._stu.alive:
             return self._stu.paused()
         return contextlib.nullcontext()
+
+    def compile_stats(self) -> dict[str, dict[str, float]]:
+        """Per live worker ("reference", "student"), what its JAX compiled so far:
+        {"compilations", "seconds"}. For `benchmarks/bench.py`'s table only: the student's
+        figures are its own process's word, so they never reach a verdict; a worker that does
+        not answer well within `STATS_TIMEOUT` is left out (and, being late, stopped)."""
+        stats = {}
+        for side, worker in (("reference", self._ref), ("student", self._stu)):
+            if worker is None or not worker.alive:
+                continue
+            try:
+                reply = replies.check("stats", worker.request("stats", STATS_TIMEOUT))
+            except (WorkerDied, replies.MalformedReply):
+                continue
+            if reply["ok"]:
+                stats[side] = {"compilations": reply["compilations"], "seconds": round(reply["compile_seconds"], 3)}
+        return stats
 
     def close(self) -> None:
         for w in (self._ref, self._stu):

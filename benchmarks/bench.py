@@ -7,7 +7,10 @@ The header gives the machine's yardstick, a worker's start (`worker_start.py`), 
 machines by; each run, its wall time and the CPU time the whole machine spent during it (with
 `--jobs 2` on two cores, the CPU time over two is the least wall time a submission can take).
 Numbers come from the engine's own `extra_data["topics"][topic]["timings"]` (a topic graded in
-parts adds up its parts' columns, which ran side by side); the submission is
+parts adds up its parts' columns, which ran side by side); "comp.ref" and "comp.stu" are the
+seconds XLA spent compiling in the trusted worker (the reference, or in `grade check` the one
+that analyses programs) and in the student's, as each worker's JAX reports it (part of the
+columns before them, not added to the total); the submission is
 the solutions (every check runs), or with `--submission` the stubs or half of each topic done. A
 benchmark, not a test: it decides nothing. Each topic's total is its own wall time; with
 `--jobs 2` topics overlap, so the run's wall time (first line of each table) is less than their
@@ -39,6 +42,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 COLUMNS = ("start", "cases", "correct", "jit", "speed", "other")
+COMPILE = ("comp.ref", "comp.stu")  # seconds XLA compiled in the trusted and the student's workers
 
 
 def write_submission(kind: str, names: list[str], folder: Path) -> Path:
@@ -105,6 +109,8 @@ def rows(result) -> dict[str, dict[str, float]]:
         for checks in timings.get("exercises", {}).values():
             for name, seconds in checks.items():
                 row[name if name in COLUMNS else "other"] += seconds
+        for side, column in (("reference", "comp.ref"), ("student", "comp.stu")):
+            row[column] = timings.get("compile", {}).get(side, {}).get("seconds", 0.0)
         row["total"] = summary["seconds"]
         table[topic] = row
     return table
@@ -144,10 +150,10 @@ def main() -> None:
                 label = f"{mode}, {'cold (empty compilation cache)' if i == 0 else 'warm'}"
                 print(f"\n{label}: {wall:.1f} s for {len(names)} topics, score {result.score:g}/{result.max_score:g}, "
                       f"load {os.getloadavg()[0]:.1f}, the machine's CPU {busy:.0f} s")
-                print(f"{'topic':<12}{'parts':>6}" + "".join(f"{c:>9}" for c in (*COLUMNS, "total")))
+                print(f"{'topic':<12}{'parts':>6}" + "".join(f"{c:>9}" for c in (*COLUMNS, *COMPILE, "total")))
                 for topic, row in rows(result).items():
-                    print(f"{topic:<12}{row['parts']:>6}" + "".join(f"{row[c]:>9.2f}" for c in (*COLUMNS, "total")),
-                          flush=True)
+                    print(f"{topic:<12}{row['parts']:>6}"
+                          + "".join(f"{row[c]:>9.2f}" for c in (*COLUMNS, *COMPILE, "total")), flush=True)
 
 
 if __name__ == "__main__":

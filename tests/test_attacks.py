@@ -137,3 +137,26 @@ def _crc(name: str) -> int:
     import zlib
 
     return zlib.crc32(name.encode())
+
+
+STATS_LIES = {
+    "stalls": "time.sleep(60)",
+    "lies": "{'compilations': -5, 'compile_seconds': 'none at all'}",
+}
+
+
+def test_a_worker_that_stalls_or_lies_about_its_compilations_changes_no_verdict(tmp_path):
+    """What a worker compiled (`TopicSession.compile_stats`) is the benchmark's figure, asked
+    for after the checks: a module that rewrites the harness's answer gets the verdicts it would
+    anyway, and its figure is left out (a stall is cut off after `STATS_TIMEOUT`)."""
+    honest = grade_dir(SOLUTIONS, ["at_updates.mask_fill"])
+    stats = honest.extra_data["topics"]["at_updates"]["timings"]["compile"]
+    assert stats["student"]["compilations"] > 0 and stats["reference"]["compilations"] > 0
+    for name, answer in STATS_LIES.items():
+        folder = write_submission(tmp_path / name, {"at_updates": (SOLUTIONS / "at_updates.py").read_text() + dedent(f"""
+            import sys, time
+            sys.modules["autograder.worker.harness"].Harness.op_stats = lambda self, req: {answer}
+        """)})
+        result = grade_dir(folder, ["at_updates.mask_fill"])
+        assert verdicts(result) == verdicts(honest), name
+        assert set(result.extra_data["topics"]["at_updates"]["timings"]["compile"]) == {"reference"}, name

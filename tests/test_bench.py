@@ -21,5 +21,9 @@ def test_bench_prints_each_topics_row_and_its_parts():
                          capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert run.returncode == 0, run.stdout + run.stderr
     assert re.search(r"^check, cold \(empty compilation cache\): [\d.]+ s for 2 topics", run.stdout, re.M), run.stdout
-    parts = {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)(?:\s+[\d.]+){7}$", run.stdout, re.M)}
+    header = next(line.split() for line in run.stdout.splitlines() if line.startswith("topic"))
+    rows = {line.split()[0]: dict(zip(header, line.split())) for line in run.stdout.splitlines()
+            if line.split()[:1] in (["primitives"], ["jit_basics"])}
+    parts = {topic: int(row["parts"]) for topic, row in rows.items()}
     assert parts == {"primitives": 1, "jit_basics": 2}, run.stdout  # light: whole; heavy: two parts
+    assert all(float(row["comp.stu"]) > 0 for row in rows.values()), run.stdout  # a cold check compiles

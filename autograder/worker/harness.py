@@ -90,6 +90,7 @@ class Harness:
         self.array_types = (type(jnp.zeros(())), type(jax.random.key(0)), np.ndarray)
         self.scalar_types = frozenset({bool, int, float, complex} | {np.dtype(c).type for c in np.typecodes["All"]})
         self.counts: Counter[str] = Counter()
+        self.compile_seconds = 0.0
         jax.monitoring.register_event_duration_secs_listener(self._on_event)
         jax.monitoring.register_event_listener(self._on_hit)
         self.cache = PersistentCache(jax)
@@ -108,6 +109,8 @@ class Harness:
     def _on_event(self, event: str, duration: float, **_: Any) -> None:
         if event in (COMPILE_EVENT, TRACE_EVENT):
             self.counts[event] += 1
+        if event == COMPILE_EVENT:
+            self.compile_seconds += duration
 
     def _on_hit(self, event: str, **_: Any) -> None:
         if event == CACHE_HIT_EVENT:
@@ -233,6 +236,11 @@ class Harness:
         with self.key_reuse(True):
             fn.trace(*self.arguments(req["args"]))
         return {}
+
+    def op_stats(self, req: dict[str, Any]) -> dict[str, Any]:
+        """How many programs this process's JAX compiled so far, and their seconds (advisory: a
+        figure for `benchmarks/bench.py`, never a verdict's)."""
+        return {"compilations": self.counts[COMPILE_EVENT], "compile_seconds": self.compile_seconds}
 
     def op_timed(self, req: dict[str, Any]) -> dict[str, Any]:
         """The timed workload, whole: put the inputs on the device, run every call to
