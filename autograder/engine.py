@@ -86,13 +86,7 @@ def grade(submission: Path, topics: list[Topic], *, reference_dir: Path | None =
                                                 limits=limits, on_test=listener if on_test else None,
                                                 answers=answers(topic.name) if answers else None, timings=timings,
                                                 gate=gate)
-        return topic_tests, platform, {
-            "score": round(sum(t.score for t in topic_tests), 4),
-            "max_score": round(sum(t.max_score for t in topic_tests), 4),
-            "seconds": round(time.monotonic() - t0, 2),
-            "timings": timings,
-            "platform": platform,
-        }
+        return topic_tests, platform, topic_summary(topic_tests, round(time.monotonic() - t0, 2), timings, platform)
 
     parts = plan(topics, jobs, Path(submission))
     with ThreadPoolExecutor(max(1, min(jobs, len(parts) or 1)), thread_name_prefix="topic") as pool:
@@ -208,10 +202,16 @@ def merged(topic: Topic, graded: list[tuple[list[TestResult], dict, dict]]) -> t
             total["compilations"] += stats["compilations"]
             total["seconds"] = round(total["seconds"] + stats["seconds"], 3)
     platform = next((p for _, p, _ in graded if p), {})
-    return tests, platform, {
-        "score": round(sum(e["score"] for e in entries), 4),
-        "max_score": round(sum(e["max_score"] for e in entries), 4),
-        "seconds": max(e["seconds"] for e in entries),
+    return tests, platform, topic_summary(tests, max(e["seconds"] for e in entries), timings, platform)
+
+
+def topic_summary(tests: list[TestResult], seconds: float, timings: dict, platform: dict) -> dict:
+    """A topic's entry in `extra_data["topics"]`: its points, its wall seconds, where the time
+    went (`grade_topic`'s timings) and the trusted worker's platform."""
+    return {
+        "score": round(sum(t.score for t in tests), 4),
+        "max_score": round(sum(t.max_score for t in tests), 4),
+        "seconds": seconds,
         "timings": timings,
         "platform": platform,
     }

@@ -42,7 +42,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 COLUMNS = ("start", "cases", "correct", "jit", "speed", "other")
-COMPILE = ("comp.ref", "comp.stu")  # seconds XLA compiled in the trusted and the student's workers
+COMPILE = {"reference": "comp.ref", "student": "comp.stu"}  # worker -> column of the seconds XLA compiled there
 
 
 def write_submission(kind: str, names: list[str], folder: Path) -> Path:
@@ -84,9 +84,9 @@ def run_once(mode: str, names: list[str], jobs: int, submission: Path, each: boo
             results.append(grade([name]))
         finally:
             os.environ["JAXLINGS_COMPILE_CACHE"] = cache
+    wall = time.perf_counter() - t0
     topics_data = {name: r.extra_data["topics"][name] for name, r in zip(names, results)}
-    result = Result([t for r in results for t in r.tests], time.perf_counter() - t0, {"topics": topics_data})
-    return result, time.perf_counter() - t0
+    return Result([t for r in results for t in r.tests], wall, {"topics": topics_data}), wall
 
 
 def machine_busy_seconds() -> float:
@@ -109,7 +109,7 @@ def rows(result) -> dict[str, dict[str, float]]:
         for checks in timings.get("exercises", {}).values():
             for name, seconds in checks.items():
                 row[name if name in COLUMNS else "other"] += seconds
-        for side, column in (("reference", "comp.ref"), ("student", "comp.stu")):
+        for side, column in COMPILE.items():
             row[column] = timings.get("compile", {}).get(side, {}).get("seconds", 0.0)
         row["total"] = summary["seconds"]
         table[topic] = row
@@ -150,10 +150,10 @@ def main() -> None:
                 label = f"{mode}, {'cold (empty compilation cache)' if i == 0 else 'warm'}"
                 print(f"\n{label}: {wall:.1f} s for {len(names)} topics, score {result.score:g}/{result.max_score:g}, "
                       f"load {os.getloadavg()[0]:.1f}, the machine's CPU {busy:.0f} s")
-                print(f"{'topic':<12}{'parts':>6}" + "".join(f"{c:>9}" for c in (*COLUMNS, *COMPILE, "total")))
+                print(f"{'topic':<12}{'parts':>6}" + "".join(f"{c:>9}" for c in (*COLUMNS, *COMPILE.values(), "total")))
                 for topic, row in rows(result).items():
                     print(f"{topic:<12}{row['parts']:>6}"
-                          + "".join(f"{row[c]:>9.2f}" for c in (*COLUMNS, *COMPILE, "total")), flush=True)
+                          + "".join(f"{row[c]:>9.2f}" for c in (*COLUMNS, *COMPILE.values(), "total")), flush=True)
 
 
 if __name__ == "__main__":
