@@ -28,7 +28,7 @@ from typing import Callable
 
 from autograder import stubs
 from autograder.answers import Live
-from autograder.checks import ADVISORY, NEEDS_CORRECT, REGISTRY, TIMED
+from autograder.checks import ADVISORY, ANALYSING, NEEDS_CORRECT, REGISTRY, TIMED
 from autograder.gate import ClockGate
 from autograder.results import Outcome, Result, TestResult
 from autograder.sandbox import Limits
@@ -234,7 +234,7 @@ def grade_topic(topic: Topic, module: Path, reference: Path | None, seed: int, *
         t0 = time.monotonic()
         with gate.shared():
             session = TopicSession(topic, private, reference, seed, public=public, isolate=isolate, limits=limits,
-                                   answers=answers, needs_reference=len(stubbed) < len(topic.exercises))
+                                   answers=answers, needs_reference=needs_reference(topic, stubbed, answers))
         with session:
             timings["start"] = round(time.monotonic() - t0, 3)
             if session.load_error:
@@ -250,6 +250,16 @@ def grade_topic(topic: Topic, module: Path, reference: Path | None, seed: int, *
                         on_test(test)
             timings["compile"] = session.compile_stats()
             return tests, session.platform
+
+
+def needs_reference(topic: Topic, stubbed: dict[str, str], answers: Live | None) -> bool:
+    """Whether the trusted worker starts with the student's: for any exercise that is not a
+    stub when the reference runs live; replaying expectations, only for one whose checks
+    analyse programs (elsewhere it would start and sit idle: a second of CPU per topic)."""
+    graded = [ex for ex in topic.exercises if ex.name not in stubbed]
+    if answers is not None and answers.mode == "replay":
+        return any(ANALYSING & ex.checks.keys() for ex in graded)
+    return bool(graded)
 
 
 def _gated(session: TopicSession, gate: ClockGate, check: str | None) -> contextlib.AbstractContextManager:

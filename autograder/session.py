@@ -73,8 +73,9 @@ class TopicSession:
 
     `deaths` counts the student worker's deaths during calls, so that the engine can skip
     the remaining checks of an exercise whose function takes its process down.
-    `needs_reference=False` (every exercise a stub, see `autograder.stubs`) starts the trusted
-    worker only if something asks for it.
+    `needs_reference=False` starts the trusted worker only if something asks for it: the engine
+    says so when every exercise is a stub (`autograder.stubs`), or, replaying expectations, when
+    no exercise has a check that sends programs to it (`autograder.checks.ANALYSING`).
     """
 
     def __init__(self, topic: Topic, module: Path, reference: Path | None, seed: int, *, public: bool,
@@ -156,15 +157,20 @@ class TopicSession:
 
     @property
     def platform(self) -> dict[str, Any]:
-        """The trusted worker's platform ({} if it never started: nothing was judged)."""
+        """The trusted worker's platform ({} if it never started: nothing was judged). Replaying
+        expectations (a public run, which decides nothing), a topic whose checks analyse no
+        program never starts that worker, and the student's worker, on the same machine, says."""
+        if self._ref is None and self.answers.mode == "replay" and self._stu is not None:
+            return self._stu.platform
         return self._ref.platform if self._ref is not None else {}
 
     @property
     def wall_clock(self) -> bool:
         """Whether timed checks read wall time (a GPU, or no cgroups): then they must run alone
         (`autograder.gate`); on a CPU with cgroups each worker's CPU time is its own."""
-        workers = [w for w in (self.ref, self._stu) if w is not None]
-        return self.ref.platform.get("backend") != "cpu" or any(w.accounting != "cgroup" for w in workers)
+        platform = self.platform or self.ref.platform
+        workers = [w for w in (self._ref, self._stu) if w is not None]
+        return platform.get("backend") != "cpu" or any(w.accounting != "cgroup" for w in workers)
 
     # -- the reference's side: answers and draws ---------------------------------------------
 

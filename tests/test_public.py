@@ -119,6 +119,36 @@ def test_speed_is_judged_on_submission_never_passed_in_a_public_run():
     assert result.extra_data["reference"] == "recorded"
 
 
+def test_every_check_that_sends_programs_to_the_trusted_worker_says_so():
+    import inspect
+    import sys
+
+    from autograder.checks import ANALYSING, REGISTRY
+
+    sending = {name for name, check in REGISTRY.items()
+               if "autograder.structure" in inspect.getsource(sys.modules[check.__module__])}
+    assert sending == ANALYSING == {"jit", "vmap", "sharding"}
+
+
+@pytest.mark.slow
+def test_a_public_run_starts_the_trusted_worker_only_for_checks_that_analyse_programs(monkeypatch):
+    """Replaying, the trusted worker only analyses exported programs (`checks.ANALYSING`): for
+    exercises without such a check it would start and sit idle (NetKet's import, for ising)."""
+    from autograder.session import TopicSession
+
+    starts = []
+    start = TopicSession._start_reference
+    monkeypatch.setattr(TopicSession, "_start_reference", lambda self: starts.append(self.topic.name) or start(self))
+    unanalysed = check_dir(SOLUTIONS, ["static_args.standardize", "static_args.window_sums"])  # correct, compiles, speed
+    assert starts == []
+    assert sorted((t.exercise, t.check, t.status) for t in unanalysed.tests if not t.pending) == [
+        ("standardize", "compiles", "passed"), ("standardize", "correct", "passed"),
+        ("window_sums", "compiles", "passed"), ("window_sums", "correct", "passed")]
+    assert unanalysed.extra_data["platform"]["backend"] == "cpu"  # the student's worker's, on the same machine
+    analysed = check_dir(SOLUTIONS, ["static_args.create_filled"])  # a jit check
+    assert starts == ["static_args"] and all(t.status == "passed" for t in analysed.tests if not t.pending)
+
+
 @pytest.mark.slow
 def test_replayed_public_checks_fail_a_wrong_function_as_the_live_ones_do(tmp_path):
     """The replay judges, it does not rubber-stamp: a wrong scatter fails `correct` with the

@@ -38,6 +38,12 @@ TIMED = frozenset({"speed", "compiles", "vmc"})
 """Checks whose verdict reads the grader's clock (`autograder.gate` runs them alone where it is wall time)."""
 NEEDS_CORRECT = frozenset({"speed", "grad", "vmap", "sharding", "prints", "compiles"})
 
+ANALYSING = frozenset(name for name, check in REGISTRY.items()
+                      if getattr(sys.modules[check.__module__], "ANALYSES", False))
+"""Checks that send the student's exported programs to the trusted worker, in public runs too
+(`autograder.structure`): a public run starts that worker beside the student's only for these;
+any other use starts it when first asked (`TopicSession.ref`)."""
+
 ADVISORY = frozenset(name for name, check in REGISTRY.items() if getattr(sys.modules[check.__module__], "ADVISORY", False))
 """Checks that report facts the student's process could fake: shown, worth no points."""
 

@@ -22,6 +22,7 @@ from autograder.structure import traced_facts
 MEASURED = ("n_ops", "n_ops_other", "hlo_lines", "loops", "counted_loops", "flops", "compile_seconds",
             "collectives", "ops", "n_inputs", "donated_inputs")
 
+ANALYSES = True  # sends programs to the trusted worker (`autograder.checks.ANALYSING`)
 SUMMARY = "runs under jax.jit, gives the same values, and has the required structure (no host callbacks, no re-tracing, ...)."
 """What the check asks, in one line for students (notebooks, reports)."""
 

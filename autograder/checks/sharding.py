@@ -21,6 +21,7 @@ from autograder.results import Outcome
 from autograder.session import ExerciseRun, StudentError, TopicSession
 from autograder.structure import program_layouts
 
+ANALYSES = True  # sends programs to the trusted worker (`autograder.checks.ANALYSING`)
 SUMMARY = "every output is laid out over the devices as the reference's is."
 """What the check asks, in one line for students (notebooks, reports)."""
 

@@ -13,6 +13,7 @@ from autograder.session import ExerciseRun, StudentError, TopicSession
 from autograder.spec import Case, Vmap
 from autograder.structure import traced_facts
 
+ANALYSES = True  # sends programs to the trusted worker (`autograder.checks.ANALYSING`)
 SUMMARY = "jax.vmap of your function equals the reference's, without a Python loop over the batch."
 """What the check asks, in one line for students (notebooks, reports)."""
 
