@@ -24,11 +24,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from autograder import __version__, changes, engine, hints, paths, report, topics, workspace
+from autograder import __version__, changes, compile_cache, engine, hints, paths, report, topics, workspace
 from autograder import public as public_data
 from autograder.results import Result, TestResult
-from autograder.sandbox import bwrap_available
+from autograder.sandbox import Limits, bwrap_available
 from autograder.session import GraderError
+from autograder.spares import Spares
 from autograder.submission import SubmissionError, open_submission
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="jaxlings: learn JAX by filling in functions; graded for correctness, jit and speed.")
@@ -57,14 +58,14 @@ def _progress(status) -> Callable[[TestResult], None]:
 
 
 def _run(submission: Path, selected: list[str] | None, *, public: bool, seed: int | None = None,
-         isolate: bool = False, jobs: int | None = None) -> Result:
+         isolate: bool = False, jobs: int | None = None, spares: Spares | None = None) -> Result:
     """Public runs replay the public expectations; hidden runs grade against the live reference."""
     specs = topics.resolve(selected, public=public)
     jobs = jobs or engine.default_jobs()
     with console.status("starting workers…") as status:
         if public:
             return engine.grade(submission, specs, public=True, isolate=isolate, on_test=_progress(status),
-                                answers=public_data.replay, jobs=jobs)
+                                answers=public_data.replay, jobs=jobs, spares=spares)
         return engine.grade(submission, specs, reference_dir=paths.solutions_dir(), public=False, seed=seed,
                             isolate=isolate, on_test=_progress(status), jobs=jobs)
 
@@ -199,6 +200,7 @@ def watch(
     selection = {n: [ex.name for ex in t.exercises] for n, t in specs.items()}
     seen: dict[str, tuple[float | None, changes.Snapshot | None]] = {n: (None, None) for n in specs}
     latest: dict[str, TestResult] = {}
+    spares = Spares()  # a student worker per topic, started while the student edits
     console.print(f"watching {', '.join(f'{directory}/{n}.py' for n in specs)}; save a file to check it")
     try:
         while True:
@@ -216,16 +218,21 @@ def watch(
                     continue
                 if len(todo) < len(selection[n]):
                     console.print(f"{path}: re-checking {', '.join(todo)} (changed)")
-                result = _run(directory, [f"{n}.{ex}" for ex in todo], public=True)
+                result = _run(directory, [f"{n}.{ex}" for ex in todo], public=True, spares=spares)
                 report.result_tables(result, console)
                 latest.update({t.name: t for t in result.tests})
                 mine = [t for t in latest.values() if t.topic == n]
                 console.print(f"{n} so far: {sum(t.score for t in mine):g} / "
                               f"{sum(t.max_score for t in mine if not t.pending):g} judged here")
                 report.save_last_check(Path.cwd(), result)
+                if path.exists():
+                    spares.prepare(specs[n], path.read_text(errors="replace"), limits=Limits(),
+                                   cache=compile_cache.student_public())
             time.sleep(interval)
     except KeyboardInterrupt:
         console.print("stopped watching")
+    finally:
+        spares.close()
 
 
 @app.command()

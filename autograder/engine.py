@@ -33,6 +33,7 @@ from autograder.gate import ClockGate
 from autograder.results import Outcome, Result, TestResult
 from autograder.sandbox import Limits
 from autograder.session import GraderError, StudentError, TopicSession, format_error
+from autograder.spares import Spares
 from autograder.spec import Exercise, Topic
 
 PUBLIC_SEED = 0
@@ -54,7 +55,7 @@ def default_jobs() -> int:
 
 def grade(submission: Path, topics: list[Topic], *, reference_dir: Path | None = None, public: bool = False,
           seed: int | None = None, isolate: bool = False, limits: Limits = Limits(), on_test: Listener | None = None,
-          answers: AnswersFor | None = None, jobs: int = 1) -> Result:
+          answers: AnswersFor | None = None, jobs: int = 1, spares: Spares | None = None) -> Result:
     """Grade the `<topic>.py` files found in `submission`.
 
     `reference_dir` holds the reference solutions (`<topic>.py`), run live in a trusted worker;
@@ -64,6 +65,7 @@ def grade(submission: Path, topics: list[Topic], *, reference_dir: Path | None =
     "judged on submission"). `isolate` sandboxes the student's worker. `on_test` is called
     with every test as it finishes. `jobs` topics are graded at a time (see `autograder.gate`:
     timed checks run alone where the clock is wall time); the result keeps the topics' order.
+    `spares` holds student workers started ahead (`grade watch`, `autograder.spares`).
     """
     started = time.monotonic()
     seed = PUBLIC_SEED if public and seed is None else (seed if seed is not None else secrets.randbits(32))
@@ -85,7 +87,7 @@ def grade(submission: Path, topics: list[Topic], *, reference_dir: Path | None =
             topic_tests, platform = grade_topic(topic, module, reference, seed, public=public, isolate=isolate,
                                                 limits=limits, on_test=listener if on_test else None,
                                                 answers=answers(topic.name) if answers else None, timings=timings,
-                                                gate=gate)
+                                                gate=gate, spares=spares)
         return topic_tests, platform, topic_summary(topic_tests, round(time.monotonic() - t0, 2), timings, platform)
 
     parts = plan(topics, jobs, Path(submission))
@@ -220,7 +222,7 @@ def topic_summary(tests: list[TestResult], seconds: float, timings: dict, platfo
 def grade_topic(topic: Topic, module: Path, reference: Path | None, seed: int, *, public: bool, isolate: bool,
                 limits: Limits = Limits(), on_test: Listener | None = None,
                 answers: Live | None = None, timings: dict | None = None,
-                gate: ClockGate | None = None) -> tuple[list[TestResult], dict]:
+                gate: ClockGate | None = None, spares: Spares | None = None) -> tuple[list[TestResult], dict]:
     """All tests of one topic, from a private copy of the student's module. `timings` (when
     given) receives where the time went: the workers' start, per exercise the reference's
     outputs ("cases") and each check, in seconds, and what each worker compiled, as its JAX
@@ -234,7 +236,8 @@ def grade_topic(topic: Topic, module: Path, reference: Path | None, seed: int, *
         t0 = time.monotonic()
         with gate.shared():
             session = TopicSession(topic, private, reference, seed, public=public, isolate=isolate, limits=limits,
-                                   answers=answers, needs_reference=needs_reference(topic, stubbed, answers))
+                                   answers=answers, needs_reference=needs_reference(topic, stubbed, answers),
+                                   spares=spares)
         with session:
             timings["start"] = round(time.monotonic() - t0, 3)
             if session.load_error:

@@ -539,11 +539,15 @@ class Worker:
 
     `accounting` is "cgroup" (own cgroup: CPU time of everything it ran, memory with tmpfs,
     task cap, kill of every task) or "process" (the fallback; `cpu_seconds()` is then None).
+    A spare (`autograder.spares`) imports the libraries in `preload`, then, with
+    `load_on_request`, imports its module only when `load()` asks; `owned_dir` is removed
+    with the worker.
     """
 
     def __init__(self, module_path: Path, module_name: str, *, env: dict[str, str] | None = None,
                  isolate: bool = False, limits: Limits = Limits(), start_timeout: float = 120.0,
-                 cache: compile_cache.Policy = compile_cache.NONE) -> None:
+                 cache: compile_cache.Policy = compile_cache.NONE, preload: tuple[str, ...] = (),
+                 load_on_request: bool = False, owned_dir: Path | None = None) -> None:
         self.module_path, self.module_name = Path(module_path).resolve(), module_name
         self.limits, self.isolate, self.cache = limits, isolate, cache
         self.killed_for: str | None = None
@@ -556,11 +560,14 @@ class Worker:
         self._cgroup: _Cgroup | None = None
         self._cpu_final: float | None = None
         self._staging: Path | None = None
+        self._owned_dir = owned_dir  # removed when the worker is (a spare's module folder)
         self._view: compile_cache.View | None = None
         self._pidfd: int | None = None
-        self._start(env or {})
+        spare = {"JAXLINGS_PRELOAD": ",".join(preload), "JAXLINGS_LOAD_ON_REQUEST": "1" if load_on_request else ""}
+        self._start({**(env or {}), **spare})
+        self.load_reply: dict[str, Any] | None = None
         try:
-            self.platform: dict[str, Any] = self._await_hello(start_timeout)
+            self.platform: dict[str, Any] = self._await_hello(start_timeout, load=not load_on_request)
         except BaseException:
             self.close()
             raise
@@ -627,18 +634,37 @@ class Worker:
             return compile_cache.NONE.env()
         return self.cache.env(at=compile_cache.SANDBOX_PATH if self.isolate else self._view.path)
 
-    def _await_hello(self, timeout: float) -> dict[str, Any]:
-        """The worker's greeting (its platform) and the result of importing the module, both
-        checked against their schema: a module can write frames on the pipe at import."""
+    def _await_hello(self, timeout: float, load: bool = True) -> dict[str, Any]:
+        """The worker's greeting (its platform) and, unless it waits to be asked (`load`), the
+        result of importing the module, both checked against their schema: a module can write
+        frames on the pipe at import."""
         hello = self._receive(time.monotonic() + timeout, "while starting")
-        self.load_reply = self._receive(time.monotonic() + timeout, "while importing the module")
         try:
             replies.check("hello", hello)
+        except replies.MalformedReply as exc:
+            self.kill(f"sent a malformed reply while starting ({exc})")
+            raise WorkerDied(self.death_reason("while starting")) from None
+        if load:
+            self._await_load(timeout)
+        return hello["platform"]
+
+    def load(self, timeout: float = 120.0) -> dict[str, Any]:
+        """Import the module now, in a worker started with `load_on_request` (a spare, started
+        before the module's file was in place: `autograder.spares`); the import's reply."""
+        try:
+            wire.write_frame(self._req, {"op": "load"})
+        except OSError:
+            raise WorkerDied(self.death_reason("before importing the module")) from None
+        return self._await_load(timeout)
+
+    def _await_load(self, timeout: float) -> dict[str, Any]:
+        self.load_reply = self._receive(time.monotonic() + timeout, "while importing the module")
+        try:
             replies.check("load", self.load_reply)
         except replies.MalformedReply as exc:
             self.kill(f"sent a malformed reply while starting ({exc})")
             raise WorkerDied(self.death_reason("while importing the module")) from None
-        return hello["platform"]
+        return self.load_reply
 
     def close(self) -> None:
         """Stop the worker and everything it started; safe to call twice."""
@@ -672,8 +698,9 @@ class Worker:
             self._cgroup.kill()
             self._cgroup.await_empty(2.0)
             self._cgroup.remove()
-        if self._staging is not None:
-            shutil.rmtree(self._staging, ignore_errors=True)
+        for folder in (self._staging, self._owned_dir):
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
         if self._view is not None:
             self._view.remove()
 

@@ -29,6 +29,7 @@ from autograder import compile_cache, replies
 from autograder.answers import Live, MissingAnswer
 from autograder.compare import mismatch
 from autograder.sandbox import Limits, Worker, WorkerDied
+from autograder.spares import Spares
 from autograder.spec import Case, Exercise, Topic
 
 
@@ -80,8 +81,9 @@ class TopicSession:
 
     def __init__(self, topic: Topic, module: Path, reference: Path | None, seed: int, *, public: bool,
                  isolate: bool, limits: Limits = Limits(), answers: Live | None = None,
-                 needs_reference: bool = True) -> None:
+                 needs_reference: bool = True, spares: Spares | None = None) -> None:
         self.topic, self.module, self.reference = topic, module, reference
+        self._spares = None if isolate else spares
         self.seed, self.public, self.isolate, self.limits = seed, public, isolate, limits
         self.answers = answers or Live()
         self.deadline = time.monotonic() + topic.time_limit
@@ -122,11 +124,15 @@ class TopicSession:
         return ref
 
     def _start_student(self) -> tuple[Worker | None, str | None]:
-        """Start the student's worker; (None, reason) when the module cannot be imported."""
+        """Start the student's worker (the first time, a spare's if `grade watch` has one for
+        this topic); (None, reason) when the module cannot be imported."""
+        spares, self._spares = self._spares, None
+        timeout = min(120.0, self.time_left())
         try:
-            stu = Worker(self.module, self.topic.name, env=self.topic.env, isolate=self.isolate, limits=self.limits,
-                         start_timeout=min(120.0, self.time_left()),
-                         cache=self._student_cache())
+            stu = spares and spares.take(self.topic, self.module, limits=self.limits, cache=self._student_cache(),
+                                         timeout=timeout)
+            stu = stu or Worker(self.module, self.topic.name, env=self.topic.env, isolate=self.isolate,
+                                limits=self.limits, start_timeout=timeout, cache=self._student_cache())
         except WorkerDied as exc:
             return None, f"importing {self.module.name} failed: {exc}"
         if not stu.load_reply["ok"]:

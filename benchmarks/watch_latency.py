@@ -3,9 +3,11 @@
 Starts `grade watch TOPIC` on a copy of the stubs, waits for the first full check, then saves
 the file `--saves` times, each time with one more function of the reference filled in, and
 prints the seconds from each save to the line that reports it (the compilation cache warm
-after the first run, as in a student's session).
+after the first run, as in a student's session). Between a verdict and the next save it waits
+`--think` seconds, the student reading the verdict: meanwhile `grade watch` starts the next
+student worker (`autograder.spares`).
 
-    .venv/bin/python benchmarks/watch_latency.py [--topic prng] [--saves 3]
+    .venv/bin/python benchmarks/watch_latency.py [--topic prng] [--saves 3] [--think 5]
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--topic", default="prng")
     ap.add_argument("--saves", type=int, default=3)
+    ap.add_argument("--think", type=float, default=5.0,
+                    help="seconds from a verdict to the next save (a student reads the verdict; at least 1.1: a new mtime)")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     from autograder import topics
@@ -65,7 +69,7 @@ def main() -> None:
             until(f"{args.topic} so far")
             print(f"first check of the whole topic: {time.monotonic() - t0:.1f} s")
             for name in names:
-                time.sleep(1.1)  # a new mtime
+                time.sleep(max(1.1, args.think))  # reading the verdict; and a new mtime
                 text = with_function(text, solution, name)
                 t0 = time.monotonic()
                 target.write_text(text)

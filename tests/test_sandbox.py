@@ -320,3 +320,28 @@ def test_a_worker_leaves_at_bye_without_the_interpreters_shutdown(tmp_path):
     assert w.proc.returncode == 0
     assert not marker.exists()
     assert b"unflushed" in w.output
+
+
+def test_a_spare_imports_its_libraries_first_and_its_module_only_when_asked(tmp_path):
+    """`autograder.spares`: started before its module's file exists, a spare greets, preloads,
+    and waits; `load()` imports the module, and the worker then serves as any other."""
+    folder = tmp_path / "spare"
+    folder.mkdir()
+    marker = tmp_path / "imported"
+    w = Worker(folder / "probe.py", "probe", limits=LIMITS, preload=("xml.dom.minidom",), load_on_request=True,
+               owned_dir=folder)
+    try:
+        assert w.platform["backend"] == "cpu" and w.load_reply is None and w.alive
+        (folder / "probe.py").write_text(textwrap.dedent(f"""
+            import pathlib, sys
+            pathlib.Path({str(marker)!r}).write_text("imported")
+
+            def preloaded():
+                return float("xml.dom.minidom" in sys.modules)
+        """))
+        assert not marker.exists()  # nothing of the module ran before `load`
+        assert w.load()["functions"] == ["preloaded"] and marker.exists()
+        assert call(w, "preloaded") == 1.0
+    finally:
+        w.close()
+    assert not folder.exists()  # the spare's folder goes with it

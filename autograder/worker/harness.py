@@ -399,8 +399,13 @@ def serve(rfd: int, wfd: int, harness: Harness) -> None:
 def main() -> None:
     module_path, module_name = sys.argv[1], sys.argv[2]
     rfd, wfd = (int(x) for x in os.environ.pop("JAXLINGS_WORKER_FDS").split(","))
+    preload = [name for name in os.environ.pop("JAXLINGS_PRELOAD", "").split(",") if name]
+    on_request = os.environ.pop("JAXLINGS_LOAD_ON_REQUEST", "") == "1"
     harness = Harness(module_path, module_name)
+    _preload(preload)
     wire.write_frame(wfd, {"ok": True, "platform": harness.platform})
+    if on_request and not _asked_to_load(rfd):
+        _leave()
     try:
         loaded = {"ok": True, **harness.load()}
     except BaseException as exc:  # noqa: BLE001
@@ -409,6 +414,27 @@ def main() -> None:
     if loaded["ok"]:
         serve(rfd, wfd, harness)
     _leave()
+
+
+def _preload(names: list[str]) -> None:
+    """Import installed libraries ahead of the module (a spare worker of `grade watch`,
+    `autograder.spares`): the module's own imports then find them loaded. A name that does not
+    import is skipped; the module's import will report it."""
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - any library's failure is the module's to report
+            pass
+
+
+def _asked_to_load(rfd: int) -> bool:
+    """Wait for the grader's `load` (a spare worker, started before the module's file was in
+    place); False if the grader went away or asked for anything else."""
+    try:
+        request = wire.read_frame(rfd)
+    except wire.Closed:
+        return False
+    return isinstance(request, dict) and request.get("op") == "load"
 
 
 def _leave() -> None:
