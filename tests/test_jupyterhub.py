@@ -20,6 +20,7 @@ import pytest
 import requests
 
 from autograder import topics
+from autograder.checks import TIMED
 from conftest import ROOT, hub_on_loopback
 from service_helpers import free_port
 
@@ -135,5 +136,9 @@ def test_the_formgrader_releases_and_autogrades_a_topic(hub):
     shutil.copy(course / "source" / TOPIC / f"{TOPIC}.ipynb", submitted)  # the solutions, handed in
     post(f"submission/{TOPIC}/alice/autograde")
     [row] = requests.get(f"{api}/submissions/{TOPIC}", headers=auth(), timeout=30).json()
-    total = sum(sum(ex.checks.values()) for ex in topics.load(TOPIC).exercises)
-    assert (row["student"], row["autograded"], row["score"], row["max_score"]) == ("alice", True, total, total)
+    spec = topics.load(TOPIC)
+    total = sum(sum(ex.checks.values()) for ex in spec.exercises)
+    timed = sum(points for ex in spec.exercises for check, points in ex.checks.items() if check in TIMED)
+    assert (row["student"], row["autograded"], row["max_score"]) == ("alice", True, total)
+    # every point but the speed band's, which reads this busy machine's clock (the test never hinges on it)
+    assert total - timed <= row["score"] <= total
