@@ -65,9 +65,11 @@ def grade(submission: Path, topics: list[Topic], *, reference_dir: Path | None =
     "judged on submission"). `isolate` sandboxes the student's worker. `on_test` is called
     with every test as it finishes. `jobs` topics are graded at a time (see `autograder.gate`:
     timed checks run alone where the clock is wall time); the result keeps the topics' order.
-    `spares` holds student workers started ahead (`grade watch`, `autograder.spares`).
+    `spares` holds student workers started ahead (`grade watch`, `autograder.spares`): used in
+    public, unsandboxed runs only.
     """
     started = time.monotonic()
+    spares = spares if public and not isolate else None
     seed = PUBLIC_SEED if public and seed is None else (seed if seed is not None else secrets.randbits(32))
     gate, lock = ClockGate(), threading.Lock()
 

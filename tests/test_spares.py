@@ -58,8 +58,11 @@ def test_a_check_takes_the_spare_and_judges_as_a_fresh_worker_would(tmp_path, mo
         failed = _check(broken, spares)
         assert taken[3] is not None
         assert failed.tests and all(t.score == 0 and "broken on purpose" in t.output for t in failed.tests)
-        # one left waiting is stopped at close, its folder removed
+        # hidden grading never takes one (nor a sandboxed run); one left waiting is stopped at close
         spares.prepare(topic, source, limits=TEST_LIMITS, cache=compile_cache.student_public())
+        hidden = engine.grade(SOLUTIONS, topics.resolve(["at_updates.scatter_ops"]), reference_dir=SOLUTIONS,
+                              limits=TEST_LIMITS, spares=spares)
+        assert hidden.tests and len(taken) == 4 and "at_updates" in spares._ready
         (_, folder, future) = spares._ready["at_updates"]
         waiting = future.result(timeout=60)
     finally:
