@@ -123,8 +123,8 @@ def vmc_ground_state(n, h, J, key):
     {"Dense": {"kernel": W (n, alpha·n), "bias": b (alpha·n,)}, "visible_bias": a (n,)}.
 
     Keep it short: the grader times it. Example: the reference uses 512 samples per step, a
-    learning rate of 0.1, diag_shift 0.01 and 100 steps; at n = 16, h = J = 1 it reaches a
-    relative error of about 2e-4 in 1.6 s of CPU time (its first call also compiles: 6 to 7 s).
+    learning rate of 0.1, diag_shift 0.01 and 50 steps; at n = 16, h = J = 1 it reaches a
+    relative error of about 3e-4 in 1 s of CPU time (its first call also compiles: 5 to 6 s).
 
     Graded (6 points):
       - vmc (6): called as written, 2 runs on `n` = 16, `h` = 1, `J` = 1, each with a fresh

@@ -112,8 +112,8 @@ def test_a_sum_instead_of_an_average_fails_correct(faults):
 
 
 def test_accurate_but_slow_vmc_loses_the_time_points(tmp_path_factory):
-    """1008 samples x 300 steps, about six times the reference's work: the energy half of the
-    points, and part of the time half."""
+    """1008 samples x 150 steps (the reference: 512 x 50), about six times the reference's
+    work: the energy half of the points, and part of the time half."""
     result = grade_variant(tmp_path_factory, TOPIC, "slow_vmc", [VMC])
     vmc = data(result, "vmc_ground_state:vmc")
     assert max(vmc["errors"]) < vmc["max_error"]

@@ -107,7 +107,7 @@ TOPIC = Topic(
                 "`nk.sampler.MetropolisLocal` on H's Hilbert space and `nk.models.RBM(alpha=1)`; `nk.driver.VMC(H, "
                 "optax.sgd(...), variational_state=..., preconditioner=nk.optimizer.SR(diag_shift=...))`.",
                 "Split `key` into two keys, one for the parameters (`seed=`) and one for the sampler (`sampler_seed=`). "
-                "The docstring's settings (512 samples, learning rate 0.1, diag_shift 0.01, 100 steps) suffice; run the "
+                "The docstring's settings (512 samples, learning rate 0.1, diag_shift 0.01, 50 steps) suffice; run the "
                 "driver with no output file and no progress bar, then return the variational state's `parameters`.",
             ),
         ),

@@ -1,6 +1,6 @@
 """Attack (work outside the timed window), on the `vmc` check: the RBM's parameters come back
 as lazy objects, and the training runs only when the worker converts them to arrays, after the
-timed run. The training itself is honest but slow (1008 samples x 300 SR steps, as in
+timed run. The training itself is honest but slow (1008 samples x 150 SR steps, as in
 ising__slow_vmc: about 4x the reference's time). With ATTACK = False (the honest twin) the
 same training runs inside the call.
 """
@@ -20,7 +20,7 @@ def _train(n, h, J, key):
                             seed=init_key, sampler_seed=sampler_key)
     driver = nk.driver.VMC(H, optax.sgd(learning_rate=0.1), variational_state=vstate,
                            preconditioner=nk.optimizer.SR(diag_shift=0.1))
-    driver.run(n_iter=300, out=None, show_progress=False)
+    driver.run(n_iter=150, out=None, show_progress=False)
     return vstate.parameters
 
 

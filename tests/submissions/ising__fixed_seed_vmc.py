@@ -11,5 +11,5 @@ def vmc_ground_state(n, h, J, key):
                             seed=0, sampler_seed=1)
     driver = nk.driver.VMC(H, optax.sgd(learning_rate=0.1), variational_state=vstate,
                            preconditioner=nk.optimizer.SR(diag_shift=0.01))
-    driver.run(n_iter=100, out=None, show_progress=False)
+    driver.run(n_iter=50, out=None, show_progress=False)
     return vstate.parameters
