@@ -16,10 +16,12 @@ what the session needs, is closed and a worker is started as before.
 from __future__ import annotations
 
 import ast
+import functools
 import shutil
 import sys
 import tempfile
 import threading
+from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,19 +32,25 @@ from autograder.spec import Topic
 
 
 def imported_libraries(source: str) -> tuple[str, ...]:
-    """The top-level packages `source` imports at module level, installed ones only (the
-    standard library is loaded anyway; a name that is not installed is the module's error)."""
+    """The top-level packages, other than the standard library's, that `source` imports before
+    any of its own code runs: its leading import statements (after a docstring). Those are
+    imported in the same order with nothing in between, preloaded or not; a package imported
+    after a statement (`os.environ[...] = ...`, say) may depend on it, and is left to the module.
+    The worker skips a name that does not import: the module's own import reports it."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return ()
     names: list[str] = []
-    for node in tree.body:
+    for i, node in enumerate(tree.body):
         if isinstance(node, ast.Import):
             names.extend(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names.append(node.module.split(".")[0])
-    return tuple(dict.fromkeys(n for n in names if n not in sys.stdlib_module_names))
+        elif isinstance(node, ast.ImportFrom):
+            if node.module and not node.level:
+                names.append(node.module.split(".")[0])
+        elif not (i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
+            break
+    return tuple(dict.fromkeys(n for n in names if n not in sys.stdlib_module_names and n != "__future__"))
 
 
 @dataclass(frozen=True)
@@ -54,10 +62,13 @@ class Settings:
     cache: compile_cache.Policy
 
 
-def _close_started(future: Future[Worker]) -> None:
-    """Stop a spare that finished starting after nobody wanted it any more."""
+def _discard(folder: Path, future: Future[Worker]) -> None:
+    """Stop a spare nobody wants any more (its worker removes its folder), or remove the folder
+    of one that failed to start."""
     if future.exception() is None:
         future.result().close()
+    else:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 class Spares:
@@ -93,9 +104,10 @@ class Spares:
         try:
             worker = future.result(timeout=timeout)
         except FutureTimeout:
-            future.add_done_callback(_close_started)  # still starting: stop it once it has
+            future.add_done_callback(functools.partial(_discard, folder))  # once it has started
             return None
         except Exception:  # noqa: BLE001 - a spare that failed to start is only a missed shortcut
+            _discard(folder, future)
             return None
         if settings != Settings(tuple(sorted(topic.env.items())), limits, cache) or not worker.alive:
             worker.close()
@@ -113,8 +125,6 @@ class Spares:
         with self._lock:
             entries, self._ready = list(self._ready.values()), {}
         for _, folder, future in entries:
-            try:
-                future.result().close()
-            except Exception:  # noqa: BLE001 - it never started: nothing to stop
-                shutil.rmtree(folder, ignore_errors=True)
+            futures.wait([future])
+            _discard(folder, future)
         self._pool.shutdown(wait=True)

@@ -4,6 +4,8 @@ a spare that does not fit is not used, and none outlives `close`."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from autograder import compile_cache, engine, public, topics
@@ -12,17 +14,23 @@ from autograder.spares import Spares, imported_libraries
 from conftest import SOLUTIONS, TEST_LIMITS, write_submission
 
 
-def test_the_libraries_a_module_imports_are_its_installed_top_level_packages():
-    source = """
+def test_the_libraries_preloaded_are_those_a_module_imports_before_its_own_code():
+    source = '''"""A docstring."""
+from __future__ import annotations
 import os, jax.numpy as jnp
 from netket.operator.spin import sigmax
 from . import sibling
 import numpy
 def f():
     import optax  # inside a function: not at import time
-"""
+import flax
+'''
     assert imported_libraries(source) == ("jax", "netket", "numpy")
     assert imported_libraries("def broken(:\n") == ()
+    # a library imported after the module's own code may depend on it: left to the module
+    env_first = 'import os\nos.environ["JAX_NUM_CPU_DEVICES"] = "4"\nimport jax\nimport numpy\n'
+    assert imported_libraries(env_first) == ()
+    assert imported_libraries("import numpy\nX = 1\nimport jax\n") == ("numpy",)
 
 
 def verdicts(result) -> list[tuple[str, float, str]]:
@@ -68,3 +76,19 @@ def test_a_check_takes_the_spare_and_judges_as_a_fresh_worker_would(tmp_path, mo
     finally:
         spares.close()
     assert not waiting.alive and not folder.exists()
+
+
+def test_a_spare_that_fails_to_start_is_not_used_and_leaves_no_folder(tmp_path):
+    """A topic whose workers cannot start (no such JAX platform): `take` gives None, the
+    check then starts a worker of its own as before, and the spare's folder is gone."""
+    topic = replace(topics.load_public("at_updates"), env={"JAX_PLATFORMS": "no-such-platform"})
+    module = write_submission(tmp_path, {"at_updates": (SOLUTIONS / "at_updates.py").read_text()}) / "at_updates.py"
+    spares = Spares()
+    try:
+        spares.prepare(topic, module.read_text(), limits=TEST_LIMITS, cache=compile_cache.student_public())
+        (_, folder, _) = spares._ready["at_updates"]
+        assert spares.take(topic, module, limits=TEST_LIMITS, cache=compile_cache.student_public(),
+                           timeout=60) is None
+        assert not folder.exists()
+    finally:
+        spares.close()
