@@ -66,10 +66,9 @@ def grade(submission: Path, topics: list[Topic], *, reference_dir: Path | None =
     with every test as it finishes. `jobs` topics are graded at a time (see `autograder.gate`:
     timed checks run alone where the clock is wall time); the result keeps the topics' order.
     `spares` holds student workers started ahead (`grade watch`, `autograder.spares`): used in
-    public, unsandboxed runs only.
+    public, unsandboxed runs only (`TopicSession`).
     """
     started = time.monotonic()
-    spares = spares if public and not isolate else None
     seed = PUBLIC_SEED if public and seed is None else (seed if seed is not None else secrets.randbits(32))
     gate, lock = ClockGate(), threading.Lock()
 

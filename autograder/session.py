@@ -83,7 +83,7 @@ class TopicSession:
                  isolate: bool, limits: Limits = Limits(), answers: Live | None = None,
                  needs_reference: bool = True, spares: Spares | None = None) -> None:
         self.topic, self.module, self.reference = topic, module, reference
-        self._spares = None if isolate else spares
+        self._spares = spares if public and not isolate else None  # never in hidden grading, nor sandboxed
         self.seed, self.public, self.isolate, self.limits = seed, public, isolate, limits
         self.answers = answers or Live()
         self.deadline = time.monotonic() + topic.time_limit

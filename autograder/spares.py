@@ -21,7 +21,6 @@ import shutil
 import sys
 import tempfile
 import threading
-from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,10 +60,14 @@ class Settings:
     limits: Limits
     cache: compile_cache.Policy
 
+    @classmethod
+    def of(cls, topic: Topic, limits: Limits, cache: compile_cache.Policy) -> "Settings":
+        return cls(tuple(sorted(topic.env.items())), limits, cache)
+
 
 def _discard(folder: Path, future: Future[Worker]) -> None:
     """Stop a spare nobody wants any more (its worker removes its folder), or remove the folder
-    of one that failed to start."""
+    of one that failed to start; waits until it has done starting."""
     if future.exception() is None:
         future.result().close()
     else:
@@ -82,7 +85,7 @@ class Spares:
 
     def prepare(self, topic: Topic, source: str, *, limits: Limits, cache: compile_cache.Policy) -> None:
         """Start a spare for `topic` (unless one is waiting), preloading what `source` imports."""
-        settings = Settings(tuple(sorted(topic.env.items())), limits, cache)
+        settings = Settings.of(topic, limits, cache)
         with self._lock:
             if topic.name in self._ready:
                 return
@@ -109,7 +112,7 @@ class Spares:
         except Exception:  # noqa: BLE001 - a spare that failed to start is only a missed shortcut
             _discard(folder, future)
             return None
-        if settings != Settings(tuple(sorted(topic.env.items())), limits, cache) or not worker.alive:
+        if settings != Settings.of(topic, limits, cache) or not worker.alive:
             worker.close()
             return None
         shutil.copyfile(module, folder / f"{topic.name}.py")
@@ -125,6 +128,5 @@ class Spares:
         with self._lock:
             entries, self._ready = list(self._ready.values()), {}
         for _, folder, future in entries:
-            futures.wait([future])
             _discard(folder, future)
         self._pool.shutdown(wait=True)
