@@ -13,6 +13,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from autograder.source import UNREADABLE, parse
+
 
 @dataclass(frozen=True)
 class Snapshot:
@@ -24,17 +26,19 @@ class Snapshot:
 
 def snapshot(source: str) -> Snapshot:
     """Read `source` into what `changed` compares."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    tree = parse(source)
+    if tree is None:
         return Snapshot({}, None)
     definitions, rest = {}, []
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            uses = frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
-            definitions[node.name] = (ast.dump(node), uses)
-        else:
-            rest.append(ast.dump(node))
+    try:  # `ast.dump` recurses: a tree nested deeply enough is read as one that does not parse
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                uses = frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+                definitions[node.name] = (ast.dump(node), uses)
+            else:
+                rest.append(ast.dump(node))
+    except UNREADABLE:
+        return Snapshot({}, None)
     return Snapshot(definitions, "\n".join(rest))
 
 

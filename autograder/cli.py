@@ -24,7 +24,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from autograder import __version__, changes, compile_cache, engine, hints, paths, report, topics, workspace
+from autograder import __version__, changes, compile_cache, draws, engine, hints, paths, report, topics, workspace
 from autograder import public as public_data
 from autograder.results import Result, TestResult
 from autograder.sandbox import Limits, bwrap_available
@@ -103,7 +103,9 @@ def grade(
     submission: Path = typer.Argument(..., help="A folder shaped like exercises/, or a .zip of one."),
     topic: list[str] = typer.Option(None, "--topics", "-t", help="Topics (or TOPIC.EXERCISE) to grade; default all."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Write Gradescope's results.json here."),
-    seed: Optional[int] = typer.Option(None, help="Seed of the random cases (default: fresh, recorded in the result)."),
+    seed: Optional[str] = typer.Option(None, help="The run's secret seed, decimal or 0x-hex (default: 128 fresh "
+                                                  "random bits, recorded in the result's extra_data.seed); a "
+                                                  "recorded seed reproduces that run's inputs."),
     sandbox: str = typer.Option("on", help="on (the default: student code under bubblewrap, refused without it), "
                                            "off (no sandbox: recorded in the result), or auto (on when available)."),
     jobs: Optional[int] = typer.Option(None, min=1, help="Topics graded at a time (default: JAXLINGS_JOBS, else one "
@@ -121,7 +123,8 @@ def grade(
         if not isolate:
             console.print("[yellow]warning:[/] student code runs WITHOUT the sandbox (no file-system, network or "
                           "process isolation); the result records it")
-        result = _run(folder, topic, public=False, seed=seed, isolate=isolate, jobs=jobs)
+        result = _run(folder, topic, public=False, seed=None if seed is None else draws.parse_seed(seed),
+                      isolate=isolate, jobs=jobs)
     report.result_tables(result, console)
     if json_path:
         result.write(json_path)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import shutil
 import sys
 import tempfile
@@ -26,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from autograder import stubs
+from autograder import draws, stubs
 from autograder.answers import Live
 from autograder.checks import ADVISORY, ANALYSING, NEEDS_CORRECT, REGISTRY, TIMED
 from autograder.gate import ClockGate
@@ -36,7 +35,7 @@ from autograder.session import GraderError, StudentError, TopicSession, format_e
 from autograder.spares import Spares
 from autograder.spec import Exercise, Topic
 
-PUBLIC_SEED = 0
+PUBLIC_SEED = draws.PUBLIC_SEED
 # Gradescope visibility of every test: no message ever carries an expected value, so all show.
 VISIBILITY = "visible"
 Listener = Callable[[TestResult], None]
@@ -62,14 +61,16 @@ def grade(submission: Path, topics: list[Topic], *, reference_dir: Path | None =
     `answers(topic_name)` instead gives each topic's `autograder.answers` object (e.g. a
     `Replay` of the public expectations, which needs no reference at all). `public` runs the
     public cases (seed 0, no hidden edge cases; checks that need the grading machine are
-    "judged on submission"). `isolate` sandboxes the student's worker. `on_test` is called
+    "judged on submission"). `seed` is the run's secret (`autograder.draws`): by default 128
+    fresh random bits in hidden mode, recorded in the result's `extra_data["seed"]`; passing a
+    recorded one reproduces that run's inputs exactly. `isolate` sandboxes the student's worker. `on_test` is called
     with every test as it finishes. `jobs` topics are graded at a time (see `autograder.gate`:
     timed checks run alone where the clock is wall time); the result keeps the topics' order.
     `spares` holds student workers started ahead (`grade watch`, `autograder.spares`): used in
     public, unsandboxed runs only (`TopicSession`).
     """
     started = time.monotonic()
-    seed = PUBLIC_SEED if public and seed is None else (seed if seed is not None else secrets.randbits(32))
+    seed = PUBLIC_SEED if public and seed is None else (seed if seed is not None else draws.new_seed())
     gate, lock = ClockGate(), threading.Lock()
 
     def listener(test: TestResult) -> None:
@@ -85,10 +86,17 @@ def grade(submission: Path, topics: list[Topic], *, reference_dir: Path | None =
         if not module.is_file():
             topic_tests = failed_topic(topic, f"the submission has no {topic.name}.py")
         else:
-            topic_tests, platform = grade_topic(topic, module, reference, seed, public=public, isolate=isolate,
-                                                limits=limits, on_test=listener if on_test else None,
-                                                answers=answers(topic.name) if answers else None, timings=timings,
-                                                gate=gate, spares=spares)
+            try:
+                topic_tests, platform = grade_topic(topic, module, reference, seed, public=public, isolate=isolate,
+                                                    limits=limits, on_test=listener if on_test else None,
+                                                    answers=answers(topic.name) if answers else None,
+                                                    timings=timings, gate=gate, spares=spares)
+            except GraderError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - trusted-side work on one submission failed: that topic only
+                print(traceback.format_exc(), file=sys.stderr)
+                topic_tests = failed_topic(topic, f"the grader could not grade {topic.name}.py "
+                                                  f"({type(exc).__name__}: {str(exc)[:300]}); please report it")
         return topic_tests, platform, topic_summary(topic_tests, round(time.monotonic() - t0, 2), timings, platform)
 
     parts = plan(topics, jobs, Path(submission))

@@ -35,6 +35,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from autograder import engine, hints, paths, public, topics
+from autograder.source import parse
 from autograder.results import Result, TestResult
 from autograder.sandbox import bwrap_available
 
@@ -43,9 +44,8 @@ MODES = ("public", "hidden")
 
 def top_level_names(source: str) -> set[str]:
     """Names a cell's source binds at module level (defs, classes, assignments); empty if it does not parse."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    tree = parse(source)
+    if tree is None:
         return set()
     names: set[str] = set()
     for node in tree.body:

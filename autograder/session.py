@@ -8,8 +8,10 @@ reference's outputs, so that every check of an exercise judges the same cases.
 
 What checks need of the reference goes through `answer()`, and every random input through
 `draw()`, so that a public run can be replayed from recorded expectations with no reference
-solution at all (`autograder.answers`). Each (exercise, kind of draw) has its own generator,
-seeded from the run's seed: what one check draws never depends on what another check did.
+solution at all (`autograder.answers`). Every draw has a generator of its own, seeded by a keyed
+hash of the run's secret seed, the exercise, the kind of draw and its number (`autograder.draws`):
+what one check draws never depends on what another check did, and no draw the student's
+process is shown lets it compute another.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import time
-import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,7 @@ from typing import Any, Callable, TypeVar
 
 import numpy as np
 
-from autograder import compile_cache, replies
+from autograder import compile_cache, draws, replies
 from autograder.answers import Live, MissingAnswer
 from autograder.compare import mismatch
 from autograder.sandbox import Limits, Worker, WorkerDied
@@ -88,7 +89,7 @@ class TopicSession:
         self.answers = answers or Live()
         self.deadline = time.monotonic() + topic.time_limit
         self.deaths = 0
-        self._rngs: dict[tuple[str, str], np.random.Generator] = {}
+        self._draws: dict[tuple[str, str], int] = {}  # (exercise, kind) -> draws made so far
         self._analysis_dir: tempfile.TemporaryDirectory | None = None
         if reference is None and self.answers.mode != "replay":
             raise GraderError(f"grading {topic.name} live needs the reference solutions")
@@ -188,13 +189,13 @@ class TopicSession:
             raise GraderError(str(exc)) from None
 
     def draw(self, exercise: str, kind: str, make: Callable[[np.random.Generator], T]) -> T:
-        """Inputs for `exercise` from its own generator for `kind` (e.g. "cases", "trace")."""
-        key = (exercise, kind)
-        if key not in self._rngs:
-            words = [zlib.crc32(w.encode()) for w in (self.topic.name, exercise, kind)]
-            self._rngs[key] = np.random.default_rng([self.seed, *words])
+        """Inputs for `exercise` of `kind` (e.g. "cases", "trace"), from a generator of their own:
+        the n-th draw of this kind for this exercise (`autograder.draws.generator`)."""
+        n = self._draws.get((exercise, kind), 0)
+        self._draws[(exercise, kind)] = n + 1
+        rng = draws.generator(self.seed, self.topic.name, exercise, kind, n)
         try:
-            return self.answers.draw(kind, self._rngs[key], make)
+            return self.answers.draw(kind, rng, make)
         except MissingAnswer as exc:
             raise GraderError(str(exc)) from None
 

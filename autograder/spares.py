@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder import compile_cache
+from autograder.source import parse
 from autograder.sandbox import Limits, Worker, WorkerDied
 from autograder.spec import Topic
 
@@ -36,9 +37,8 @@ def imported_libraries(source: str) -> tuple[str, ...]:
     imported in the same order with nothing in between, preloaded or not; a package imported
     after a statement (`os.environ[...] = ...`, say) may depend on it, and is left to the module.
     The worker skips a name that does not import: the module's own import reports it."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    tree = parse(source)
+    if tree is None:
         return ()
     names: list[str] = []
     for i, node in enumerate(tree.body):

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import ast
 
+from autograder.source import parse
+
 ERROR = "NotImplementedError"
 STAR = "*"
 
@@ -25,9 +27,8 @@ STAR = "*"
 def find(source: str, names: list[str]) -> dict[str, str]:
     """Of `names`, the functions of `source` that are stubs -> each one's NotImplementedError
     message ("" for none). A source that does not parse has none (its import reports why)."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    tree = parse(source)
+    if tree is None:
         return {}
     bound = _bindings(tree)
     if bound.get(ERROR) or bound.get(STAR):
