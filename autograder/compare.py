@@ -4,7 +4,8 @@ Both outputs arrive as data (`{"treedef": str, "leaves": [...]}`, see
 `worker.harness.Harness.export`), checked against their schema (`replies.output`), so no
 student object takes part in the comparison; the student's output must have the reference's
 structure, leaf for leaf. A mismatch message says *what* differs (structure, shape, dtype, how
-large the error is and where) and never the expected values.
+large the error is and where) and never the expected values; what it quotes of the student's
+output (its structure, a key path, a key implementation) is clipped (`results.clip`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import re
 from typing import Any
 
 import numpy as np
+
+from autograder.results import clip
 
 Output = dict[str, Any]
 
@@ -25,7 +28,7 @@ def mismatch(expected: Output, got: Output, rtol: float, atol: float, names: tup
     A wrong leaf of a structured output is named as the docstring names it (`output_name`):
     `names` are the exercise's names for the entries of a returned tuple (`Exercise.outputs`)."""
     if got["treedef"] != expected["treedef"]:
-        return f"the output's structure is {got['treedef']}, but the task asks for {expected['treedef']}"
+        return f"the output's structure is {clip(got['treedef'], 500)}, but the task asks for {expected['treedef']}"
     if len(got["leaves"]) != len(expected["leaves"]):
         return (f"the output has {len(got['leaves'])} values where its structure, {expected['treedef']}, "
                 f"holds {len(expected['leaves'])}")
@@ -63,7 +66,7 @@ def _leaf_mismatch(e: dict[str, Any], g: dict[str, Any], rtol: float, atol: floa
         return f"expected {want}, got {'a typed PRNG key array' if g['kind'] == 'key' else 'a numeric array'}"
     ev, gv = np.asarray(e["data"]), np.asarray(g["data"])
     if e["kind"] == "key" and e.get("impl") != g.get("impl"):
-        return f"keys of implementation {g.get('impl')}, expected {e.get('impl')}"
+        return f"keys of implementation {clip(str(g.get('impl')), 100)}, expected {e.get('impl')}"
     if gv.shape != ev.shape:
         return f"shape {gv.shape}, expected shape {ev.shape}"
     if gv.dtype != ev.dtype:

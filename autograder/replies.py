@@ -15,6 +15,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from autograder.results import clip
+
 
 class MalformedReply(Exception):
     """A reply that does not have the shape its request calls for; the message says where."""
@@ -129,6 +131,9 @@ def _hello(reply: dict) -> None:
     platform = _dict(reply.get("platform"), "platform")
     for name in ("backend", "device_kind", "jax_version"):
         _typed(platform.get(name), (str,), f"platform.{name}")
+    # A student's worker says this too (results.json shows it where no trusted worker ran): bounded.
+    reply["platform"] = {clip(k, 40): clip(v, 200) if isinstance(v, str) else v for k, v in list(platform.items())[:20]
+                         if isinstance(k, str) and (v is None or isinstance(v, (str, int, float, bool)))}
 
 
 def _load(reply: dict) -> None:
@@ -144,7 +149,6 @@ SCHEMAS: dict[str, Callable[[dict], None]] = {
     "trace": _trace,
     "analyse": _analyse,
     "prepare": lambda reply: None,
-    "restage": lambda reply: None,
     "check_keys": lambda reply: None,
     "step": _step,
     "stats": _stats,
@@ -162,6 +166,9 @@ def check(op: str, reply: Any) -> dict:
         for name in ("type", "message"):
             _typed(error.get(name), (str,), f"error.{name}")
         _typed(error.get("where", ""), (str,), "error.where")
+        # The one place a worker's error enters the grader: every message built from it is bounded.
+        reply["error"] = {"type": clip(error["type"], 200), "message": clip(error["message"]),
+                          **({"where": clip(error["where"], 500)} if "where" in error else {})}
         return reply
     SCHEMAS[op](reply)
     return reply

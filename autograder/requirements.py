@@ -1,10 +1,12 @@
 """Structural requirements on a jitted function, judged in the grader from trusted facts.
 
 The student's worker exports its jitted call as a program (`jax.export`'s StableHLO,
-`autograder.worker.program`); the REFERENCE worker refuses unsafe programs, counts the
-program's operations, compiles it, and runs it on the same inputs, and the grader checks that
-its outputs are the function's. The facts therefore describe a program that the data shows to
-compute the function, whatever the student's process did (see `autograder.structure`):
+`autograder.worker.program`) from the arguments' shapes and dtypes and the static arguments'
+values, never from array values; a trusted worker refuses unsafe programs, counts the program's
+operations, compiles it, and runs it on fresh samples the student's process never saw, and the
+grader checks that its outputs are the function's there. The facts therefore describe a program
+that the data shows to compute the function, whatever the student's process did (see
+`autograder.structure`):
 
   ops            {StableHLO op: count} over every function and region: `add`, `while`, `case`,
                  `scatter` (and its kind: `scatter-add`, `scatter-set`, ...), `call`,
@@ -13,14 +15,15 @@ compute the function, whatever the student's process did (see `autograder.struct
                  (the size XLA compiles), less structure and constants; `n_ops_written` counts
                  each function once, as written (a Python loop over one jitted helper, or over
                  `jax.random` draws, adds a `call` per step there, its whole body to `n_ops`)
-  n_ops_other    n_ops of the program exported at the exercise's smallest size
+  n_ops_other    n_ops of the program exported for the exercise's smallest size
   custom_calls   distinct custom-call targets (`lapack_sgetrf_ffi`, ...)
   scopes         {named scope path: {op: count}}, from the operations' locations
                  (`jax.named_scope("hidden")` -> `hidden`; nested: `mlp/hidden`)
   n_inputs, donated_inputs   the program's inputs (array leaves), and how many of them it
                  donates (`jax.jit(..., donate_argnums=...)`: their buffers are reused for outputs)
-  fingerprint    sha256 of the program without locations; `fingerprint_again`: of the program
-                 exported for a second input of the same shapes
+  fingerprint    sha256 of the program without locations
+  runs_again     the `first` program, run on a second fresh sample of the same shapes (and
+                 static arguments), gave the function's outputs there too (see `NoRetrace`)
   hlo_lines, collectives, flops, bytes_accessed, compile_seconds, loops, counted_loops
                  from compiling the program on the trusted side (`counted_loops`: while loops
                  whose trip count XLA knows)
@@ -121,20 +124,25 @@ class NoHostCallbacks:
 
 @dataclass(frozen=True)
 class NoRetrace:
-    """The program exported for a second input of the same shapes (and the same static
-    arguments) is the same program: nothing of the input's values is baked into it."""
+    """One program for new values of the same shapes: the program exported from the shapes
+    alone (and the static arguments) computes the function on two fresh samples of those
+    shapes (fact `runs_again`), so nothing of any input's values is baked into it.
+
+    A program that gives the function's outputs on the first sample and not on the second
+    already fails verification (`structure.ProgramMismatch`, which names re-tracing); a function
+    whose own jit holds a data argument static cannot be exported from shapes at all (the
+    worker's message says so). This requirement reads the fact the verification leaves."""
 
     trusted: ClassVar[bool] = True
 
     def describe(self) -> str:
-        return "no re-tracing (one program for new values of the same shapes)"
+        return "no re-tracing (one program, exported from the shapes, for new values of those shapes)"
 
     def judge(self, facts: Facts, ref: Facts) -> str | None:
-        again = facts.get("fingerprint_again")
-        if "fingerprint_again" in facts and again != facts.get("fingerprint"):
-            return ("jitting the function again for new values of the same shapes gave a different program, "
-                    "so every new value re-traces and compiles it; keep arguments that change with the data "
-                    "traced (not static), and do not build a new jitted function per call")
+        if facts.get("runs_again") is False:
+            return ("the program exported for these shapes does not compute the function on new values of the same "
+                    "shapes, so every new value would re-trace and compile it; keep arguments that change with the "
+                    "data traced (not static), and do not build a new jitted function per call")
         return None
 
 

@@ -4,6 +4,13 @@ One test per (exercise, check), named `<topic>.<exercise>:<check>`, with `tags` 
 [topic, exercise, check] and the measured figures in `extra_data`. The top level carries
 `score`, `max_score`, `execution_time`, and `extra_data` with the platform and grader version,
 so the same file works on Gradescope and in the gradebook.
+
+Every string a student's process wrote (an exception's type, message and location, a treedef,
+an output path, printed lines) is clipped to `MAX_TEXT` characters where it enters a message
+(`clip`: `replies.check` clips worker errors as they arrive, `compare` what it quotes), and each
+test is bounded as it is built (`TestResult.of`): its message to `MAX_MESSAGE` characters, its
+measured figures to `MAX_DATA` bytes of JSON. So results.json, and the service's database that
+stores it, grow with the number of checks, never with what a submission sends.
 """
 
 from __future__ import annotations
@@ -16,6 +23,39 @@ from pathlib import Path
 from typing import Any
 
 from autograder import __version__
+
+MAX_TEXT = 2000          # characters of one student string in a message
+MAX_MESSAGE = 4000       # characters of one test's message
+MAX_DATA = 16000         # bytes of one test's extra_data, as JSON
+
+
+def clip(text: str, limit: int = MAX_TEXT) -> str:
+    """`text` cut to `limit` characters, saying how much was cut."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more characters)"
+
+
+def bounded_data(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` if its JSON is at most `MAX_DATA` bytes; else its entries that fit, smallest
+    first, and the names of those dropped."""
+    def size(x: Any) -> int:
+        return len(json.dumps(x, default=_jsonable_or_repr))
+
+    if size(data) <= MAX_DATA:
+        return data
+    kept: dict[str, Any] = {}
+    dropped = []
+    used = 200
+    for key, value in sorted(data.items(), key=lambda kv: size(kv[1])):
+        cost = size(value) + len(str(key)) + 6
+        if used + cost <= MAX_DATA:
+            kept[key] = value
+            used += cost
+        else:
+            dropped.append(clip(str(key), 80))
+    return {**kept, "dropped": dropped[:20]}
 
 
 @dataclass
@@ -62,10 +102,10 @@ class TestResult:
             score=score,
             max_score=points,
             status="passed" if outcome.fraction >= 1.0 else "failed",
-            output=outcome.message,
+            output=clip(outcome.message, MAX_MESSAGE),
             visibility=visibility,
             tags=[topic, exercise, check],
-            extra_data=outcome.data,
+            extra_data=bounded_data(outcome.data),
         )
 
     @property
@@ -128,6 +168,14 @@ def _jsonable(x: Any) -> Any:
     if hasattr(x, "item"):
         return x.item()
     raise TypeError(f"not JSON-serialisable: {type(x).__name__}")
+
+
+def _jsonable_or_repr(x: Any) -> Any:
+    """For measuring only: anything `_jsonable` refuses is sized by its repr."""
+    try:
+        return _jsonable(x)
+    except (TypeError, ValueError):
+        return repr(x)
 
 
 def by_topic(tests: list[TestResult]) -> dict[str, list[TestResult]]:

@@ -8,6 +8,12 @@ watchdog kills the worker past a memory or output cap, a worker that exits is no
 (a pidfd, even while a grandchild keeps its reply pipe open), and `close()` leaves no process
 behind.
 
+What the worker sends is bounded on the grader's side, whose memory is in no cgroup: each reply
+by `ReplyBound` (twice the reference's reply to the same request plus 1 MiB, set per request by
+`TopicSession.reply_bound`; `Limits.reply_bytes` / `header_bytes` otherwise), checked while the
+frame is read and before anything is allocated for it; past it the worker is stopped and the
+message gives the reply's size.
+
 **Accounting and caps by cgroup** (`Worker.accounting == "cgroup"`). Where the grader may write
 the cgroup v1 controllers (root on this project's machines and CI), every worker gets its own
 group `jaxlings/<grader pid>-<grader start time>-<random>` in the hierarchies cpuacct, memory,
@@ -76,10 +82,10 @@ import uuid
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from autograder import compile_cache, replies
-from autograder.worker import wire
+from autograder.worker import shm, wire
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 WORKER_DIR = PACKAGE_DIR / "worker"
@@ -104,11 +110,14 @@ class Limits:
     `max_processes` caps tasks, threads included (cgroup accounting only). A JAX worker on a
     CPU uses about 9 + 5 per core (14 on 1 core, 19 to 21 on 2, sandbox included), so None
     means max(512, 16 per core). `tmp_bytes` sizes the sandbox's private /tmp and /dev/shm.
+    `reply_bytes` and `header_bytes` bound a reply, and its JSON header, where no reference's
+    reply to the same request gives a tighter bound (`ReplyBound`).
     """
 
     memory_bytes: int = 8 << 30
     output_bytes: int = 1 << 20
     reply_bytes: int = 512 << 20
+    header_bytes: int = 4 << 20
     call_timeout: float = 90.0
     max_processes: int | None = None
     tmp_bytes: int = 256 << 20
@@ -123,6 +132,37 @@ class Limits:
 
 class WorkerDied(Exception):
     """The worker is gone or had to be killed; the message says why, in the student's terms."""
+
+
+REPLY_SLACK = 1 << 20  # bytes a student's reply may exceed twice the reference's by
+HEADER_SLACK = 256 << 10
+
+
+@dataclass(frozen=True)
+class ReplyBound:
+    """How large one reply may be: its whole frame, its JSON header (decoded into Python objects
+    some 20 times its size), and why, for the message when it is exceeded.
+
+    The grader's memory is outside every cgroup: a reply is checked against its bound while it
+    is read, before anything is allocated for it (`wire.read_frame`), so an oversized one costs
+    its check (the worker is stopped: the channel is out of step), never the grader's memory.
+    """
+
+    frame: int
+    header: int
+    why: str = ""
+
+    @classmethod
+    def cap(cls, limits: Limits) -> "ReplyBound":
+        """The absolute bound, where no reference reply says better."""
+        return cls(limits.reply_bytes, limits.header_bytes, ": the grader's cap on any reply")
+
+    @classmethod
+    def after(cls, frame: int, header: int, limits: Limits) -> "ReplyBound":
+        """Twice the reference's reply to the same request plus 1 MiB (its header: twice plus
+        256 KiB), never past the absolute cap."""
+        return cls(min(limits.reply_bytes, 2 * frame + REPLY_SLACK), min(limits.header_bytes, 2 * header + HEADER_SLACK),
+                   ": twice the reference's reply to the same request, plus 1 MiB")
 
 
 # -- sandbox ----------------------------------------------------------------------------------
@@ -502,6 +542,15 @@ def _widen_pipe(fd: int) -> None:
         pass
 
 
+def _shared_region() -> shm.Region | None:
+    """A new shared-memory region for a worker's timed workloads (`autograder.worker.shm`), or
+    None where the system has no memfd (timed inputs then go through the pipe)."""
+    try:
+        return shm.Region.create()
+    except (OSError, AttributeError):
+        return None
+
+
 def _sigkill(pid: int) -> None:
     try:
         os.kill(pid, signal.SIGKILL)
@@ -551,6 +600,10 @@ class Worker:
         self.module_path, self.module_name = Path(module_path).resolve(), module_name
         self.limits, self.isolate, self.cache = limits, isolate, cache
         self.killed_for: str | None = None
+        # Per (op, fn), the largest reply this worker sent: (frame bytes, header bytes); and, on a
+        # student's worker, the bound for each request (`TopicSession` sets it from the reference's).
+        self.reply_sizes: dict[tuple[str, Any], tuple[int, int]] = {}
+        self.bound_for: Callable[[str, Any], ReplyBound | None] | None = None
         self.output = bytearray()
         self.output_total = 0
         self._output_lock = threading.Lock()
@@ -591,6 +644,9 @@ class Worker:
         for fd in (req_w, rep_w):
             _widen_pipe(fd)
         env["JAXLINGS_WORKER_FDS"] = f"{req_r},{rep_w}"
+        self.region = _shared_region()
+        shared_fds = () if self.region is None else (self.region.fd,)
+        env.update({} if self.region is None else self.region.env())
         try:
             if self.isolate:
                 self._staging = _stage_submission(self.module_path)
@@ -608,7 +664,7 @@ class Worker:
                 argv = self._cgroup.enter_argv() + argv
             self.proc = subprocess.Popen(
                 argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                pass_fds=(req_r, rep_w), start_new_session=True,
+                pass_fds=(req_r, rep_w, *shared_fds), start_new_session=True,
             )
         except BaseException:
             for fd in (req_r, req_w, rep_r, rep_w):
@@ -703,6 +759,9 @@ class Worker:
                 shutil.rmtree(folder, ignore_errors=True)
         if self._view is not None:
             self._view.remove()
+        if getattr(self, "region", None) is not None:
+            self.region.close()
+            self.region = None
 
     def kill(self, reason: str | None = None) -> None:
         """SIGKILL everything the worker started: every task of its cgroup, and its process tree
@@ -835,23 +894,37 @@ class Worker:
 
     # -- requests --------------------------------------------------------------------------
 
-    def request(self, op: str, timeout: float, **fields: Any) -> dict[str, Any]:
-        """Send one request and return the reply; WorkerDied if the worker is or goes away."""
+    def request(self, op: str, timeout: float, *, max_reply: ReplyBound | None = None, **fields: Any) -> dict[str, Any]:
+        """Send one request and return the reply; WorkerDied if the worker is or goes away.
+
+        The reply is bounded by `max_reply`, else by `bound_for(op, fn)`, else by the absolute
+        cap (`ReplyBound`); past it, the worker is stopped and WorkerDied says how large it was.
+        """
         if not self.alive:
             raise WorkerDied(self.death_reason("before the request"))
+        bound = max_reply or (self.bound_for and self.bound_for(op, fields.get("fn"))) or ReplyBound.cap(self.limits)
         try:
             wire.write_frame(self._req, {"op": op, **fields})
         except OSError:
             raise WorkerDied(self.death_reason(f"while receiving a {op} request")) from None
-        return self._receive(time.monotonic() + timeout, f"during `{op}`")
+        sizes: list[tuple[int, int]] = []
+        reply = self._receive(time.monotonic() + timeout, f"during `{op}`", bound, sizes)
+        key = (op, fields.get("fn"))
+        self.reply_sizes[key] = max(self.reply_sizes.get(key, (0, 0)), sizes[0])
+        return reply
 
-    def _receive(self, deadline: float, what: str) -> dict[str, Any]:
+    def _receive(self, deadline: float, what: str, bound: ReplyBound | None = None,
+                 sizes: list | None = None) -> dict[str, Any]:
+        bound = bound or ReplyBound.cap(self.limits)
         try:
-            return wire.read_frame(self._rep, deadline, self.limits.reply_bytes, watch_fd=self._pidfd)
+            return wire.read_frame(self._rep, deadline, bound.frame, watch_fd=self._pidfd, max_header=bound.header,
+                                   why=bound.why, sizes=sizes)
         except wire.Timeout:
             self.kill(f"did not finish in time ({what})")
         except wire.Closed:
             pass
+        except wire.TooLarge as exc:
+            self.kill(f"sent a reply too large to read {what} ({exc})")
         except wire.WireError as exc:
             self.kill(f"sent an unreadable reply ({exc})")
         raise WorkerDied(self.death_reason(what))

@@ -29,13 +29,15 @@ import numpy as np
 from autograder import compile_cache, draws, replies
 from autograder.answers import Live, MissingAnswer
 from autograder.compare import mismatch
-from autograder.sandbox import Limits, Worker, WorkerDied
+from autograder.sandbox import Limits, ReplyBound, Worker, WorkerDied
 from autograder.spares import Spares
 from autograder.spec import Case, Exercise, Topic
+from autograder.worker import wire
 
 
 REFERENCE_TIMEOUT = 300.0
 STATS_TIMEOUT = 2.0  # seconds a worker has to say what it compiled (`TopicSession.compile_stats`)
+REPLY_BOUND_OPS = ("call", "step", "timed")  # replies bounded by the reference's (`TopicSession.reply_bound`)
 T = TypeVar("T")
 
 
@@ -90,6 +92,7 @@ class TopicSession:
         self.deadline = time.monotonic() + topic.time_limit
         self.deaths = 0
         self._draws: dict[tuple[str, str], int] = {}  # (exercise, kind) -> draws made so far
+        self._answer_sizes: dict[tuple[str, Any], tuple[int, int]] = {}  # (op, fn) -> reference reply bytes
         self._analysis_dir: tempfile.TemporaryDirectory | None = None
         if reference is None and self.answers.mode != "replay":
             raise GraderError(f"grading {topic.name} live needs the reference solutions")
@@ -139,7 +142,36 @@ class TopicSession:
         if not stu.load_reply["ok"]:
             stu.close()
             return None, f"importing {self.module.name} failed: {format_error(stu.load_reply['error'])}"
+        stu.bound_for = self.reply_bound
         return stu, None
+
+    def reply_bound(self, op: str, fn: Any) -> ReplyBound | None:
+        """How large the student's reply to `op` on `fn` may be: twice the largest reply the
+        reference gave to the same kind of request (live, or as recorded) plus 1 MiB; None (the
+        absolute cap) before the reference answered one. Every student request goes through it
+        (`Worker.request`), so no check keeps more than that per reply it holds. Only replies
+        that carry outputs are bounded so: an exported program (`trace`) may rightly be much
+        larger than the reference's (a loop unrolled), and has the absolute cap."""
+        if op not in REPLY_BOUND_OPS:
+            return None
+        seen = [self._answer_sizes.get((op, fn)), self._ref.reply_sizes.get((op, fn)) if self._ref else None]
+        seen = [s for s in seen if s is not None]
+        if not seen:
+            return None
+        return ReplyBound.after(max(f for f, _ in seen), max(h for _, h in seen), self.limits)
+
+    def _note_answer(self, kind: str, request: Any, value: Any) -> None:
+        """Record the size of a reference's answer as its reply would weigh (`reply_bound`):
+        replaying, the reference's replies come from recorded expectations, not its worker."""
+        fn = request.get("fn") if isinstance(request, dict) else None
+        if kind == "call":
+            sized = [wire.sizes({"ok": True, "out": value})]
+        elif kind == "steps" and isinstance(value, dict) and isinstance(value.get("outs"), list):
+            sized = [wire.sizes({"ok": True, "out": out, "counts": [0, 0], "cache_hits": 0}) for out in value["outs"]]
+        else:
+            return
+        op = "call" if kind == "call" else "step"
+        self._answer_sizes[(op, fn)] = max([self._answer_sizes.get((op, fn), (0, 0)), *sized])
 
     def _student_cache(self) -> compile_cache.Policy:
         """A student's own cache in their public checks (offline, unsandboxed); in hidden
@@ -156,11 +188,52 @@ class TopicSession:
             self._ref = self._start_reference()
         return self._ref
 
+    _analyser: Worker | None = None
+
+    @property
+    def analyser(self) -> Worker:
+        """The trusted worker that analyses and runs the STUDENT's exported programs: an empty
+        module of its own, started on first use, so that a program that runs away or crashes
+        there (`structure`: each analysis has a deadline) restarts only this worker, never the
+        reference. Replaying expectations, the trusted worker already is such an empty module."""
+        if self.answers.mode == "replay":
+            return self.ref
+        if self._analyser is None or not self._analyser.alive:
+            self._analyser = self._start_analyser()
+        return self._analyser
+
+    def _start_analyser(self) -> Worker:
+        """Start the analysis worker (`analyser`): an empty module, the trusted side's cache."""
+        if self._analysis_dir is None:
+            self._analysis_dir = tempfile.TemporaryDirectory(prefix="jaxlings-analysis-")
+        module = Path(self._analysis_dir.name) / "analyser.py"
+        module.write_text('"""Nothing: this worker only analyses exported programs of a submission."""\n')
+        try:
+            worker = Worker(module, "jaxlings_analyser", env=self.topic.env, limits=self.limits,
+                            cache=compile_cache.reference())
+        except WorkerDied as exc:
+            raise GraderError(f"the program analyser for {self.topic.name} did not start: {exc}") from None
+        if not worker.load_reply["ok"]:
+            worker.close()
+            raise GraderError(f"the program analyser for {self.topic.name} failed: {worker.load_reply['error']}")
+        return worker
+
+    def restart_analyser(self) -> None:
+        """Stop the analysis worker after a student's program took it down or past its deadline;
+        the next analysis starts a fresh one."""
+        if self.answers.mode == "replay":
+            self.restart_reference()
+        elif self._analyser is not None:
+            self._analyser.close()
+            self._analyser = None
+
     def restart_reference(self) -> None:
         """A fresh reference worker, after a student's exported program took the old one down
         while it was being analysed (the reference worker is the trusted side's only process)."""
+        sizes = self.ref.reply_sizes
         self.ref.close()
         self._ref = self._start_reference()
+        self._ref.reply_sizes.update(sizes)
 
     @property
     def platform(self) -> dict[str, Any]:
@@ -184,9 +257,11 @@ class TopicSession:
     def answer(self, kind: str, request: Any, compute: Callable[[], T]) -> T:
         """What the reference gives for `request` (computed by `compute`, or recorded)."""
         try:
-            return self.answers.answer(kind, request, compute)
+            value = self.answers.answer(kind, request, compute)
         except MissingAnswer as exc:
             raise GraderError(str(exc)) from None
+        self._note_answer(kind, request, value)
+        return value
 
     def draw(self, exercise: str, kind: str, make: Callable[[np.random.Generator], T]) -> T:
         """Inputs for `exercise` of `kind` (e.g. "cases", "trace"), from a generator of their own:
@@ -240,7 +315,7 @@ class TopicSession:
         return stats
 
     def close(self) -> None:
-        for w in (self._ref, self._stu):
+        for w in (self._ref, self._stu, self._analyser):
             if w is not None:
                 w.close()
         if self._analysis_dir is not None:
@@ -248,15 +323,17 @@ class TopicSession:
 
     # -- calls ---------------------------------------------------------------------------
 
-    def call_student(self, op: str, **fields: Any) -> dict[str, Any]:
+    def call_student(self, op: str, *, max_reply: ReplyBound | None = None, **fields: Any) -> dict[str, Any]:
         """One request to the student; StudentError carries a message when it did not return.
 
         The reply is checked against the schema of `op` first: a malformed one (the student's
-        process can write any frame on its pipe) stops the worker, as a crash does.
+        process can write any frame on its pipe) stops the worker, as a crash does. It is bounded
+        by `max_reply`, else by `reply_bound(op, fn)`: a larger one stops the worker too.
         """
         worker = self.student()
         try:
-            reply = replies.check(op, worker.request(op, min(self.limits.call_timeout, max(1.0, self.time_left())), **fields))
+            timeout = min(self.limits.call_timeout, max(1.0, self.time_left()))
+            reply = replies.check(op, worker.request(op, timeout, max_reply=max_reply, **fields))
         except WorkerDied as exc:
             self.deaths += 1
             raise StudentError(str(exc)) from None

@@ -1,9 +1,13 @@
 """Speed-verdict stability under load: are the speed points the same every time?
 
-Grades one exercise's speed check `--runs` times (20 by default) for three versions: the
-reference against itself, a 2x-slower and a 10x-slower one (built as in `gpu_check.py`), while
-`--hogs` processes keep every core busy. Prints, per version, the points seen, the measured
-ratio (min / median / max), the rounds the check timed and the seconds per grading.
+Grades one exercise's speed check `--runs` times (20 by default) for each version named in
+`--versions`: the reference against itself, a 2x- and a 10x-slower one (the reference's work
+done 2 or 10 times on inputs equal at run time that XLA cannot prove equal, every copy made
+before any call, so that a function that donates its inputs works too), and for
+`jit_basics.affine` a NumPy twin doing the work twice (`numpy x2`), while `--hogs` processes
+keep every core busy. Prints, per version, the points seen, the measured ratio (min / median /
+max), the rounds the check timed and the seconds per grading. `--tree` grades with another
+checkout's grader (e.g. /work/baseline, to measure before a change), with the same versions.
 
 `--before` times every round the check allows (no early stop: what the check did before rounds
 stopped once the band was decided); `--side-by-side` grades two at a time, as `jobs=2` grades
@@ -11,6 +15,7 @@ two topics at once, to show that a neighbour does not move the verdict.
 
     python benchmarks/speed_stability.py [--runs 20] [--hogs 2] [--exercise at_updates.histogram]
                                          [--before] [--side-by-side] [--size N]
+                                         [--versions reference,x2,x10] [--tree DIR] [--full 1.25]
 """
 
 from __future__ import annotations
@@ -25,12 +30,100 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parent.parent
+
+
+def _tree() -> Path:
+    """The checkout whose grader grades (`--tree DIR` or `--tree=DIR`), read before the imports."""
+    for i, arg in enumerate(sys.argv):
+        if arg.startswith("--tree="):
+            return Path(arg.split("=", 1)[1]).resolve()
+        if arg == "--tree" and i + 1 < len(sys.argv):
+            return Path(sys.argv[i + 1]).resolve()
+    return HERE
+
+
+ROOT = _tree()
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from autograder import topics  # noqa: E402
-from gpu_check import speed_of, variants  # noqa: E402
+from gpu_check import speed_of  # noqa: E402
+
+# Appended to a copy of the reference: the named function does its work `times` times, each
+# copy on inputs equal to the given ones at run time (every leaf of every argument) that XLA
+# cannot prove equal, all made before the first call (which may donate the given ones); every
+# copy's output feeds the result, so none is dead code.
+SLOWDOWN = '''
+
+import jax as _jax
+import jax.numpy as _jnp
+
+
+def _numeric(x):
+    return isinstance(x, _jax.Array) and not _jax.dtypes.issubdtype(x.dtype, _jax.dtypes.prng_key)
+
+
+def _always(x):
+    # True for every input the grader draws (max >= min), but XLA cannot know it: no folding
+    return _jnp.max(x) >= _jnp.min(x)
+
+
+def _equal_copy(x, k):
+    if isinstance(x, _jax.Array) and _jax.dtypes.issubdtype(x.dtype, _jax.dtypes.prng_key):
+        data = _jax.random.key_data(x)
+        return _jax.random.wrap_key_data(_jnp.where(_always(data), data, (data + k).astype(data.dtype)),
+                                         impl=_jax.random.key_impl(x))
+    if _numeric(x) and x.size:
+        return _jnp.where(_always(x), x, (x + k).astype(x.dtype))  # a new expression for every k
+    return x
+
+
+def _slowed(f, times):
+    def slowed(*args):
+        copies = [_jax.tree.map(lambda a: _equal_copy(a, k), args) for k in range(1, times)]
+        result = f(*args)
+        for other in (f(*c) for c in copies):
+            result = _jax.tree.map(lambda r, o: _jnp.where(_always(o), r, o) if _numeric(r) and r.size else r,
+                                   result, other)
+        return result
+    return slowed
+
+'''
+
+# `affine` twice in NumPy (the issue's twin): NumPy runs eagerly, so both products are computed.
+NUMPY_AFFINE = '''
+
+import numpy as _np
+
+
+def affine(x, W, b):
+    x, W, b = _np.asarray(x), _np.asarray(W), _np.asarray(b)
+    first, second = x @ W, x @ W
+    return first + b + 0 * second[:1]
+'''
+
+
+def variants(topic: str, exercise: str, folder: Path, names: list[str]) -> dict[str, Path]:
+    """Version name -> a submission folder holding `<topic>.py` for it, for each of `names`
+    (reference, x2, x10, ..., numpy x2)."""
+    source = (ROOT / "solutions" / f"{topic}.py").read_text()
+    made = {}
+    for name in names:
+        if name == "reference":
+            made[name] = ROOT / "solutions"
+            continue
+        target = folder / name.replace(" ", "_")
+        target.mkdir(parents=True)
+        if name == "numpy x2":
+            if f"{topic}.{exercise}" != "jit_basics.affine":
+                raise SystemExit("the NumPy twin is written for jit_basics.affine only")
+            text = source + NUMPY_AFFINE
+        else:
+            text = f"{source}{SLOWDOWN}{exercise} = _slowed({exercise}, {int(name.lstrip('x'))})\n"
+        (target / f"{topic}.py").write_text(text)
+        made[name] = target
+    return made
 
 
 def _hog() -> None:
@@ -38,18 +131,24 @@ def _hog() -> None:
         pass
 
 
-def spec_for(name: str, before: bool, size: int | None = None):
-    """The topic spec holding just `name`, with early stopping off for `before`, and the CPU
-    workload of `size` where given (to try a size before setting it in the topic's spec)."""
+def spec_for(name: str, before: bool, size: int | None = None, all_checks: bool = False,
+             full: float | None = None):
+    """The topic spec holding just `name`, with early stopping off for `before`, the CPU
+    workload of `size` where given (to try a size before setting it in the topic's spec), the
+    band starting at `full` where given (to try a band), and unless `all_checks` only the
+    checks `correct` and `speed` (the versions pass the others; the speed check does not depend
+    on them, and they cost most of a grading's time)."""
     (spec,) = topics.resolve([name])
-    if not before and size is None:
-        return spec
 
     def changed(speed):
         return dataclasses.replace(speed, margin=float("inf") if before else speed.margin,
-                                   size=speed.size if size is None else {**speed.size, "cpu": size})
+                                   size=speed.size if size is None else {**speed.size, "cpu": size},
+                                   full=speed.full if full is None else full)
 
-    exercises = tuple(dataclasses.replace(ex, speed=changed(ex.speed)) for ex in spec.exercises)
+    def checks(ex):
+        return ex.checks if all_checks else {c: p for c, p in ex.checks.items() if c in ("correct", "speed")}
+
+    exercises = tuple(dataclasses.replace(ex, speed=changed(ex.speed), checks=checks(ex)) for ex in spec.exercises)
     return dataclasses.replace(spec, exercises=exercises)
 
 
@@ -67,18 +166,24 @@ def main() -> None:
     ap.add_argument("--before", action="store_true", help="no early stop (every round the check allows)")
     ap.add_argument("--side-by-side", action="store_true", help="two gradings at a time")
     ap.add_argument("--size", type=int, help="the CPU speed workload's size (default: the topic's)")
+    ap.add_argument("--versions", default="reference,x2,x10", help="comma-separated: reference, xN, numpy x2")
+    ap.add_argument("--tree", help="grade with this checkout's grader (read before the imports)")
+    ap.add_argument("--full", type=float, help="the band's start (default: the topic's)")
+    ap.add_argument("--all-checks", action="store_true",
+                    help="grade every check of the exercise, not only correct and speed")
     args = ap.parse_args()
     topic, exercise = args.exercise.split(".")
-    spec = spec_for(args.exercise, args.before, args.size)
+    spec = spec_for(args.exercise, args.before, args.size, args.all_checks, args.full)
     hogs = [mp.Process(target=_hog, daemon=True) for _ in range(args.hogs)]
     for h in hogs:
         h.start()
     size = next(ex.speed.size_for("cpu") for ex in spec.exercises if ex.name == exercise)
     print(f"{args.exercise} (CPU size {size}): {args.runs} gradings per version, {args.hogs} hogs, "
-          f"{'no early stop' if args.before else 'early stop'}, {'two at a time' if args.side_by_side else 'one at a time'}")
+          f"{'no early stop' if args.before else 'early stop'}, "
+          f"{'two at a time' if args.side_by_side else 'one at a time'}, grader {ROOT}")
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            for label, folder in variants(topic, exercise, Path(tmp)).items():
+            for label, folder in variants(topic, exercise, Path(tmp), args.versions.split(",")).items():
                 t0 = time.monotonic()
                 with ThreadPoolExecutor(2 if args.side_by_side else 1) as pool:
                     runs = list(pool.map(lambda _: points_ratio_rounds(folder, spec), range(args.runs)))

@@ -39,11 +39,13 @@ def scatter_ops(x, idx, vals):
     set = [-1, 2, 10], add = [0, 2, 13], min = [-1, 2, 3], max = [1, 2, 10].
 
     Graded (3 points):
-      - correct (2): called as written on 1 edge case ("the docstring's example") and 4 random
-        cases, `set`, `add`, `min` and `max` equal the reference's (rtol 1e-6, atol 1e-6).
+      - correct (2): called as written on 1 edge case ("the docstring's example"; graded on
+        other inputs of each kind) and 4 random cases, `set`, `add`, `min` and `max` equal the
+        reference's (rtol 1e-6, atol 1e-6).
       - jit (1): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes); at most 200 operations (no Python loop unrolled into it).
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes); at most 200 operations (no Python loop unrolled
+        into it).
     """
     raise NotImplementedError("scatter_ops: your code here")
 
@@ -59,14 +61,16 @@ def histogram(x, nbins):
 
     Graded (5 points):
       - correct (2): called as written on 2 edge cases ("the docstring's example", "all values
-        equal") and 4 random cases, the output equals the reference's (rtol 1e-6, atol 1e-6).
+        equal"; graded on other inputs of each kind) and 4 random cases, the output equals the
+        reference's (rtol 1e-6, atol 1e-6).
       - jit (1): jitted by the grader (with `nbins` static), it gives its un-jitted outputs on
-        the same cases; the exported program: no host callbacks; no re-tracing (one program for
-        new values of the same shapes); a `scatter-add` (an `.at[...].add`).
+        the same cases; the exported program: no host callbacks; no re-tracing (one program,
+        exported from the shapes, for new values of those shapes); a `scatter-add` (an
+        `.at[...].add`).
       - speed (2): jitted by the grader (with `nbins` static; as written if it fails `jit`),
         timed against the reference on `x` int32[2**20], `nbins` = 256 (`x` int32[2**24] on the
-        GPU): full points up to x1.5 the reference's time, none from x10, log-linear between (on
-        a CPU the clock is CPU time, and a wall time past x10 scores 0 too).
+        GPU): full points up to x1.25 the reference's time, none from x10, log-linear between
+        (on a CPU the clock is CPU time, and a wall time past x10 scores 0 too).
     """
     raise NotImplementedError("histogram: your code here")
 
@@ -83,11 +87,11 @@ def mask_fill(x, threshold, fill):
 
     Graded (3 points):
       - correct (1): called as written on 2 edge cases ("the tutorial's mask example", "ties are
-        not greater") and 4 random cases, the output equals the reference's (rtol 1e-6, atol
-        1e-6).
+        not greater"; graded on other inputs of each kind) and 4 random cases, the output equals
+        the reference's (rtol 1e-6, atol 1e-6).
       - jit (2): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes).
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes).
     """
     raise NotImplementedError("mask_fill: your code here")
 
@@ -105,11 +109,12 @@ def lookup_and_clamp(x, idx, vals, fill):
     the defaults do the opposite of what is asked. Use `mode=`.
 
     Graded (3 points):
-      - correct (2): called as written on 1 edge case ("n = 1") and 4 random cases, `looked_up`
-        and `clamped` equal the reference's (rtol 1e-6, atol 1e-6).
+      - correct (2): called as written on 1 edge case ("n = 1"; graded on other inputs of each
+        kind) and 4 random cases, `looked_up` and `clamped` equal the reference's (rtol 1e-6,
+        atol 1e-6).
       - jit (1): jitted by the grader (with `fill` static), it gives its un-jitted outputs on
-        the same cases; the exported program: no host callbacks; no re-tracing (one program for
-        new values of the same shapes); at most 200 operations (no Python loop unrolled into
-        it).
+        the same cases; the exported program: no host callbacks; no re-tracing (one program,
+        exported from the shapes, for new values of those shapes); at most 200 operations (no
+        Python loop unrolled into it).
     """
     raise NotImplementedError("lookup_and_clamp: your code here")

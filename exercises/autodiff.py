@@ -73,11 +73,11 @@ def loss_and_grads(w, b, X, y):
 
     Graded (3 points):
       - correct (2): called as written on 2 edge cases ("the docstring's example", "one example,
-        one feature") and 4 random cases, the output equals the reference's (rtol 1e-5, atol
-        1e-5).
+        one feature"; graded on other inputs of each kind) and 4 random cases, the output equals
+        the reference's (rtol 1e-5, atol 1e-5).
       - jit (1): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes).
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes).
     """
     raise NotImplementedError("loss_and_grads: your code here")
 
@@ -104,12 +104,14 @@ def tall_jacobian(W1, b1, W2, x):
     Measured at h = 64, m = 256: forward mode 1.0e5 FLOPs, reverse mode 8.7e6.
 
     Graded (3 points):
-      - correct (1): called as written on 1 edge case ("the docstring's example") and 3 random
-        cases, the output equals the reference's (rtol 1e-5, atol 1e-5).
+      - correct (1): called as written on 1 edge case ("the docstring's example"; graded on
+        other inputs of each kind) and 3 random cases, the output equals the reference's (rtol
+        1e-5, atol 1e-5).
       - jit (2): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes); XLA's FLOP count at most x2 + 2000 the reference's on the same inputs; no
-        `while` loop (`lax.fori_loop`, `lax.scan`, `lax.while_loop`).
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes); XLA's FLOP count at most x2 + 2000 the
+        reference's on the same inputs; no `while` loop (`lax.fori_loop`, `lax.scan`,
+        `lax.while_loop`).
     """
     raise NotImplementedError("tall_jacobian: your code here")
 
@@ -142,12 +144,13 @@ def hvp(w, X, y, v):
 
     Graded (3 points):
       - correct (1): called as written on 2 edge cases ("the docstring's example: w = 0",
-        "saturated logits: a tiny curvature") and 4 random cases, the output equals the
-        reference's (rtol 1e-5, atol 1e-5).
+        "saturated logits: a tiny curvature"; graded on other inputs of each kind) and 4 random
+        cases, the output equals the reference's (rtol 1e-5, atol 1e-5).
       - jit (2): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes); XLA's FLOP count at most x2 + 2000 the reference's on the same inputs; no
-        `while` loop (`lax.fori_loop`, `lax.scan`, `lax.while_loop`).
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes); XLA's FLOP count at most x2 + 2000 the
+        reference's on the same inputs; no `while` loop (`lax.fori_loop`, `lax.scan`,
+        `lax.while_loop`).
     """
     raise NotImplementedError("hvp: your code here")
 
@@ -176,11 +179,11 @@ def pair_energy(pos):
 
     Graded (5 points):
       - correct (1): called as written on 4 edge cases ("the docstring's example", "a single
-        point", "two coinciding points"; 1 more hidden) and 4 random cases, the output equals
-        the reference's (rtol 1e-5, atol 1e-5).
+        point", "two coinciding points"; graded on other inputs of each kind; 1 more hidden) and
+        4 random cases, the output equals the reference's (rtol 1e-5, atol 1e-5).
       - jit (1): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes).
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes).
       - grad (3): `jax.grad` with respect to `pos` equals the reference's gradient on every case
         (rtol 1e-4, atol 1e-5).
     """
@@ -207,11 +210,11 @@ def td_loss(w, s, r, s_next, gamma):
 
     Graded (5 points):
       - correct (1): called as written on 2 edge cases ("the docstring's example: on target",
-        "the docstring's example: off target") and 4 random cases, the output equals the
-        reference's (rtol 1e-5, atol 1e-5).
+        "the docstring's example: off target"; graded on other inputs of each kind) and 4 random
+        cases, the output equals the reference's (rtol 1e-5, atol 1e-5).
       - jit (1): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes).
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes).
       - grad (3): `jax.grad` with respect to `w` equals the reference's gradient on every case
         (rtol 1e-4, atol 1e-5).
     """
@@ -245,11 +248,12 @@ def maml_loss(w, X_tr, y_tr, X_te, y_te, lr):
     is -0.5 (first-order MAML says -1), to 1e-5.
 
     Graded (5 points):
-      - correct (1): called as written on 1 edge case ("the docstring's example") and 4 random
-        cases, the output equals the reference's (rtol 1e-5, atol 1e-5).
+      - correct (1): called as written on 1 edge case ("the docstring's example"; graded on
+        other inputs of each kind) and 4 random cases, the output equals the reference's (rtol
+        1e-5, atol 1e-5).
       - jit (1): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes).
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes).
       - grad (3): `jax.grad` with respect to `w` equals the reference's gradient on every case
         (rtol 1e-4, atol 1e-5).
     """
@@ -287,13 +291,13 @@ def per_example_grads(params, X, y):
 
     Graded (3 points):
       - correct (1): called as written on 2 edge cases ("the docstring's example: W1 = 0, b1 =
-        0", "one example") and 4 random cases, the output equals the reference's (rtol 1e-5,
-        atol 1e-5).
+        0", "one example"; graded on other inputs of each kind) and 4 random cases, the output
+        equals the reference's (rtol 1e-5, atol 1e-5).
       - jit (2): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes); it does not grow with the input (at the largest case at most x3 + 20 the
-        operations of the smallest: a loop stays a loop, a Python loop is unrolled); no `while`
-        loop (`lax.fori_loop`, `lax.scan`, `lax.while_loop`); XLA's FLOP count at most x2 + 2000
-        the reference's on the same inputs.
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes); it does not grow with the input (at the largest
+        case at most x3 + 20 the operations of the smallest: a loop stays a loop, a Python loop
+        is unrolled); no `while` loop (`lax.fori_loop`, `lax.scan`, `lax.while_loop`); XLA's
+        FLOP count at most x2 + 2000 the reference's on the same inputs.
     """
     raise NotImplementedError("per_example_grads: your code here")

@@ -84,11 +84,11 @@ def normalize_rows(x, debug):
 
     Graded (4 points):
       - correct (1): called as written on 3 edge cases ("the docstring's example, debug on",
-        "all rows zero, debug off", "one row") and 4 random cases, the output equals the
-        reference's (rtol 1e-5, atol 1e-6).
+        "all rows zero, debug off", "one row"; graded on other inputs of each kind) and 4 random
+        cases, the output equals the reference's (rtol 1e-5, atol 1e-6).
       - jit (1): jitted by the grader (with `debug` static), it gives its un-jitted outputs on
-        the same cases; the exported program: no host callbacks; no re-tracing (one program for
-        new values of the same shapes).
+        the same cases; the exported program: no host callbacks; no re-tracing (one program,
+        exported from the shapes, for new values of those shapes).
       - prints (2): jitted once by the grader (with `debug` static) and called on a stream of 12
         inputs from cold caches, every call prints exactly what the reference prints on that
         call (read from your process's stdout).
@@ -125,8 +125,9 @@ def checked_entropy(p):
     Graded (3 points):
       - correct (3): called as written on 5 edge cases ("the docstring's example, valid", "the
         docstring's example, both checks fail", "the docstring's example, the sum is off",
-        "zeros in a valid vector (0 log 0 = 0)"; 1 more hidden) and 6 random cases, `message`
-        and `h` equal the reference's (rtol 1e-5, atol 1e-6).
+        "zeros in a valid vector (0 log 0 = 0)"; graded on other inputs of each kind; 1 more
+        hidden) and 6 random cases, `message` and `h` equal the reference's (rtol 1e-5, atol
+        1e-6).
     """
     raise NotImplementedError("checked_entropy: your code here")
 
@@ -152,12 +153,13 @@ def first_nan_step(h0, a, c):
 
     Graded (4 points):
       - correct (2): called as written on 4 edge cases ("the docstring's example: step 1", "the
-        docstring's example: no NaN", "a NaN in h0"; 1 more hidden) and 4 random cases, the
-        output equals the reference's (rtol 1e-6, atol 1e-6).
+        docstring's example: no NaN", "a NaN in h0"; graded on other inputs of each kind; 1 more
+        hidden) and 4 random cases, the output equals the reference's (rtol 1e-6, atol 1e-6).
       - jit (2): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes); it does not grow with the input (at the largest case at most x3 + 20 the
-        operations of the smallest: a loop stays a loop, a Python loop is unrolled).
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes); it does not grow with the input (at the largest
+        case at most x3 + 20 the operations of the smallest: a loop stays a loop, a Python loop
+        is unrolled).
     """
     raise NotImplementedError("first_nan_step: your code here")
 
@@ -179,11 +181,12 @@ def path_length(points):
 
     Graded (4 points):
       - correct (1): called as written on 4 edge cases ("the docstring's example: a repeated
-        point", "a single point", "every point the same", "a unit square") and 4 random cases,
-        the output equals the reference's (rtol 1e-5, atol 1e-5).
+        point", "a single point", "every point the same", "a unit square"; graded on other
+        inputs of each kind) and 4 random cases, the output equals the reference's (rtol 1e-5,
+        atol 1e-5).
       - jit (1): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes).
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes).
       - grad (2): `jax.grad` with respect to `points` equals the reference's gradient on every
         case (rtol 1e-5, atol 1e-5).
     """
@@ -206,10 +209,12 @@ def scoped_mlp(x, W1, b1, W2, b2):
 
     Graded (3 points):
       - correct (1): called as written on 1 edge case ("the docstring's example: W1 = 0, b1 =
-        0") and 4 random cases, the output equals the reference's (rtol 1e-5, atol 1e-5).
+        0"; graded on other inputs of each kind) and 4 random cases, the output equals the
+        reference's (rtol 1e-5, atol 1e-5).
       - jit (2): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes); a `dot_general` directly inside the named scope `hidden` (that exact
-        path); a `dot_general` directly inside the named scope `readout` (that exact path).
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes); a `dot_general` directly inside the named scope
+        `hidden` (that exact path); a `dot_general` directly inside the named scope `readout`
+        (that exact path).
     """
     raise NotImplementedError("scoped_mlp: your code here")

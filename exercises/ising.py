@@ -73,9 +73,9 @@ def tfim_hamiltonian(n, h, J):
 
     Graded (3 points):
       - correct (3): called as written on 3 edge cases ("the docstring's example", "an odd
-        ring", "no field (h = 0)") and 3 random cases, your operator's matrix
-        (`to_sparse().toarray()`, in NetKet's basis order) equals the reference's (rtol 1e-12,
-        atol 1e-12).
+        ring", "no field (h = 0)"; graded on other inputs of each kind) and 3 random cases, your
+        operator's matrix (`to_sparse().toarray()`, in NetKet's basis order) equals the
+        reference's (rtol 1e-12, atol 1e-12).
     """
     raise NotImplementedError("tfim_hamiltonian: your code here")
 
@@ -96,8 +96,9 @@ def ground_state_energy(n, h, J):
 
     Graded (4 points):
       - correct (2): called as written on 4 edge cases ("the docstring's example", "an odd ring
-        (frustrated if J has the wrong sign)", "no field: -J n"; 1 more hidden) and 3 random
-        cases, the output equals the reference's (rtol 1e-9, atol 1e-9).
+        (frustrated if J has the wrong sign)", "no field: -J n"; graded on other inputs of each
+        kind; 1 more hidden) and 3 random cases, the output equals the reference's (rtol 1e-9,
+        atol 1e-9).
       - speed (2): called as written, timed against the reference on `n` = 14: full points up to
         x3 the reference's time, none from x10, log-linear between (on a CPU the clock is CPU
         time, and a wall time past x10 scores 0 too).
@@ -122,17 +123,21 @@ def vmc_ground_state(n, h, J, key):
     Return `vstate.parameters`, the RBM's parameters as NetKet stores them:
     {"Dense": {"kernel": W (n, alpha·n), "bias": b (alpha·n,)}, "visible_bias": a (n,)}.
 
-    Keep it short: the grader times it. Example: the reference uses 512 samples per step, a
-    learning rate of 0.1, diag_shift 0.01 and 50 steps; at n = 16, h = J = 1 it reaches a
-    relative error of about 3e-4 in 1 s of CPU time (its first call also compiles: 5 to 6 s).
+    Keep it short: the grader times it, on rings it draws for each grading (see "Graded": a
+    range of sizes and couplings, never the instance `grade check` uses), so tune nothing to
+    one instance. Example: the reference uses 512 samples per step, a learning rate of 0.1,
+    diag_shift 0.01 and 50 steps; at n = 14, h = J = 1 it reaches a relative error of about
+    2e-4 in under 1 s of CPU time (its first call also compiles: 4 to 6 s).
 
     Graded (6 points):
-      - vmc (6): called as written, 2 runs on `n` = 16, `h` = 1, `J` = 1, each with a fresh
-        `key` (the first run compiles). The grader computes the energy of the RBM you return
+      - vmc (6): called as written, 2 runs on a ring the grader draws for the grading: n from
+        {13, 14, 15}, J between 0.75 and 1, h/J between 0.8 and 1.2; each run with a fresh `key`
+        (the first run compiles; a public run, `grade check`, uses n = 12, h = 2, J = 1, which
+        hidden grading never draws). The grader computes the energy of the RBM you return
         exactly, over all 2**n configurations (at most alpha = 8 hidden units per spin), against
-        the exact ground state's: half the points for a relative error below 2e-3 on every run
-        (one run that misses is run again on a fresh key, as a right VMC stalls from about one
-        key in 80); the other half, only then, for the time of the worse run against the
+        the exact ground state's: half the points for a relative error below 1e-3 on every run
+        (one run that misses is run again on a fresh key, as a right VMC can stall from an
+        unlucky key); the other half, only then, for the time of the worse run against the
         reference's: full up to x2, none from x10, log-linear between (on a CPU the clock is CPU
         time, and a wall time past x10 gets no time points). A run past max(60 s, 20x the
         reference's) is stopped; runs with different keys must not return identical parameters.
@@ -159,7 +164,7 @@ def correlations(n, h, J):
 
     Graded (3 points):
       - correct (3): called as written on 3 edge cases ("the docstring's example", "no field:
-        perfect order"; 1 more hidden) and 2 random cases, `mx` and `czz` equal the reference's
-        (rtol 1e-7, atol 1e-7).
+        perfect order"; graded on other inputs of each kind; 1 more hidden) and 2 random cases,
+        `mx` and `czz` equal the reference's (rtol 1e-7, atol 1e-7).
     """
     raise NotImplementedError("correlations: your code here")

@@ -66,11 +66,12 @@ def clip_by_norm(g, max_norm):
 
     Graded (3 points):
       - correct (1): called as written on 4 edge cases ("the docstring's example, clipped", "the
-        docstring's example, unchanged", "norm equal to max_norm", "all zeros") and 4 random
-        cases, the output equals the reference's (rtol 1e-5, atol 1e-6).
+        docstring's example, unchanged", "norm equal to max_norm", "all zeros"; graded on other
+        inputs of each kind) and 4 random cases, the output equals the reference's (rtol 1e-5,
+        atol 1e-6).
       - jit (2): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes).
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes).
     """
     raise NotImplementedError("clip_by_norm: your code here")
 
@@ -98,11 +99,11 @@ def logged_softmax(x):
 
     Graded (4 points):
       - correct (1): called as written on 2 edge cases ("large entries (exp would overflow)",
-        "three dimensions, all equal") and 4 random cases, the output equals the reference's
-        (rtol 1e-5, atol 1e-6).
+        "three dimensions, all equal"; graded on other inputs of each kind) and 4 random cases,
+        the output equals the reference's (rtol 1e-5, atol 1e-6).
       - jit (1): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes).
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes).
       - prints (2): jitted once by the grader and called on a stream of 12 inputs from cold
         caches, every call prints exactly what the reference prints on that call (read from your
         process's stdout).
@@ -132,11 +133,11 @@ def ema_update(count, avg, x, decay):
 
     Graded (3 points):
       - correct (2): called as written on 2 edge cases ("the first update: debiased is x, to
-        rounding", "a long run, a scalar") and 4 random cases, `count`, `new_avg` and `debiased`
-        equal the reference's (rtol 1e-5, atol 1e-6).
+        rounding", "a long run, a scalar"; graded on other inputs of each kind) and 4 random
+        cases, `count`, `new_avg` and `debiased` equal the reference's (rtol 1e-5, atol 1e-6).
       - jit (1): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes).
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes).
     """
     raise NotImplementedError("ema_update: your code here")
 
@@ -163,11 +164,12 @@ def regularized_loss(W, X, Y, l2):
 
     Graded (3 points):
       - correct (1): called as written on 2 edge cases ("the docstring's example: W = I", "l2 =
-        0, small") and 4 random cases, the output equals the reference's (rtol 1e-5, atol 1e-5).
+        0, small"; graded on other inputs of each kind) and 4 random cases, the output equals
+        the reference's (rtol 1e-5, atol 1e-5).
       - jit (2): jitted by the grader (with `l2` static), it gives its un-jitted outputs on the
-        same cases; the exported program: no host callbacks; no re-tracing (one program for new
-        values of the same shapes); XLA's FLOP count at most x1.5 + 100 the reference's on the
-        same inputs.
+        same cases; the exported program: no host callbacks; no re-tracing (one program,
+        exported from the shapes, for new values of those shapes); XLA's FLOP count at most x1.5
+        + 100 the reference's on the same inputs.
     """
     raise NotImplementedError("regularized_loss: your code here")
 
@@ -194,19 +196,22 @@ def bce_fast(z, y):
     4.6 ms eagerly, 0.87 ms jitted. You may add code outside this function.
 
     Graded (4 points):
-      - correct (1): called as written on 1 edge case ("large logits (exp would overflow)") and
-        4 random cases, the output equals the reference's (rtol 1e-5, atol 1e-6).
+      - correct (1): called as written on 1 edge case ("large logits (exp would overflow)";
+        graded on other inputs of each kind) and 4 random cases, the output equals the
+        reference's (rtol 1e-5, atol 1e-6).
       - jit (1): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes).
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes).
       - compiles (1): a stream of 12 calls, called as written, gives the reference's outputs and
         compiles at most 4 times (counted by JAX's compilation events and by the grader's clock:
         each slow call runs again after the stream, and a call whose first run takes a
         compilation's time more than its replay, or whose replay alone takes half a
-        compilation's, counts as one; 1 such call forgiven).
+        compilation's, counts as one; 1 such call forgiven; and the time those calls spend
+        compiling may add up to at most 5.5 of the reference's compilations, so a function whose
+        operations compile one by one, without jit, fails).
       - speed (1): called as written, timed against the reference on `z` float32[2**16, 16], `y`
         float32[2**16, 16] (`z` float32[2**20, 16], `y` float32[2**20, 16] on the GPU): full
-        points up to x1.5 the reference's time, none from x5, log-linear between (on a CPU the
+        points up to x1.25 the reference's time, none from x5, log-linear between (on a CPU the
         clock is CPU time, and a wall time past x5 scores 0 too).
     """
     raise NotImplementedError("bce_fast: your code here")
@@ -228,11 +233,11 @@ def affine(x, W, b):
       - correct (1): called as written on 4 random cases, the output equals the reference's
         (rtol 1e-5, atol 1e-5).
       - jit (1): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes).
-      - speed (1): called as written, timed against the reference on `x` float32[256, 2**10],
-        `W` float32[2**10, 256], `b` float32[256] (`x` float32[2**10, 2**12], `W` float32[2**12,
-        2**10], `b` float32[2**10] on the GPU): full points up to x1.5 the reference's time,
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes).
+      - speed (1): called as written, timed against the reference on `x` float32[384, 1536], `W`
+        float32[1536, 384], `b` float32[384] (`x` float32[2**10, 2**12], `W` float32[2**12,
+        2**10], `b` float32[2**10] on the GPU): full points up to x1.25 the reference's time,
         none from x10, log-linear between (on a CPU the clock is CPU time, and a wall time past
         x10 scores 0 too).
     """

@@ -67,15 +67,16 @@ def power_iteration(A, x0, n_iters):
 
     Graded (4 points):
       - correct (2): called as written on 3 edge cases ("the docstring's example", "the
-        docstring's example, converged", "no iterations: the normalised start") and 4 random
-        cases, `x` and `lam` equal the reference's (rtol 1e-5, atol 1e-5).
+        docstring's example, converged", "no iterations: the normalised start"; graded on other
+        inputs of each kind) and 4 random cases, `x` and `lam` equal the reference's (rtol 1e-5,
+        atol 1e-5).
       - jit (2): jitted by the grader (with `n_iters` static), it gives its un-jitted outputs on
-        the same cases; the exported program: no host callbacks; no re-tracing (one program for
-        new values of the same shapes); a `while` loop (`lax.fori_loop`, `lax.scan`,
-        `lax.while_loop`); it does not grow with the input (at the largest case at most x3 + 20
-        the operations of the smallest: a loop stays a loop, a Python loop is unrolled);
-        compiled HLO of at most x4 + 300 the reference's lines; it compiles in at most x4 + 1 s
-        the reference's compile time.
+        the same cases; the exported program: no host callbacks; no re-tracing (one program,
+        exported from the shapes, for new values of those shapes); a `while` loop
+        (`lax.fori_loop`, `lax.scan`, `lax.while_loop`); it does not grow with the input (at the
+        largest case at most x3 + 20 the operations of the smallest: a loop stays a loop, a
+        Python loop is unrolled); compiled HLO of at most x4 + 300 the reference's lines; it
+        compiles in at most x4 + 1 s the reference's compile time.
     """
     raise NotImplementedError("power_iteration: your code here")
 
@@ -92,14 +93,15 @@ def ema(xs, alpha):
 
     Graded (4 points):
       - correct (2): called as written on 3 edge cases ("the docstring's example", "alpha = 1
-        follows the signal", "one step") and 4 random cases, the output equals the reference's
-        (rtol 1e-5, atol 1e-5).
+        follows the signal", "one step"; graded on other inputs of each kind) and 4 random
+        cases, the output equals the reference's (rtol 1e-5, atol 1e-5).
       - jit (2): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes); a `while` loop (`lax.fori_loop`, `lax.scan`, `lax.while_loop`); it does
-        not grow with the input (at the largest case at most x3 + 20 the operations of the
-        smallest: a loop stays a loop, a Python loop is unrolled); compiled HLO of at most x4 +
-        300 the reference's lines; it compiles in at most x4 + 1 s the reference's compile time.
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes); a `while` loop (`lax.fori_loop`, `lax.scan`,
+        `lax.while_loop`); it does not grow with the input (at the largest case at most x3 + 20
+        the operations of the smallest: a loop stays a loop, a Python loop is unrolled);
+        compiled HLO of at most x4 + 300 the reference's lines; it compiles in at most x4 + 1 s
+        the reference's compile time.
     """
     raise NotImplementedError("ema: your code here")
 
@@ -119,12 +121,13 @@ def newton_sqrt(a, tol):
 
     Graded (4 points):
       - correct (2): called as written on 3 edge cases ("the docstring's example", "a tolerance
-        never reached: the cap stops it", "already converged: no update") and 4 random cases,
-        `x` and `k` equal the reference's (rtol 1e-5, atol 1e-6).
+        never reached: the cap stops it", "already converged: no update"; graded on other inputs
+        of each kind) and 4 random cases, `x` and `k` equal the reference's (rtol 1e-5, atol
+        1e-6).
       - jit (2): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes); a loop whose number of steps depends on the data (a `while` whose trip
-        count XLA cannot know).
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes); a loop whose number of steps depends on the
+        data (a `while` whose trip count XLA cannot know).
     """
     raise NotImplementedError("newton_sqrt: your code here")
 
@@ -144,14 +147,16 @@ def rnn_loss(W, xs):
     Example: W = 0 (2x2), xs = [[0.5, -0.5]] gives tanh(0.5)**2 = 0.2136.
 
     Graded (4 points):
-      - correct (1): called as written on 2 edge cases ("the docstring's example", "two steps")
-        and 4 random cases, the output equals the reference's (rtol 1e-5, atol 1e-6).
+      - correct (1): called as written on 2 edge cases ("the docstring's example", "two steps";
+        graded on other inputs of each kind) and 4 random cases, the output equals the
+        reference's (rtol 1e-5, atol 1e-6).
       - jit (1): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes); a `while` loop (`lax.fori_loop`, `lax.scan`, `lax.while_loop`); it does
-        not grow with the input (at the largest case at most x3 + 20 the operations of the
-        smallest: a loop stays a loop, a Python loop is unrolled); compiled HLO of at most x4 +
-        300 the reference's lines; it compiles in at most x4 + 1 s the reference's compile time.
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes); a `while` loop (`lax.fori_loop`, `lax.scan`,
+        `lax.while_loop`); it does not grow with the input (at the largest case at most x3 + 20
+        the operations of the smallest: a loop stays a loop, a Python loop is unrolled);
+        compiled HLO of at most x4 + 300 the reference's lines; it compiles in at most x4 + 1 s
+        the reference's compile time.
       - grad (2): `jax.grad` with respect to `W` equals the reference's gradient on every case
         (rtol 1e-4, atol 1e-6).
     """

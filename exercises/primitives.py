@@ -88,11 +88,12 @@ def multiply_add(x, y, z):
 
     Graded (4 points):
       - correct (2): called as written on 3 edge cases ("the docstring's example", "0-d
-        operands", "float32 operands stay float32") and 3 random cases, the output equals the
-        reference's (rtol 1e-6, atol 1e-6).
+        operands", "float32 operands stay float32"; graded on other inputs of each kind) and 3
+        random cases, the output equals the reference's (rtol 1e-6, atol 1e-6).
       - jit (2): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes); (advice, no points: the jaxpr binds `multiply_add`).
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes); (advice, no points: the jaxpr binds
+        `multiply_add`).
     """
     raise NotImplementedError("multiply_add: your code here")
 
@@ -122,11 +123,12 @@ def poly_eval(coeffs, x):
 
     Graded (5 points):
       - correct (1): called as written on 3 edge cases ("the docstring's example", "a constant
-        polynomial", "at x = 0") and 3 random cases, the output equals the reference's (rtol
-        1e-9, atol 1e-9).
+        polynomial", "at x = 0"; graded on other inputs of each kind) and 3 random cases, the
+        output equals the reference's (rtol 1e-9, atol 1e-9).
       - jit (1): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes); (advice, no points: the jaxpr binds `multiply_add`).
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes); (advice, no points: the jaxpr binds
+        `multiply_add`).
       - grad (3): `jax.grad` with respect to `coeffs` and `x` equals the reference's gradient on
         every case (rtol 1e-9, atol 1e-9).
     """
@@ -151,11 +153,13 @@ def axpy(alpha, x, y):
     Example: axpy(2., [1., 2.], [10., 10.]) is [12., 14.] (exactly).
 
     Graded (5 points):
-      - correct (1): called as written on 1 edge case ("the docstring's example") and 3 random
-        cases, the output equals the reference's (rtol 1e-9, atol 1e-9).
+      - correct (1): called as written on 1 edge case ("the docstring's example"; graded on
+        other inputs of each kind) and 3 random cases, the output equals the reference's (rtol
+        1e-9, atol 1e-9).
       - jit (1): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes); (advice, no points: the jaxpr binds `multiply_add`).
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes); (advice, no points: the jaxpr binds
+        `multiply_add`).
       - vmap (3): `jax.vmap(axpy, in_axes=(0, 1, None))` over a batch of 8 cases equals the
         reference's (rtol 1e-9, atol 1e-9); the batched program, jitted: no `while` loop
         (`lax.fori_loop`, `lax.scan`, `lax.while_loop`); at most 40 operations (no Python loop
@@ -182,12 +186,12 @@ def safe_norm(x):
 
     Graded (5 points):
       - correct (1): called as written on 3 edge cases ("the docstring's example", "the zero
-        vector", "one zero entry") and 3 random cases, the output equals the reference's (rtol
-        1e-9, atol 1e-9).
+        vector", "one zero entry"; graded on other inputs of each kind) and 3 random cases, the
+        output equals the reference's (rtol 1e-9, atol 1e-9).
       - jit (1): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes); (advice, no points: the jaxpr binds `custom_jvp_call` or
-        `custom_vjp_call`).
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes); (advice, no points: the jaxpr binds
+        `custom_jvp_call` or `custom_vjp_call`).
       - grad (3): `jax.grad` with respect to `x` equals the reference's gradient on every case
         (rtol 1e-9, atol 1e-9).
     """

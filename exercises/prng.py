@@ -56,10 +56,11 @@ def derive_keys(key, n):
       - correct (3): called as written on 4 random cases, `init_key` and `step_keys` equal the
         reference's (rtol 1e-6, atol 1e-6).
       - jit (1): jitted by the grader (with `n` static), it gives its un-jitted outputs on the
-        same cases; the exported program: no host callbacks; no re-tracing (one program for new
-        values of the same shapes); it does not grow with the input (at the largest case at most
-        x3 + 20 the operations of the smallest: a loop stays a loop, a Python loop is unrolled);
-        compiled HLO of at most x4 + 300 the reference's lines.
+        same cases; the exported program: no host callbacks; no re-tracing (one program,
+        exported from the shapes, for new values of those shapes); it does not grow with the
+        input (at the largest case at most x3 + 20 the operations of the smallest: a loop stays
+        a loop, a Python loop is unrolled); compiled HLO of at most x4 + 300 the reference's
+        lines.
       - key_reuse (advice, no points): called directly and under `jax.jit` with
         `jax.debug_key_reuse(True)`, no key is used twice, and keys stay typed (no
         `random_unwrap` or `random_wrap` in the jaxpr).
@@ -78,12 +79,13 @@ def dropout(key, x, rate):
 
     Graded (5 points):
       - correct (3): called as written on 2 edge cases ("rate 0 keeps everything", "rate 0.5,
-        small") and 4 random cases, the output equals the reference's (rtol 1e-6, atol 1e-6).
+        small"; graded on other inputs of each kind) and 4 random cases, the output equals the
+        reference's (rtol 1e-6, atol 1e-6).
       - jit (1): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes).
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes).
       - speed (1): jitted by the grader (as written if it fails `jit`), timed against the
-        reference on `x` float32[2**20] (`x` float32[2**25] on the GPU): full points up to x1.5
+        reference on `x` float32[2**20] (`x` float32[2**25] on the GPU): full points up to x1.25
         the reference's time, none from x10, log-linear between (on a CPU the clock is CPU time,
         and a wall time past x10 scores 0 too).
       - key_reuse (advice, no points): called directly and under `jax.jit` with
@@ -109,13 +111,13 @@ def monte_carlo_pi(key, n_trials, n_samples):
         (rtol 1e-4, atol 1e-5).
       - jit (1): jitted by the grader (with `n_trials` and `n_samples` static), it gives its
         un-jitted outputs on the same cases; the exported program: no host callbacks; no
-        re-tracing (one program for new values of the same shapes); it does not grow with the
-        input (at the largest case at most x3 + 20 the operations of the smallest: a loop stays
-        a loop, a Python loop is unrolled); compiled HLO of at most x4 + 300 the reference's
-        lines.
+        re-tracing (one program, exported from the shapes, for new values of those shapes); it
+        does not grow with the input (at the largest case at most x3 + 20 the operations of the
+        smallest: a loop stays a loop, a Python loop is unrolled); compiled HLO of at most x4 +
+        300 the reference's lines.
       - speed (1): jitted by the grader (with `n_trials` and `n_samples` static; as written if
         it fails `jit`), timed against the reference on `n_trials` = 256, `n_samples` = 16384
-        (`n_trials` = 4096, `n_samples` = 262144 on the GPU): full points up to x1.5 the
+        (`n_trials` = 4096, `n_samples` = 262144 on the GPU): full points up to x1.25 the
         reference's time, none from x10, log-linear between (on a CPU the clock is CPU time, and
         a wall time past x10 scores 0 too).
       - key_reuse (advice, no points): called directly and under `jax.jit` with
@@ -141,13 +143,14 @@ def noisy_walk(key, x0, n_steps, sigma):
       - correct (3): called as written on 3 random cases, the output equals the reference's
         (rtol 1e-5, atol 1e-5).
       - jit (1): jitted by the grader (with `n_steps` static), it gives its un-jitted outputs on
-        the same cases; the exported program: no host callbacks; no re-tracing (one program for
-        new values of the same shapes); it does not grow with the input (at the largest case at
-        most x3 + 20 the operations of the smallest: a loop stays a loop, a Python loop is
-        unrolled); compiled HLO of at most x4 + 300 the reference's lines.
+        the same cases; the exported program: no host callbacks; no re-tracing (one program,
+        exported from the shapes, for new values of those shapes); it does not grow with the
+        input (at the largest case at most x3 + 20 the operations of the smallest: a loop stays
+        a loop, a Python loop is unrolled); compiled HLO of at most x4 + 300 the reference's
+        lines.
       - speed (1): jitted by the grader (with `n_steps` static; as written if it fails `jit`),
         timed against the reference on `x0` float32[512, 3], `n_steps` = 2048 (`x0`
-        float32[2**11, 3], `n_steps` = 8192 on the GPU): full points up to x1.5 the reference's
+        float32[2**11, 3], `n_steps` = 8192 on the GPU): full points up to x1.25 the reference's
         time, none from x10, log-linear between (on a CPU the clock is CPU time, and a wall time
         past x10 scores 0 too).
       - key_reuse (advice, no points): called directly and under `jax.jit` with

@@ -72,11 +72,11 @@ def tree_arith(x, y, alpha):
 
     Graded (3 points):
       - correct (2): called as written on 2 edge cases ("the docstring's example", "a tuple
-        holding a dict and a list") and 4 random cases, `total`, `scaled` and `dot` equal the
-        reference's (rtol 1e-5, atol 1e-5).
+        holding a dict and a list"; graded on other inputs of each kind) and 4 random cases,
+        `total`, `scaled` and `dot` equal the reference's (rtol 1e-5, atol 1e-5).
       - jit (1): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes).
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes).
     """
     raise NotImplementedError("tree_arith: your code here")
 
@@ -94,11 +94,12 @@ def global_norm(tree):
     `tree / global_norm(tree)`: compute with `jax.numpy`, differentiably.
 
     Graded (3 points):
-      - correct (1): called as written on 1 edge case ("the docstring's example") and 4 random
-        cases, the output equals the reference's (rtol 1e-5, atol 1e-5).
+      - correct (1): called as written on 1 edge case ("the docstring's example"; graded on
+        other inputs of each kind) and 4 random cases, the output equals the reference's (rtol
+        1e-5, atol 1e-5).
       - jit (1): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes).
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes).
       - grad (1): `jax.grad` with respect to `tree` equals the reference's gradient on every
         case (rtol 1e-5, atol 1e-5).
     """
@@ -131,11 +132,12 @@ def dense_grad(w, b, x, y, activation):
     transformed leaves (batched, traced, placeholders): keep `__init__` free of checks on them.
 
     Graded (4 points):
-      - correct (2): called as written on 1 edge case ("the docstring's example") and 3 random
-        cases, the output equals the reference's (rtol 1e-5, atol 1e-5).
+      - correct (2): called as written on 1 edge case ("the docstring's example"; graded on
+        other inputs of each kind) and 3 random cases, the output equals the reference's (rtol
+        1e-5, atol 1e-5).
       - jit (1): jitted by the grader (with `activation` static), it gives its un-jitted outputs
-        on the same cases; the exported program: no host callbacks; no re-tracing (one program
-        for new values of the same shapes).
+        on the same cases; the exported program: no host callbacks; no re-tracing (one program,
+        exported from the shapes, for new values of those shapes).
       - vmap (1): `jax.vmap(dense_grad, in_axes=(None, None, 0, 0, None))` over a batch of 5
         cases equals the reference's (rtol 1e-5, atol 1e-5).
     """
@@ -156,11 +158,12 @@ def weight_decay(params, rate):
     {"head": {"w": [[1.]], "b": [2.]}, "embed": {"table": [[2.]]}}.
 
     Graded (3 points):
-      - correct (2): called as written on 1 edge case ("the docstring's example") and 4 random
-        cases, the output equals the reference's (rtol 1e-5, atol 1e-6).
+      - correct (2): called as written on 1 edge case ("the docstring's example"; graded on
+        other inputs of each kind) and 4 random cases, the output equals the reference's (rtol
+        1e-5, atol 1e-6).
       - jit (1): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes).
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes).
     """
     raise NotImplementedError("weight_decay: your code here")
 
@@ -182,11 +185,12 @@ def param_counts(params):
     {"blocks/0": 9, "head": 3} (int32 scalars).
 
     Graded (3 points):
-      - correct (2): called as written on 1 edge case ("the docstring's example") and 4 random
-        cases, the output equals the reference's (rtol 1e-6, atol 1e-6).
+      - correct (2): called as written on 1 edge case ("the docstring's example"; graded on
+        other inputs of each kind) and 4 random cases, the output equals the reference's (rtol
+        1e-6, atol 1e-6).
       - jit (1): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes).
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes).
     """
     raise NotImplementedError("param_counts: your code here")
 
@@ -204,10 +208,11 @@ def stack_trees(trees):
 
     Graded (3 points):
       - correct (2): called as written on 2 edge cases ("the docstring's example", "a list of
-        one tree") and 4 random cases, the output equals the reference's (rtol 1e-6, atol 1e-6).
+        one tree"; graded on other inputs of each kind) and 4 random cases, the output equals
+        the reference's (rtol 1e-6, atol 1e-6).
       - jit (1): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes).
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes).
     """
     raise NotImplementedError("stack_trees: your code here")
 
@@ -223,10 +228,11 @@ def unstack_tree(tree):
     [{"w": [1., 2.], "n": 0}, {"w": [3., 4.], "n": 1}] (arrays).
 
     Graded (3 points):
-      - correct (2): called as written on 2 edge cases ("the docstring's example", "k = 1") and
-        4 random cases, the output equals the reference's (rtol 1e-6, atol 1e-6).
+      - correct (2): called as written on 2 edge cases ("the docstring's example", "k = 1";
+        graded on other inputs of each kind) and 4 random cases, the output equals the
+        reference's (rtol 1e-6, atol 1e-6).
       - jit (1): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes).
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes).
     """
     raise NotImplementedError("unstack_tree: your code here")

@@ -95,15 +95,16 @@ def shard_batch(images, labels):
     `[s.data.shape for s in labels.addressable_shards]` is eight times `(2,)`.
 
     Graded (4 points):
-      - correct (1): called as written on 1 edge case ("the docstring's example, n = 16") and 2
-        random cases, `images` and `labels` equal the reference's (rtol 1e-6, atol 1e-6).
+      - correct (1): called as written on 1 edge case ("the docstring's example, n = 16"; graded
+        on other inputs of each kind) and 2 random cases, `images` and `labels` equal the
+        reference's (rtol 1e-6, atol 1e-6).
       - jit (1): as called for `correct` (under its own `jax.jit`, the decorator the task gives
-        it); the exported program: no host callbacks; no re-tracing (one program for new values
-        of the same shapes); no more collectives of any kind (all-gather, all-reduce, ...) than
-        the reference's; (advice, no points: no `jax.pmap`).
-      - sharding (2): on every case, each of `images` and `labels` is laid out over the devices
-        as the reference's (the blocks each dimension is split into, replication), read from the
-        exported program run by the grader.
+        it); the exported program: no host callbacks; no re-tracing (one program, exported from
+        the shapes, for new values of those shapes); no more collectives of any kind
+        (all-gather, all-reduce, ...) than the reference's; (advice, no points: no `jax.pmap`).
+      - sharding (2): on a fresh input of each size, each of `images` and `labels` is laid out
+        over the devices as the reference's (the blocks each dimension is split into,
+        replication), read from the exported program run by the grader.
     """
     raise NotImplementedError("shard_batch: your code here")
 
@@ -131,13 +132,13 @@ def data_parallel_linear(x, w, b):
       - correct (1): called as written on 3 random cases, the output equals the reference's
         (rtol 1e-4, atol 1e-4).
       - jit (2): as called for `correct` (under its own `jax.jit`, the decorator the task gives
-        it); the exported program: no host callbacks; no re-tracing (one program for new values
-        of the same shapes); no more collectives of any kind (all-gather, all-reduce, ...) than
-        the reference's; XLA's FLOP count at most x1.75 + 100 the reference's on the same
-        inputs; (advice, no points: no `jax.pmap`).
-      - sharding (1): on every case, the output is laid out over the devices as the reference's
-        (the blocks each dimension is split into, replication), read from the exported program
-        run by the grader.
+        it); the exported program: no host callbacks; no re-tracing (one program, exported from
+        the shapes, for new values of those shapes); no more collectives of any kind
+        (all-gather, all-reduce, ...) than the reference's; XLA's FLOP count at most x1.75 + 100
+        the reference's on the same inputs; (advice, no points: no `jax.pmap`).
+      - sharding (1): on a fresh input of each size, the output is laid out over the devices as
+        the reference's (the blocks each dimension is split into, replication), read from the
+        exported program run by the grader.
     """
     raise NotImplementedError("data_parallel_linear: your code here")
 
@@ -169,15 +170,16 @@ def global_standardize(x):
 
     Graded (5 points):
       - correct (2): called as written on 2 edge cases ("the docstring's example, one row per
-        device", "features near 100") and 2 random cases, the output equals the reference's
-        (rtol 1e-4, atol 1e-4).
+        device", "features near 100"; graded on other inputs of each kind) and 2 random cases,
+        the output equals the reference's (rtol 1e-4, atol 1e-4).
       - jit (2): as called for `correct` (under its own `jax.jit`, the decorator the task gives
-        it); the exported program: no host callbacks; no re-tracing (one program for new values
-        of the same shapes); a `jax.shard_map`; no more collectives of any kind (all-gather,
-        all-reduce, ...) than the reference's; (advice, no points: no `jax.pmap`).
-      - sharding (1): on every case, the output is laid out over the devices as the reference's
-        (the blocks each dimension is split into, replication), read from the exported program
-        run by the grader.
+        it); the exported program: no host callbacks; no re-tracing (one program, exported from
+        the shapes, for new values of those shapes); a `jax.shard_map`; no more collectives of
+        any kind (all-gather, all-reduce, ...) than the reference's; (advice, no points: no
+        `jax.pmap`).
+      - sharding (1): on a fresh input of each size, the output is laid out over the devices as
+        the reference's (the blocks each dimension is split into, replication), read from the
+        exported program run by the grader.
     """
     raise NotImplementedError("global_standardize: your code here")
 
@@ -210,12 +212,12 @@ def mlp_2d(x, w1, b1, w2, b2):
       - correct (2): called as written on 2 random cases, the output equals the reference's
         (rtol 1e-4, atol 1e-4).
       - jit (2): as called for `correct` (under its own `jax.jit`, the decorator the task gives
-        it); the exported program: no host callbacks; no re-tracing (one program for new values
-        of the same shapes); no more collectives of any kind (all-gather, all-reduce, ...) than
-        the reference's; XLA's FLOP count at most x1.75 + 100 the reference's on the same
-        inputs; (advice, no points: no `jax.pmap`).
-      - sharding (1): on every case, the output is laid out over the devices as the reference's
-        (the blocks each dimension is split into, replication), read from the exported program
-        run by the grader.
+        it); the exported program: no host callbacks; no re-tracing (one program, exported from
+        the shapes, for new values of those shapes); no more collectives of any kind
+        (all-gather, all-reduce, ...) than the reference's; XLA's FLOP count at most x1.75 + 100
+        the reference's on the same inputs; (advice, no points: no `jax.pmap`).
+      - sharding (1): on a fresh input of each size, the output is laid out over the devices as
+        the reference's (the blocks each dimension is split into, replication), read from the
+        exported program run by the grader.
     """
     raise NotImplementedError("mlp_2d: your code here")

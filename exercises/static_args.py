@@ -66,16 +66,18 @@ def create_filled(value, shape):
 
     Graded (4 points):
       - correct (1): called as written on 3 edge cases ("the docstring's example", "a 0-d
-        array", "an empty array") and 2 random cases, the output equals the reference's (rtol
-        1e-6, atol 1e-6).
+        array", "an empty array"; graded on other inputs of each kind) and 2 random cases, the
+        output equals the reference's (rtol 1e-6, atol 1e-6).
       - jit (1): jitted by the grader (with `shape` static), it gives its un-jitted outputs on
-        the same cases; the exported program: no host callbacks; no re-tracing (one program for
-        new values of the same shapes).
+        the same cases; the exported program: no host callbacks; no re-tracing (one program,
+        exported from the shapes, for new values of those shapes).
       - compiles (2): a stream of 24 calls, jitted once by the grader (with `shape` static),
         gives the reference's outputs and compiles at most 3 times (counted by JAX's compilation
         events and by the grader's clock: each slow call runs again after the stream, and a call
         whose first run takes a compilation's time more than its replay, or whose replay alone
-        takes half a compilation's, counts as one; 1 such call forgiven).
+        takes half a compilation's, counts as one; 1 such call forgiven; and the time those
+        calls spend compiling may add up to at most 4.25 of the reference's compilations, so a
+        function whose operations compile one by one, without jit, fails).
     """
     raise NotImplementedError("create_filled: your code here")
 
@@ -96,12 +98,12 @@ def conditional_fn(x, normalize):
 
     Graded (3 points):
       - correct (1): called as written on 3 edge cases ("the docstring's example", "the flag
-        off", "zero rows stay zero") and 2 random cases, the output equals the reference's (rtol
-        1e-5, atol 1e-6).
+        off", "zero rows stay zero"; graded on other inputs of each kind) and 2 random cases,
+        the output equals the reference's (rtol 1e-5, atol 1e-6).
       - jit (2): jitted by the grader (with `normalize` static), it gives its un-jitted outputs
-        on the same cases; the exported program: no host callbacks; no re-tracing (one program
-        for new values of the same shapes); no `case` (a `lax.cond` or `lax.switch`) and no
-        `select` (a `jnp.where` or `lax.select`).
+        on the same cases; the exported program: no host callbacks; no re-tracing (one program,
+        exported from the shapes, for new values of those shapes); no `case` (a `lax.cond` or
+        `lax.switch`) and no `select` (a `jnp.where` or `lax.select`).
     """
     raise NotImplementedError("conditional_fn: your code here")
 
@@ -125,13 +127,14 @@ def cached_solve(A, b, x_cached, tol):
     On the speed workload every cached solution is good: only the residual should run.
 
     Graded (5 points):
-      - correct (1): called as written on 2 edge cases ("a cache hit", "a cache miss") and 2
-        random cases, the output equals the reference's (rtol 1e-4, atol 1e-4).
+      - correct (1): called as written on 2 edge cases ("a cache hit", "a cache miss"; graded on
+        other inputs of each kind) and 2 random cases, the output equals the reference's (rtol
+        1e-4, atol 1e-4).
       - jit (2): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes); a `case` (a `lax.cond` or `lax.switch`).
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes); a `case` (a `lax.cond` or `lax.switch`).
       - speed (2): jitted by the grader (as written if it fails `jit`), timed against the
-        reference on `A` float32[2**10, 2**10], `b` float32[2**10], `x_cached` float32[2**10]
+        reference on `A` float32[2**11, 2**11], `b` float32[2**11], `x_cached` float32[2**11]
         (`A` float32[2**12, 2**12], `b` float32[2**12], `x_cached` float32[2**12] on the GPU):
         full points up to x1.5 the reference's time, none from x10, log-linear between (on a CPU
         the clock is CPU time, and a wall time past x10 scores 0 too).
@@ -156,11 +159,11 @@ def standardize_padded(x, n):
 
     Graded (3 points):
       - correct (1): called as written on 3 edge cases ("the docstring's example", "no padding",
-        "one data entry") and 3 random cases, the output equals the reference's (rtol 1e-5, atol
-        1e-5).
+        "one data entry"; graded on other inputs of each kind) and 3 random cases, the output
+        equals the reference's (rtol 1e-5, atol 1e-5).
       - jit (2): as called for `correct` (under its own `jax.jit`, the decorator the task gives
-        it); the exported program: no host callbacks; no re-tracing (one program for new values
-        of the same shapes).
+        it); the exported program: no host callbacks; no re-tracing (one program, exported from
+        the shapes, for new values of those shapes).
     """
     raise NotImplementedError("standardize_padded: your code here")
 
@@ -182,13 +185,16 @@ def standardize(x):
     it measures what each call costs, such as padding far beyond its bucket.
 
     Graded (4 points):
-      - correct (1): called as written on 1 edge case ("the docstring's example") and 5 random
-        cases, the output equals the reference's (rtol 1e-5, atol 1e-5).
+      - correct (1): called as written on 1 edge case ("the docstring's example"; graded on
+        other inputs of each kind) and 5 random cases, the output equals the reference's (rtol
+        1e-5, atol 1e-5).
       - compiles (2): a stream of 100 calls, called as written, gives the reference's outputs
         and compiles at most 11 times (counted by JAX's compilation events and by the grader's
         clock: each slow call runs again after the stream, and a call whose first run takes a
         compilation's time more than its replay, or whose replay alone takes half a
-        compilation's, counts as one; 2 such calls forgiven).
+        compilation's, counts as one; 2 such calls forgiven; and the time those calls spend
+        compiling may add up to at most 14.75 of the reference's compilations, so a function
+        whose operations compile one by one, without jit, fails).
       - speed (1): called as written, timed against the reference on a stream of 100 calls of
         various shapes: full points up to x1.5 the reference's time, none from x10, log-linear
         between (on a CPU the clock is CPU time, and a wall time past x10 scores 0 too).
@@ -221,11 +227,14 @@ def window_sums(x, widths):
 
     Graded (3 points):
       - correct (1): called as written on 2 edge cases ("the docstring's example", "widths as an
-        array") and 2 random cases, the output equals the reference's (rtol 1e-6, atol 1e-6).
+        array"; graded on other inputs of each kind) and 2 random cases, the output equals the
+        reference's (rtol 1e-6, atol 1e-6).
       - compiles (2): a stream of 12 calls, called as written, gives the reference's outputs and
         compiles at most 3 times (counted by JAX's compilation events and by the grader's clock:
         each slow call runs again after the stream, and a call whose first run takes a
         compilation's time more than its replay, or whose replay alone takes half a
-        compilation's, counts as one; 1 such call forgiven).
+        compilation's, counts as one; 1 such call forgiven; and the time those calls spend
+        compiling may add up to at most 4.25 of the reference's compilations, so a function
+        whose operations compile one by one, without jit, fails).
     """
     raise NotImplementedError("window_sums: your code here")

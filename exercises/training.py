@@ -87,11 +87,12 @@ def mse_loss(params, x, y):
     for `y = [[1], [3]]` that is 5.0.
 
     Graded (2 points):
-      - correct (1): called as written on 1 edge case ("zero parameters: mean(y**2) = 5") and 4
-        random cases, the output equals the reference's (rtol 1e-5, atol 1e-6).
+      - correct (1): called as written on 1 edge case ("zero parameters: the loss is
+        mean(y**2)"; graded on other inputs of each kind) and 4 random cases, the output equals
+        the reference's (rtol 1e-5, atol 1e-6).
       - jit (1): jitted by the grader, it gives its un-jitted outputs on the same cases; the
-        exported program: no host callbacks; no re-tracing (one program for new values of the
-        same shapes).
+        exported program: no host callbacks; no re-tracing (one program, exported from the
+        shapes, for new values of those shapes).
     """
     raise NotImplementedError("mse_loss: your code here")
 
@@ -133,20 +134,22 @@ def train_step(params, opt_leaves, x, y):
 
     Graded (5 points):
       - correct (2): called as written on 1 edge case ("a fresh state: the first step's learning
-        rate is 0") and 4 random cases, `new_params`, `new_opt_leaves` and `loss` equal the
-        reference's (rtol 1e-4, atol 1e-5).
+        rate is 0"; graded on other inputs of each kind) and 4 random cases, `new_params`,
+        `new_opt_leaves` and `loss` equal the reference's (rtol 1e-4, atol 1e-5).
       - jit (1): as called for `correct` (under its own `jax.jit`, the decorator the task gives
-        it); the exported program: no host callbacks; no re-tracing (one program for new values
-        of the same shapes); it donates at least as many of its inputs as the reference's
-        program does (`donate_argnums`: the outputs reuse their buffers).
+        it); the exported program: no host callbacks; no re-tracing (one program, exported from
+        the shapes, for new values of those shapes); it donates at least as many of its inputs
+        as the reference's program does (`donate_argnums`: the outputs reuse their buffers).
       - compiles (1): a stream of 20 calls, called as written, gives the reference's outputs and
         compiles at most 1 time (counted by JAX's compilation events and by the grader's clock:
         each slow call runs again after the stream, and a call whose first run takes a
         compilation's time more than its replay, or whose replay alone takes half a
-        compilation's, counts as one; 1 such call forgiven).
+        compilation's, counts as one; 1 such call forgiven; and the time those calls spend
+        compiling may add up to at most 1.75 of the reference's compilations, so a function
+        whose operations compile one by one, without jit, fails).
       - speed (1): called as written, timed against the reference on `params` a tree of 4
-        arrays, `opt_leaves` a tree of 10 arrays, `x` float32[2**12, 8], `y` float32[2**12, 1]
-        (`x` float32[2**16, 8], `y` float32[2**16, 1] on the GPU): full points up to x1.5 the
+        arrays, `opt_leaves` a tree of 10 arrays, `x` float32[2**14, 8], `y` float32[2**14, 1]
+        (`x` float32[2**16, 8], `y` float32[2**16, 1] on the GPU): full points up to x1.25 the
         reference's time, none from x10, log-linear between (on a CPU the clock is CPU time, and
         a wall time past x10 scores 0 too).
     """
@@ -174,7 +177,10 @@ def fit(params, x, y, steps, batch_size):
         grader draws (`params` a tree of 4 arrays, `x` float32[256, 8], `y` float32[256, 1],
         `steps` = 200, `batch_size` = 32). The grader computes the mean squared error of the
         parameters you return on the whole dataset itself: every run's must be below 0.2 (the
-        targets have variance 1, so predicting their mean scores about 1). A run past max(60 s,
-        20x the reference's) is stopped.
+        targets have variance 1, so predicting their mean scores about 1). The parameters must
+        also be where training ends: the reference's loop runs from the same initial parameters,
+        and yours must end within 0.7 of the distance it travelled from them (any batch order
+        the task allows does; a fit that takes no optimizer steps does not). A run past max(60
+        s, 20x the reference's) is stopped.
     """
     raise NotImplementedError("fit: your code here")

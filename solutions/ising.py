@@ -98,9 +98,11 @@ def vmc_ground_state(n, h, J, key):
     Return `vstate.parameters`, the RBM's parameters as NetKet stores them:
     {"Dense": {"kernel": W (n, alpha·n), "bias": b (alpha·n,)}, "visible_bias": a (n,)}.
 
-    Keep it short: the grader times it. Example: the reference uses 512 samples per step, a
-    learning rate of 0.1, diag_shift 0.01 and 50 steps; at n = 16, h = J = 1 it reaches a
-    relative error of about 3e-4 in 1 s of CPU time (its first call also compiles: 5 to 6 s).
+    Keep it short: the grader times it, on rings it draws for each grading (see "Graded": a
+    range of sizes and couplings, never the instance `grade check` uses), so tune nothing to
+    one instance. Example: the reference uses 512 samples per step, a learning rate of 0.1,
+    diag_shift 0.01 and 50 steps; at n = 14, h = J = 1 it reaches a relative error of about
+    2e-4 in under 1 s of CPU time (its first call also compiles: 4 to 6 s).
     """
     ### BEGIN SOLUTION
     H = tfim_hamiltonian(n, h, J)

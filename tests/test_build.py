@@ -103,7 +103,7 @@ def test_a_graded_list_names_static_arguments_outputs_points_and_bands():
     funcs = _functions(source)
     text = " ".join(" ".join(graded.block(spec.exercise("histogram"), graded.parameters(funcs["histogram"]))).split())
     assert text.startswith("Graded (5 points):")
-    assert "with `nbins` static" in text and "x1.5" in text and "x10" in text and "int32[2**20]" in text
+    assert "with `nbins` static" in text and "x1.25" in text and "x10" in text and "int32[2**20]" in text
     text = " ".join(" ".join(graded.block(spec.exercise("lookup_and_clamp"), graded.parameters(funcs["lookup_and_clamp"]))).split())
     assert "`looked_up` and `clamped`" in text and "at most 200 operations" in text and "`fill` static" in text
 

@@ -8,13 +8,14 @@ of the two workers measured in the same grading run, never on wall time alone.
 """
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
-from conftest import (ROOT, SOLUTIONS, TEST_LIMITS, extra_data, short_of_full_marks, failing_in, grade_dir,
+from conftest import (ROOT, SOLUTIONS, SUBMISSIONS, TEST_LIMITS, extra_data, short_of_full_marks, failing_in, grade_dir,
                       grade_variant, verdicts, write_submission)
 
 TOPIC = "ising"
@@ -51,10 +52,21 @@ def test_reference_vmc_reaches_the_ground_state_in_its_own_time(graded_solutions
     both sides return are evaluated exactly, far below the bound, at a time ratio near 1."""
     vmc = data(graded_solutions, "vmc_ground_state:vmc")
     assert len(vmc["errors"]) == len(vmc["reference_errors"]) == 2
-    assert max(vmc["errors"] + vmc["reference_errors"]) < vmc["max_error"] / 4
+    assert max(vmc["errors"] + vmc["reference_errors"]) < vmc["max_error"] / 1.5  # the family's worst: x2.1 below
     assert vmc["clock"] == "cpu" and all(0.5 < r < 2 for r in vmc["ratios"]), vmc
-    assert vmc["exact_energy"] == pytest.approx(-20.404594474756, rel=1e-12)
+    assert_in_the_hidden_family(vmc["instances"])
     assert data(graded_solutions, "ground_state_energy:speed")["size"] == 14
+
+
+def assert_in_the_hidden_family(instances) -> None:
+    """Every run on one instance of the family: its ring size, its couplings within the ranges."""
+    from autograder.topics.ising import VMC as FAMILY
+
+    assert len({tuple(i) for i in instances}) == 1, instances
+    for n, h, J in instances:
+        assert n in FAMILY.rings and n != FAMILY.public[0]
+        assert FAMILY.coupling[0] <= J <= FAMILY.coupling[1]
+        assert FAMILY.ratio[0] - 1e-2 <= h / J <= FAMILY.ratio[1] + 1e-2  # h and J are rounded to 3 decimals
 
 
 def test_grader_physics_agrees_with_netket():
@@ -102,7 +114,8 @@ def test_dense_diagonalisation_fails_speed_only(faults):
 def test_vmc_without_sr_fails_vmc_on_its_energy(faults):
     assert mine(faults, "vmc_ground_state") == {f"{VMC}:vmc"} and score(faults, "vmc_ground_state:vmc") == 0
     vmc = data(faults, "vmc_ground_state:vmc")
-    assert vmc["errors"][0] > 2 * vmc["max_error"] and vmc["reference_errors"][0] < vmc["max_error"] / 4
+    # over the family, without SR: 2.8e-3 and more (its easiest couplings, h/J = 1.2); the reference at most 5e-4
+    assert vmc["errors"][0] > 2 * vmc["max_error"] and vmc["reference_errors"][0] < vmc["max_error"] / 1.5
     assert "relative error" in message(faults, "vmc_ground_state:vmc")
 
 
@@ -189,3 +202,40 @@ def test_a_student_run_that_stalls_once_gets_a_fresh_case_twice_does_not(tmp_pat
     twice = graded(2)
     assert score(twice, "vmc_ground_state:vmc") == 0
     assert "a fresh case after run 1 of 2" in message(twice, "vmc_ground_state:vmc")
+
+
+# -- the instance: drawn per grading from a family; the public one never graded in hidden mode --
+
+
+def _public_rbm(attack: bool) -> str:
+    """tests/submissions/ising__attack_public_rbm.py, as written or as its honest twin."""
+    source = (SUBMISSIONS / f"{TOPIC}__attack_public_rbm.py").read_text()
+    assert "\nATTACK = True\n" in source
+    return source if attack else source.replace("\nATTACK = True\n", "\nATTACK = False\n")
+
+
+@pytest.mark.slow  # two gradings of the VMC exercise: ~1 to 2 min on a loaded 2-core CPU
+def test_the_rbm_the_public_expectations_ship_answers_no_hidden_run(tmp_path):
+    """Attack: `vmc_ground_state` runs no VMC and returns the RBM the public expectations hold (the
+    reference's for the public run's instance; embedded as recorded when hidden grading always
+    used n = 16, h = J = 1, where it scored 6 of 6, and read from the package too). Hidden grading
+    now draws another ring size and other couplings, so the RBM is refused; the honest twin, the
+    same module training as the reference does, gets full accuracy marks on the family's draws."""
+    attack = grade_dir(write_submission(tmp_path / "attack", {TOPIC: _public_rbm(True)}), [VMC], seed=21)
+    twin = grade_dir(write_submission(tmp_path / "twin", {TOPIC: _public_rbm(False)}), [VMC], seed=21)
+    assert score(attack, "vmc_ground_state:vmc") == 0
+    # the old recording's RBM (16 spins), or a re-recorded one (the public ring's 12)
+    assert re.search(r"an RBM for 1[26] spins, but the ring has n = 1[345]\b", message(attack, "vmc_ground_state:vmc"))
+    assert score(twin, "vmc_ground_state:vmc") >= 0.5, message(twin, "vmc_ground_state:vmc")
+    assert_in_the_hidden_family(data(twin, "vmc_ground_state:vmc")["instances"])
+
+
+@pytest.mark.slow  # the reference as a public run, live: ~1 min on a loaded 2-core CPU
+def test_a_public_run_grades_the_public_instance_only(tmp_path):
+    """`grade check` (a public run) grades `Vmc.public`, which no hidden grading draws."""
+    from autograder.topics.ising import VMC as FAMILY
+
+    result = grade_dir(SOLUTIONS, [VMC], public=True, seed=0)
+    vmc = data(result, "vmc_ground_state:vmc")
+    assert [tuple(i) for i in vmc["instances"]] == [FAMILY.public] * 2
+    assert max(vmc["errors"]) < vmc["max_error"]

@@ -13,6 +13,7 @@ donated). Every verdict here is a value, a count or a loss, never a time.
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -107,6 +108,40 @@ def test_a_correct_loop_clears_the_bound_on_every_seed(band_reference):
     assert failed(result, "fit") == set()
     assert len(trains["losses"]) == BAND_RUNS and len(set(trains["initial_losses"])) == BAND_RUNS  # six datasets
     assert max(trains["losses"]) < trains["max_loss"] / 2  # measured here: 0.0025 to 0.010 (at most 0.079 over 1,000 seeds)
+    assert trains["drifts"] == [0.0] * BAND_RUNS  # the reference's own loop ends where the reference's does
+
+
+def test_a_loop_in_another_order_the_task_allows_passes(tmp_path_factory, band_reference):
+    """The blocks in a fresh random order every epoch (tests/submissions/training__shuffled_batches.py):
+    its parameters end near the reference's, not on them, within the drift bound on every run."""
+    result, trains = _band(tmp_path_factory, SUBMISSIONS / f"{TOPIC}__shuffled_batches.py")
+    assert failed(result, "fit") == set(), message(result, "fit", "trains")
+    assert trains["initial_losses"] == band_reference[1]["initial_losses"]
+    assert 0 < min(trains["drifts"]) and max(trains["drifts"]) < trains["max_drift"]
+
+
+def _lstsq_readout(tmp_path_factory, attack: bool) -> Path:
+    """tests/submissions/training__attack_lstsq_readout.py, as written or as its honest twin."""
+    source = (SUBMISSIONS / f"{TOPIC}__attack_lstsq_readout.py").read_text()
+    assert "\nATTACK = True\n" in source
+    path = tmp_path_factory.mktemp("lstsq") / f"{'attack' if attack else 'twin'}_lstsq_readout.py"
+    path.write_text(source if attack else source.replace("\nATTACK = True\n", "\nATTACK = False\n"))
+    return path
+
+
+@pytest.mark.slow  # two submissions' loops, six runs each: ~40 s on a loaded 2-core CPU
+def test_a_fit_that_trains_nothing_fails_trains(tmp_path_factory):
+    """Attack: no loop; the readout by one least-squares solve on the initial hidden layer. Its
+    loss is below the bound on every run (2 of 2 points when only the loss was judged), but its
+    parameters lie farther from the reference loop's than the initial ones do. The honest twin,
+    the same module running the loop, passes on the same six datasets."""
+    attack, shortcut = _band(tmp_path_factory, _lstsq_readout(tmp_path_factory, True))
+    twin, loop = _band(tmp_path_factory, _lstsq_readout(tmp_path_factory, False))
+    assert failed(attack, "fit") == {"trains"} and failed(twin, "fit") == set()
+    assert max(shortcut["losses"]) < shortcut["max_loss"]  # the shortcut reaches the loss...
+    assert min(shortcut["drifts"]) > 1 > shortcut["max_drift"]  # ...not where the loop ends
+    assert message(attack, "fit", "trains").count("not where training ends") == BAND_RUNS
+    assert loop["initial_losses"] == shortcut["initial_losses"] and loop["drifts"] == [0.0] * BAND_RUNS
 
 
 @pytest.mark.slow  # three submissions' loops, six runs each: ~70 s on a 2-core CPU
@@ -179,6 +214,21 @@ def test_the_graders_loss_is_the_models_loss():
     theirs = float(solution.mse_loss({k: {n: jnp.asarray(a) for n, a in v.items()} for k, v in params.items()},
                                      jnp.asarray(x), jnp.asarray(y)))
     assert abs(ours - theirs) <= 1e-5 * ours
+
+
+def test_drift_measures_the_distance_from_the_reference_loops_end():
+    """0 at the reference's parameters, 1 at the initial ones, in units of the reference's travel."""
+    import numpy as np
+
+    from autograder.checks.trains import drift
+
+    start = [(np.zeros((2, 3)), np.zeros(3)), (np.zeros((3, 1)), np.zeros(1))]
+    end = [(np.ones((2, 3)), np.ones(3)), (np.ones((3, 1)), np.ones(1))]  # travelled sqrt(13)
+    assert drift(end, end, start) == 0.0 and drift(start, end, start) == 1.0
+    halfway = [(k / 2, b / 2) for k, b in end]
+    assert drift(halfway, end, start) == pytest.approx(0.5)
+    assert drift([(np.full((2, 3), np.inf), np.ones(3)), end[1]], end, start) == float("inf")
+    assert drift(start, start, start) == 0.0  # no travel (no steps): only the same parameters pass
 
 
 def test_returned_parameters_of_the_wrong_form_are_named_not_scored():

@@ -4,8 +4,9 @@ it gives without jit, and has the structure the exercise requires.
 Jitted outputs are compared with the reference's, or, where the function is wrong, with the
 student's own un-jitted outputs: jit-ability is judged apart from correctness, so a wrong
 answer costs `correct` and a jit failure costs `jit`. Structure is judged from trusted facts
-(`autograder.structure`): the jitted call exported as a program, analysed and run by the
-reference's worker, and shown to compute the function. Requirements marked advisory
+(`autograder.structure`): the jitted call exported as a program from the arguments' shapes
+only, analysed and run by a trusted worker on fresh samples, and shown there to compute the
+function. Requirements marked advisory
 (`trusted = False`: jaxpr primitive names the student's process reports) add a note to the
 message and never change the score.
 """
@@ -35,9 +36,11 @@ def describe(ex, ctx) -> str:
 
 
 def trace_request(session: TopicSession, run: ExerciseRun) -> dict:
-    """The `trace` request of an exercise: samples of its largest size (where an unrolled loop
-    shows most), a second one keeping the first's static arguments so that only array values
-    change, and one of its smallest size."""
+    """The trusted samples of an exercise's `trace` request: two of its largest size (where an
+    unrolled loop shows most), the second keeping the first's static arguments so that only
+    values change, and one of its smallest size. Drawn for this request and never shown to the
+    student's process before its programs are in: it exports them from the samples' shapes
+    (`autograder.structure`)."""
     ex = run.exercise
     first, again, other = session.draw(ex.name, "trace", lambda rng: [ex.sample(rng, ex.sizes[-1]).args,
                                                                       ex.sample(rng, ex.sizes[-1]).args,

@@ -1,10 +1,13 @@
 """`sharding`: every output leaf is laid out over the devices as the reference's is (each
-dimension split into as many blocks, over as many devices, replicated or not), on every case.
+dimension split into as many blocks, over as many devices, replicated or not), on a fresh
+sample of each size.
 
-The student's layouts are read on the trusted side: the jitted call is exported as a program,
-which the reference's worker runs on the case (its outputs must be the reference's) and whose
-outputs' shardings it describes (`structure.program_layouts`); nothing the student's process
-says about its arrays is taken.
+The student's layouts are read on the trusted side: the jitted call is exported as a program
+from the shapes of a fresh sample of each size (never its values), which a trusted worker runs
+on that sample (its outputs must be the reference's there) and whose outputs' shardings it
+describes (`structure.program_layouts`). The samples are drawn for this check and shown to the
+student's process only as shapes, not the correctness cases it has seen; nothing the student's
+process says about its arrays is taken.
 
 Layouts are compared by the blocks they make, not by the names of mesh axes: an exported
 program keeps its mesh's axis names only where its shardings are named (an Explicit mesh); a
@@ -19,6 +22,7 @@ import math
 from autograder.compare import output_name, shapes
 from autograder.results import Outcome
 from autograder.session import ExerciseRun, StudentError, TopicSession
+from autograder.spec import Case
 from autograder.structure import program_layouts
 
 ANALYSES = True  # sends programs to the trusted worker (`autograder.checks.ANALYSING`)
@@ -29,17 +33,25 @@ SUMMARY = "every output is laid out over the devices as the reference's is."
 def describe(ex, ctx) -> str:
     """What the check asks of `ex`, for its docstring's Graded list (`autograder.course.graded`)."""
     each = f"each of {ctx.outputs()} is" if len(ex.outputs) > 1 else f"{ctx.outputs()} is"
-    return (f"on every case, {each} laid out over the devices as the reference's (the blocks each dimension is "
-            "split into, replication), read from the exported program run by the grader.")
+    return (f"on a fresh input of each size, {each} laid out over the devices as the reference's (the blocks each "
+            "dimension is split into, replication), read from the exported program run by the grader.")
+
+
+def samples(session: TopicSession, run: ExerciseRun) -> list[Case]:
+    """One fresh sample per size of the exercise, drawn for this check (kind "layouts")."""
+    ex = run.exercise
+    drawn = session.draw(ex.name, "layouts", lambda rng: [ex.sample(rng, size) for size in ex.sizes])
+    return [Case(c.args, f"a new random case of size {size}") for c, size in zip(drawn, ex.sizes)]
 
 
 def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     ex = run.exercise
     got: list[dict] = []
-    for case in run.cases:
-        out, expected = program_layouts(session, ex.name, case.args, student=False)
+    cases = samples(session, run)
+    for case in cases:
         try:
-            _, got = program_layouts(session, ex.name, case.args, student=True, expected=out, rtol=ex.rtol, atol=ex.atol)
+            out, expected, got = program_layouts(session, ex.name, case.args, static_argnums=ex.static_argnums,
+                                                 rtol=ex.rtol, atol=ex.atol)
         except StudentError as exc:
             return Outcome.fail(f"{case.label} {shapes(case.args)}: {exc}")
         if len(got) != len(expected):
@@ -49,7 +61,7 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
                 what = f"`{name}`" if (name := output_name(out, i, ex.outputs)) else "the output"
                 return Outcome.fail(f"{case.label}: {what} is laid out as {_describe(g)}, "
                                     f"but the task asks for {_describe(e)}", expected=e, got=g)
-    return Outcome.ok(f"outputs laid out as asked on {len(run.cases)} cases", shardings=got)
+    return Outcome.ok(f"outputs laid out as asked on {len(cases)} cases", shardings=got)
 
 
 def _blocks(s: dict) -> object:

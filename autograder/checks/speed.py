@@ -4,8 +4,9 @@ One warm-up call each (compilation), then rounds (see `Speed` for how many); eac
 draws a new workload of the exercise's speed size, times the reference (with the student's
 worker frozen, so that nothing it started competes with it) and the student on it, alternating
 who goes first, and verifies the student's timed output against the reference's.
-A round is one request that carries the inputs and returns the outputs as arrays; the clock
-covers all of it (`autograder.timing`). The ratio is the student's best time over the
+A round is one request that carries the inputs and returns the outputs as arrays, both through
+a shared-memory region of the worker's own, the inputs written there only once the clock runs;
+the clock covers all of it (`autograder.timing`). The ratio is the student's best time over the
 reference's best time: the minimum is the estimate least disturbed by other load. Past the
 minimum number of rounds, they stop as soon as the ratio decides the band with room to spare
 (`Speed.decided`). On the GPU
@@ -79,9 +80,9 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
         for expected, got in zip(ref.outs, stu.outs):
             if (problem := mismatch(expected, got, ex.rtol, ex.atol, ex.outputs)) is not None:
                 return Outcome.fail(f"on the speed workload (size {size}) the timed output is wrong: {problem}")
-        if not warm:
-            ref_times.append(ref)
-            stu_times.append(stu)
+        if not warm:  # the times only: a round's outputs are judged, then dropped (the grader's memory)
+            ref_times.append(Timed(ref.seconds, ref.cpu_seconds, []))
+            stu_times.append(Timed(stu.seconds, stu.cpu_seconds, []))
             if len(ref_times) >= speed.min_reps and speed.decided(*ratios(backend, ref_times, stu_times)):
                 break
     return verdict(speed, ref_times, stu_times, size, backend)

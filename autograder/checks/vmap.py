@@ -1,7 +1,8 @@
 """`vmap`: `jax.vmap` of the function over a stack of cases matches the reference's, and the
 batched function meets `Vmap.requirements` (e.g. no Python loop over the batch), judged on the
-jitted batched call exported as a program and analysed on the trusted side
-(`autograder.structure`)."""
+jitted batched call exported as a program from the shapes of a batch (never its values) and
+analysed and run on the trusted side on two fresh batches of those shapes, which its outputs
+must match (`autograder.structure`)."""
 
 from __future__ import annotations
 
@@ -52,8 +53,11 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
         return Outcome.fail(f"jax.vmap over {case.label}: {problem}")
     if not opts.requirements:
         return Outcome.ok(f"jax.vmap over {case.label} matches")
+    # fresh batches for the program, never shown to the student's process (it exports from their shapes)
+    first = batched_case(session, run, opts, "vmap_trace")
     again = batched_case(session, run, opts, "vmap_again")
-    trace = {**request, "args": case.args, "args_again": again.args, "static_argnums": ex.static_argnums}
+    again_args = tuple(first.args[i] if i in ex.static_argnums else a for i, a in enumerate(again.args))
+    trace = {**request, "args": first.args, "args_again": again_args, "static_argnums": ex.static_argnums}
     try:
         facts, ref = traced_facts(session, trace, ex.rtol, ex.atol)
     except StudentError as exc:

@@ -9,9 +9,19 @@ it with the exact ground-state energy, which it also computes (the chain maps to
 fermions: a closed form). A Monte Carlo average cannot be faked this way, and the verdict does
 not depend on sampling noise.
 
-`Vmc.runs` runs, each on a case drawn from the exercise's sampler (a fresh key): the
-reference, then the student, both timed by the grader's clock (`timing.timed_call`: CPU time
-of the worker's process tree on a CPU, wall time on a GPU). The first run compiles NetKet's
+The instance is drawn per grading from a family (`Vmc`): a ring size from `Vmc.rings`, J and
+h/J, shared by the grading's runs (so the first compiles NetKet's functions for the next, and a
+function that ignores its key returns identical parameters), and per run a fresh key. A
+public run (`grade check`) grades `Vmc.public` instead, a ring size and a ratio h/J outside
+the family: the public expectations ship the reference's parameters for that instance, and
+they answer no hidden run. They are refused by shape (an RBM for another number of spins), and
+even trained at a hidden ring size the public couplings' ground state misses the family's
+nearest couplings by x28 the bound (`benchmarks/vmc_family.py --transfer`; the figures are in
+`autograder.topics.ising`).
+
+`Vmc.runs` runs, each on a case drawn so: the reference, then the student, both timed by the
+grader's clock (`timing.timed_call`: CPU time of the worker's process tree on a CPU, wall time
+on a GPU). The first run compiles NetKet's
 functions; the next ones reuse them. Half the points: every run's relative error below
 `Vmc.max_error`. The other half, only then: the time, banded on the worst run's ratio to the
 reference's (so a function that does its real work on the first call and memoises it gains
@@ -29,7 +39,7 @@ from autograder.checks.speed import clock_for
 from autograder.results import Outcome
 from autograder.sandbox import WorkerDied
 from autograder.session import REFERENCE_TIMEOUT, ExerciseRun, GraderError, StudentError, TopicSession, format_error
-from autograder.spec import Case, Speed, Vmc
+from autograder.spec import Case, Key, Speed, Vmc
 from autograder.timing import CallFailed, Timed, timed_call
 
 SUMMARY = ("the RBM your VMC run returns has the ground-state energy (computed exactly, relative error within the "
@@ -45,11 +55,16 @@ SECOND_CHANCES = 1  # a student's missed runs run again on a fresh case (a right
 def describe(ex, ctx) -> str:
     """What the check asks of `ex`, for its docstring's Graded list (`autograder.course.graded`)."""
     opts: Vmc = ex.options["vmc"]
-    return (f"called as written, {opts.runs} runs on {ctx.case_args(opts.size)}, each with a fresh `key` (the first "
-            f"run compiles). The grader computes the energy of the RBM you return exactly, over all 2**n "
+    rings = ", ".join(str(n) for n in opts.rings)
+    n, h, J = opts.public
+    return (f"called as written, {opts.runs} runs on a ring the grader draws for the grading: n from {{{rings}}}, J "
+            f"between {ctx.num(opts.coupling[0])} and {ctx.num(opts.coupling[1])}, h/J between "
+            f"{ctx.num(opts.ratio[0])} and {ctx.num(opts.ratio[1])}; each run with a fresh `key` (the first run compiles; "
+            f"a public run, `grade check`, uses n = {n}, h = {ctx.num(h)}, J = {ctx.num(J)}, which hidden grading "
+            f"never draws). The grader computes the energy of the RBM you return exactly, over all 2**n "
             f"configurations (at most alpha = {MAX_HIDDEN_PER_SPIN} hidden units per spin), against the exact ground "
             f"state's: half the points for a relative error below {ctx.num(opts.max_error)} on every run (one run that "
-            f"misses is run again on a fresh key, as a right VMC stalls from about one key in 80); the other "
+            f"misses is run again on a fresh key, as a right VMC can stall from an unlucky key); the other "
             f"half, only then, for the time of the worse run against the reference's: full up to x{ctx.num(opts.full)}, "
             f"none from x{ctx.num(opts.zero)}, log-linear between (on a CPU the clock is CPU time, and a wall time past "
             f"x{ctx.num(opts.zero)} gets no time points). A run past max({opts.min_timeout:g} s, {2 * opts.zero:g}x the "
@@ -95,9 +110,10 @@ def rbm_energy(visible: np.ndarray, hidden: np.ndarray, kernel: np.ndarray, h: f
     return float(np.real(energy) / np.sum(weight))
 
 
-def rbm_of(out: dict, structure: str) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray] | None, str | None]:
+def rbm_of(out: dict, structure: str, n: int) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray] | None, str | None]:
     """(visible, hidden, kernel) from an exported output shaped like the reference's RBM
-    parameters ({"Dense": {"bias", "kernel"}, "visible_bias"}: leaves in that order); or why not."""
+    parameters ({"Dense": {"bias", "kernel"}, "visible_bias"}: leaves in that order) for a ring
+    of `n` spins; or why not."""
     if out["treedef"] != structure:
         return None, (f"the output's structure is {out['treedef']}, but the task asks for the RBM's parameters, "
                       f"`vstate.parameters`: {structure}")
@@ -107,6 +123,8 @@ def rbm_of(out: dict, structure: str) -> tuple[tuple[np.ndarray, np.ndarray, np.
     if kernel.ndim != 2 or visible.shape != kernel.shape[:1] or hidden.shape != kernel.shape[1:]:
         return None, (f"parameters of shapes kernel {kernel.shape}, bias {hidden.shape}, visible_bias {visible.shape} "
                       "are not an RBM's: kernel (n, hidden), bias (hidden,), visible_bias (n,)")
+    if visible.shape != (n,):
+        return None, f"an RBM for {visible.shape[0]} spins, but the ring has n = {n}"
     if kernel.shape[1] > MAX_HIDDEN_PER_SPIN * kernel.shape[0]:
         return None, f"{kernel.shape[1]} hidden units for {kernel.shape[0]} spins; at most alpha = {MAX_HIDDEN_PER_SPIN}"
     if not all(np.isfinite(a).all() for a in (visible, hidden, kernel)):
@@ -123,11 +141,13 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
     stus: list[Timed] = []
     errors: list[float] = []
     ref_errors: list[float] = []
+    instances: list[list] = []          # (n, h, J) of each judged run
     redrawn = 0
     second_chances: list[str] = []      # the student's runs that missed and were run again on a fresh case
+    instance = _instance(session, ex.name, opts)
     i = 0
     while i < opts.runs:
-        case, ref, ref_error, misses = _case_the_reference_solves(session, ex.name, opts, i)
+        case, ref, ref_error, misses = _case_the_reference_solves(session, ex.name, opts, i, instance)
         redrawn += misses
         n, h, J = case.args[:3]
         exact = exact_energy(n, h, J)
@@ -143,7 +163,7 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
             return Outcome.fail(f"{which}: {reason}")
         except WorkerDied as exc:
             return Outcome.fail(f"{which} did not finish within {limit:.0f} s (the reference took {ref.seconds:.1f} s): {exc}")
-        params, problem = rbm_of(stu.outs[0], structure)
+        params, problem = rbm_of(stu.outs[0], structure, n)
         if problem:
             return Outcome.fail(f"{which}: {problem}")
         energy = rbm_energy(*params, h, J)
@@ -155,8 +175,10 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
         stus.append(stu)
         errors.append(error)
         ref_errors.append(ref_error)
-        data = {"errors": errors, "reference_errors": ref_errors, "energy": energy, "exact_energy": exact,
-                "max_error": opts.max_error, "redrawn": redrawn, "second_chances": second_chances}
+        instances.append([n, h, J])
+        data = {"errors": errors, "reference_errors": ref_errors, "instances": instances, "energy": energy,
+                "exact_energy": exact, "max_error": opts.max_error, "redrawn": redrawn,
+                "second_chances": second_chances}
         if not error < opts.max_error:
             again = f" (a fresh case after {second_chances[0]})" if second_chances else ""
             return Outcome.fail(f"{which}{again}: the returned RBM's energy is {energy:.6f}, the exact ground state's "
@@ -183,7 +205,24 @@ def _which(opts: Vmc, i: int, case) -> str:
     return f"run {i + 1} of {opts.runs} (n={n}, h={h:g}, J={J:g}, key=jax.random.key({key.seed}))"
 
 
-def _case_the_reference_solves(session: TopicSession, fn: str, opts: Vmc, i: int) -> tuple[Case, Timed, float, int]:
+def _instance(session: TopicSession, fn: str, opts: Vmc) -> tuple[int, float, float]:
+    """(n, h, J) of this grading, shared by its runs (and so is NetKet's compilation, and a
+    function that ignores its key returns the same parameters twice): hidden, a ring size from
+    `opts.rings` and the exercise's sampler's couplings on it; public, `opts.public`, which
+    hidden grading never draws."""
+    if session.public:
+        return opts.public
+    ex = session.topic.exercise(fn)
+    return session.draw(fn, "vmc_instance", lambda rng: ex.sample(rng, int(rng.choice(opts.rings))).args[:3])
+
+
+def _keyed(session: TopicSession, fn: str, instance: tuple[int, float, float]) -> Case:
+    """One run's case: the grading's instance with a fresh key."""
+    return session.draw(fn, "vmc", lambda rng: Case((*instance, Key(int(rng.integers(2**31))))))
+
+
+def _case_the_reference_solves(session: TopicSession, fn: str, opts: Vmc, i: int,
+                               instance: tuple[int, float, float]) -> tuple[Case, Timed, float, int]:
     """Run i's case, the reference's run on it, its relative error, and how many draws it missed.
 
     From a few keys in a hundred the reference's own optimisation stalls far from the ground
@@ -191,14 +230,13 @@ def _case_the_reference_solves(session: TopicSession, fn: str, opts: Vmc, i: int
     `jax.random.key(148396730)`); such a key tests nothing, so another case is drawn, up to
     REFERENCE_DRAWS. A reference that misses them all is the grader's error.
     """
-    ex = session.topic.exercise(fn)
     missed: list[str] = []
     while len(missed) < REFERENCE_DRAWS:
-        case = session.draw(fn, "vmc", lambda rng: ex.sample(rng, opts.size))
+        case = _keyed(session, fn, instance)
         n, h, J = case.args[:3]
         which = _which(opts, i, case)
         ref = _reference_run(session, fn, case, which)
-        params, problem = rbm_of(ref.outs[0], ref.outs[0]["treedef"])
+        params, problem = rbm_of(ref.outs[0], ref.outs[0]["treedef"], n)
         exact = exact_energy(n, h, J)
         error = abs(rbm_energy(*params, h, J) - exact) / abs(exact) if params else float("inf")
         if not problem and error < opts.max_error:
@@ -226,7 +264,7 @@ def _with_time(opts: Vmc, backend: str, refs: list[Timed], stus: list[Timed], da
     clock, pick = clock_for(backend, refs + stus)
     ratios = [pick(s) / pick(r) for r, s in zip(refs, stus)]
     wall_ratios = [s.seconds / r.seconds for r, s in zip(refs, stus)]
-    band = Speed(size={backend: opts.size}, full=opts.full, zero=opts.zero)
+    band = Speed(size={backend: 0}, full=opts.full, zero=opts.zero)
     ratio = max(ratios)
     time_fraction = 0.0 if max(wall_ratios) >= opts.zero else band.score(ratio)
     data.update({"ratios": [round(r, 3) for r in ratios], "wall_ratios": [round(r, 3) for r in wall_ratios],

@@ -31,7 +31,7 @@ import nbformat
 
 from autograder import __version__, paths, topics
 from autograder.answers import from_blob
-from autograder.spec import Case
+from autograder.spec import Case, Edge, same_args
 
 ROOT = paths.PACKAGE_ROOT
 DIST_NAME = "jaxlings-student"
@@ -256,15 +256,28 @@ def _readable(name: str, data: bytes) -> str:
 
 
 def _hidden_in_recording(document: dict) -> list[str]:
-    """Hidden cases that a recording's draws hold (there must be none)."""
+    """Hidden cases that a recording's draws hold (there must be none): hidden-only edge cases,
+    and instances of an `Edge` family other than its public one (those are hidden grading's)."""
     hidden_labels = {case.label for name in topics.ORDER for ex in topics.load(name).exercises
                      for case in ex.edge_cases if case.hidden}
+    shown: dict[str, list] = {}  # label -> the public instances of that label, this topic's
+    families: set[str] = set()
+    if document.get("topic") in topics.ORDER:
+        for ex in topics.load(document["topic"]).exercises:
+            for edge in ex.edge_cases:
+                public = edge if isinstance(edge, Case) else edge.public
+                shown.setdefault(edge.label, []).append(public.args)
+                if isinstance(edge, Edge):
+                    families.add(edge.label)
     found = []
     for blob in document.get("recording", {}).get("draws", {}).values():
         value = from_blob(blob)[0]
         for case in value if isinstance(value, list) else [value]:
             if isinstance(case, Case) and (case.hidden or case.label in hidden_labels):
                 found.append(f"hidden case {case.label!r}")
+            elif (isinstance(case, Case) and case.label in families
+                  and not any(same_args(case.args, args) for args in shown[case.label])):
+                found.append(f"a hidden instance of edge case {case.label!r}")
     return found
 
 

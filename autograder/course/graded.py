@@ -30,7 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from autograder import checks
-from autograder.spec import Case, Exercise, Speed, Topic
+from autograder.spec import Case, Edge, Exercise, Speed, Topic
 
 WIDTH = 96
 GRADED = re.compile(r"^\s*Graded\b")
@@ -147,13 +147,20 @@ class Context:
 
     def cases(self) -> str:
         """The cases `correct` (and the checks that follow it) run: "on 2 edge cases ("...",
-        "...") and 4 random cases"; hidden edge cases are counted, not named."""
+        "..."; graded on other inputs of each kind) and 4 random cases"; hidden edge cases are
+        counted, not named, and the edges that are families (`Edge`: a graded run draws its own
+        instance) are said to be."""
         ex = self.exercise
         shown = [c.label for c in ex.edge_cases if not c.hidden]
         hidden = sum(c.hidden for c in ex.edge_cases)
+        families = [c.label for c in ex.edge_cases if isinstance(c, Edge)]
         parts = []
         if shown or hidden:
             labels = ", ".join(f'"{label}"' for label in shown)
+            if families:
+                kinds = ("each kind" if len(families) == len(shown) else
+                         "the kind" + ("s " if len(families) > 1 else " ") + join_words([f'"{f}"' for f in families]))
+                labels += f"; graded on other inputs of {kinds}"
             more = f"{'; ' if shown else ''}{hidden} more hidden" if hidden else ""
             n = len(ex.edge_cases)
             parts.append(f"{n} edge case{'s' if n != 1 else ''} ({labels}{more})")

@@ -38,8 +38,10 @@ SERIALIZABLE: dict[str, type] = {
 }
 """The dataclasses a public spec may hold, by name: nothing else is ever built from a file."""
 
-HIDDEN_FIELDS = {"Exercise": ("sample", "edge_cases")}
-SAMPLER_FIELDS = {"Exercise": ("sample",), "Stream": ("make",), "Prints": ("make",)}
+HIDDEN_FIELDS = {"Exercise": ("sample", "edge_cases"), "Edge": ("make",)}
+"""Fields never published: the samplers, and the edge cases, `Edge` families included (their
+public instances reach the student only as the recorded draws of the public run)."""
+SAMPLER_FIELDS = {"Exercise": ("sample",), "Stream": ("make",), "Prints": ("make",), "Edge": ("make",)}
 """Required sampler fields, filled on load with a function that refuses to run."""
 
 

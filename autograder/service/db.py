@@ -83,6 +83,7 @@ class Submission(Base):
     lease_until: Mapped[dt.datetime | None] = mapped_column(nullable=True)
     finished_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
+    lost: Mapped[int] = mapped_column(Integer, default=0)       # attempts whose worker died (jobs.reap)
     worker: Mapped[str] = mapped_column(String(200), default="")
     score: Mapped[float | None] = mapped_column(Float, nullable=True)
     max_score: Mapped[float | None] = mapped_column(Float, nullable=True)

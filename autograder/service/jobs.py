@@ -7,6 +7,11 @@ that keeps unacknowledged messages (Redis) delivers them again; every worker als
 table, so a row whose lease ran out (its worker was killed) or that was stored but never sent
 (the API was killed) is sent again whatever the broker kept. A second delivery of a job that is
 done, or held under a live lease, does nothing: results are idempotent per submission.
+
+A job whose lease ran out took its worker down (or the worker stopped answering): that is
+counted on the row (`Submission.lost`), and the second time (`MAX_LOST`) the job is marked
+failed with the reason instead of being sent again, so a submission whose grading kills the
+grading process cannot keep the queue busy without end. A regrade starts the count afresh.
 """
 
 from __future__ import annotations
@@ -24,11 +29,14 @@ from pathlib import Path
 from celery import Celery, signals
 from sqlalchemy import and_, func, or_, select, true, update
 
+from autograder.results import clip
 from autograder.service import db
 from autograder.service.config import Settings
 from autograder.service.db import DONE, FAILED, GRADING, QUEUED, Submission, Upload, utcnow
 
 TASK = "jaxlings.grade"
+MAX_LOST = 2           # deaths of its worker after which a job is failed, not sent again
+MAX_ERROR = 2000       # characters of a failed job's error kept in the database
 log = logging.getLogger("jaxlings.jobs")
 
 
@@ -118,14 +126,46 @@ def declare_queue(app: Celery, settings: Settings, attempts: int = 5) -> bool:
     return False
 
 
+def reap(session, now: dt.datetime, ids: list[int] | None = None) -> list[int]:
+    """Rows (of `ids`, or all) whose lease ran out while grading: their worker died or stopped
+    answering. Each such death is counted (`lost`); a row at `MAX_LOST` is marked failed with
+    the reason, the others queued again. Returns the ids queued again (to be sent).
+
+    Each row changes under one conditional UPDATE, so two sweepers (or a sweep and a claim)
+    that see the same row count its death once."""
+    expired = [Submission.status == GRADING, Submission.lease_until < now]
+    if ids is not None:
+        expired.append(Submission.id.in_(ids))
+    found = list(session.scalars(select(Submission.id).where(*expired)))
+    if not found:
+        return []
+    taken = list(session.scalars(
+        update(Submission).where(Submission.id.in_(found), *expired)
+        .values(status=QUEUED, lost=Submission.lost + 1, progress="queued again: its worker stopped answering")
+        .returning(Submission.id).execution_options(synchronize_session=False)))
+    if not taken:
+        return []
+    failed = list(session.scalars(
+        update(Submission).where(Submission.id.in_(taken), Submission.status == QUEUED, Submission.lost >= MAX_LOST)
+        .values(status=FAILED, finished_at=now, lease_until=None, progress="",
+                error=f"grading this submission took its worker down {MAX_LOST} times (the grading process died "
+                      "or stopped answering, e.g. killed for memory); it is not graded again unless an "
+                      "instructor asks for a regrade")
+        .returning(Submission.id).execution_options(synchronize_session=False)))
+    if failed:
+        log.warning("failed after %d lost attempts each, not sent again: %s", MAX_LOST, failed)
+    return [i for i in taken if i not in failed]
+
+
 def claim(settings: Settings, submission_id: int, worker: str) -> int | None:
-    """Take the job under a lease; its attempt number, or None when done or held by a live worker."""
+    """Take the job under a lease; its attempt number, or None when done, failed, or held by a
+    live worker. A row whose lease ran out is reaped first (`reap`): its death counts."""
     now = utcnow()
     with db.sessions(settings.db_url).begin() as session:
+        reap(session, now, [submission_id])
         taken = session.execute(
             update(Submission)
-            .where(Submission.id == submission_id,
-                   or_(Submission.status == QUEUED, and_(Submission.status == GRADING, Submission.lease_until < now)))
+            .where(Submission.id == submission_id, Submission.status == QUEUED)
             .values(status=GRADING, worker=worker, attempts=Submission.attempts + 1, started_at=now,
                     lease_until=now + dt.timedelta(seconds=settings.lease_seconds), progress="starting"))
         if taken.rowcount != 1:
@@ -177,8 +217,9 @@ def grade_submission(settings: Settings, submission_id: int, worker: str) -> dic
                                                                            progress=text))
     except Exception as exc:
         log.exception("grading submission %s failed", submission_id)
-        _finish(settings, submission_id, worker, attempt, status=FAILED, error=f"{type(exc).__name__}: {exc}")
-        return {"submission": submission_id, "failed": str(exc)}
+        error = f"{type(exc).__name__}: {exc}"
+        _finish(settings, submission_id, worker, attempt, status=FAILED, error=clip(error, MAX_ERROR))
+        return {"submission": submission_id, "failed": clip(str(exc), MAX_ERROR)}
     finally:
         beat.stopped.set()
     doc = json.loads(result_json)
@@ -236,12 +277,7 @@ def sweep(app: Celery, settings: Settings) -> list[int]:
     now = utcnow()
     old = now - dt.timedelta(seconds=settings.lease_seconds)
     with db.sessions(settings.db_url).begin() as session:
-        expired = list(session.scalars(select(Submission.id).where(Submission.status == GRADING,
-                                                                   Submission.lease_until < now)))
-        if expired:
-            session.execute(update(Submission).where(Submission.id.in_(expired), Submission.status == GRADING,
-                                                     Submission.lease_until < now)
-                            .values(status=QUEUED, progress="queued again: its worker stopped answering"))
+        expired = reap(session, now)
         idle = not session.scalar(select(func.count()).select_from(Submission).where(
             or_(Submission.status == GRADING, Submission.started_at > old)))
         waiting = or_(Submission.sent_at.is_(None), Submission.sent_at < old) if idle else Submission.sent_at.is_(None)
@@ -289,7 +325,7 @@ def requeue(session, ids: list[int]) -> list[int]:
     targets = list(session.scalars(select(Submission.id).where(Submission.id.in_(ids), Submission.status != GRADING)))
     if targets:
         session.execute(update(Submission).where(Submission.id.in_(targets))
-                        .values(status=QUEUED, sent_at=None, progress="queued for regrading", error=""))
+                        .values(status=QUEUED, sent_at=None, progress="queued for regrading", error="", lost=0))
     return targets
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from autograder.requirements import MaxOps, UsesOp
-from autograder.spec import Case, Exercise, Speed, Topic
+from autograder.spec import Case, Edge, Exercise, Speed, Topic
 
 # Operations of the exported program at the largest size (300), measured: the references 31
 # (scatter_ops) and 30 (lookup_and_clamp); a Python loop over the indices 5,850 and 4,820.
@@ -40,6 +40,54 @@ def _lookup_and_clamp(rng: np.random.Generator, size: int) -> Case:
     return Case((x, idx, rng.normal(size=k).astype(np.float32), float(rng.normal())))
 
 
+# -- edge families: each edge case's instances in a graded run (`Edge`), never its public one
+
+def _small(rng: np.random.Generator, *shape: int, lo: int = -9, hi: int = 10) -> np.ndarray:
+    """Small integers as float32: exact, so that ties and equalities stay exact."""
+    return rng.integers(lo, hi, shape).astype(np.float32)
+
+
+def _scatter_example(rng: np.random.Generator) -> Case:
+    """The docstring's example's structure: a short `x`, distinct indices, one value each (all
+    within 4 of 0: an error is at most 8)."""
+    n = int(rng.integers(2, 7))
+    k = int(rng.integers(1, n + 1))
+    return Case((_small(rng, n, lo=-4, hi=5), rng.permutation(n)[:k].astype(np.int32), _small(rng, k, lo=-4, hi=5)))
+
+
+def _histogram_example(rng: np.random.Generator) -> Case:
+    nbins = int(rng.integers(2, 9))
+    return Case((rng.integers(0, nbins, int(rng.integers(2, 9))).astype(np.int32), nbins))
+
+
+def _all_equal(rng: np.random.Generator) -> Case:
+    nbins = int(rng.integers(1, 9))
+    return Case((np.full(int(rng.integers(1, 65)), rng.integers(0, nbins), np.int32), nbins))
+
+
+def _mask_example(rng: np.random.Generator) -> Case:
+    """Entries on both sides of the threshold, none equal to it (halves against a quarter)."""
+    x = _small(rng, int(rng.integers(1, 5)), int(rng.integers(1, 5))) / 2
+    return Case((x, float(rng.integers(-4, 5)) / 2 + 0.25, float(rng.integers(-100, 101))))
+
+
+def _ties(rng: np.random.Generator) -> Case:
+    """Entries equal to the threshold (at least one, exactly), the others half a unit off it."""
+    t = float(rng.integers(-8, 9)) / 4
+    shape = (int(rng.integers(1, 5)), int(rng.integers(1, 5)))
+    x = (t + rng.choice([-0.5, 0.0, 0.0, 0.5], size=shape)).astype(np.float32)
+    x[tuple(rng.integers(0, d) for d in shape)] = t
+    return Case((x, t, float(rng.integers(-100, 101))))
+
+
+def _one_entry(rng: np.random.Generator) -> Case:
+    """n = 1: indices 0 and past the end, each at least once."""
+    k = int(rng.integers(2, 7))
+    idx = rng.integers(0, 9, k).astype(np.int32)
+    idx[0], idx[-1] = 0, rng.integers(1, 9)
+    return Case((_small(rng, 1), idx, _small(rng, k), float(rng.integers(-5, 6))))
+
+
 TOPIC = Topic(
     name="at_updates",
     title="Functional updates with .at[]",
@@ -49,7 +97,8 @@ TOPIC = Topic(
             sample=_scatter_ops,
             sizes=(1, 5, 100, 300),
             edge_cases=(
-                Case((np.array([1, 2, 3], np.float32), np.array([2, 0], np.int32), np.array([10, -1], np.float32)), "the docstring's example"),
+                Edge(Case((np.array([1, 2, 3], np.float32), np.array([2, 0], np.int32), np.array([10, -1], np.float32)),
+                          "the docstring's example"), _scatter_example),
             ),
             requirements=(NO_INDEX_LOOP,),
             checks={"correct": 2, "jit": 1},
@@ -68,8 +117,8 @@ TOPIC = Topic(
             sizes=(1, 10, 200, 999),
             static_argnums=(1,),
             edge_cases=(
-                Case((np.array([1, 3, 1, 0], np.int32), 4), "the docstring's example"),
-                Case((np.zeros(50, np.int32), 3), "all values equal"),
+                Edge(Case((np.array([1, 3, 1, 0], np.int32), 4), "the docstring's example"), _histogram_example),
+                Edge(Case((np.zeros(50, np.int32), 3), "all values equal"), _all_equal),
             ),
             requirements=(UsesOp("scatter-add", "count with `.at[x].add(1)`"),),  # jnp.bincount is one too
             checks={"correct": 2, "jit": 1, "speed": 2},
@@ -87,8 +136,9 @@ TOPIC = Topic(
             name="mask_fill",
             sample=_mask_fill,
             edge_cases=(
-                Case((np.array([[-1.0, 0.5], [2.0, 3.0]], np.float32), 1.0, -100.0), "the tutorial's mask example"),
-                Case((np.zeros((2, 2), np.float32), 0.0, 5.0), "ties are not greater"),
+                Edge(Case((np.array([[-1.0, 0.5], [2.0, 3.0]], np.float32), 1.0, -100.0), "the tutorial's mask example"),
+                     _mask_example),
+                Edge(Case((np.zeros((2, 2), np.float32), 0.0, 5.0), "ties are not greater"), _ties),
             ),
             checks={"correct": 1, "jit": 2},
             hints=(
@@ -104,7 +154,8 @@ TOPIC = Topic(
             name="lookup_and_clamp",
             sample=_lookup_and_clamp,
             edge_cases=(
-                Case((np.array([5.0], np.float32), np.array([0, 1, 7, 0], np.int32), np.ones(4, np.float32), -1.0), "n = 1"),
+                Edge(Case((np.array([5.0], np.float32), np.array([0, 1, 7, 0], np.int32), np.ones(4, np.float32), -1.0),
+                          "n = 1"), _one_entry),
             ),
             static_argnums=(3,),
             requirements=(NO_INDEX_LOOP,),

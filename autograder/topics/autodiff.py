@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from autograder.requirements import AvoidsOps, FlopsAtMost, OpsDoNotGrow
-from autograder.spec import Case, Exercise, Grad, Topic
+from autograder.spec import Case, Edge, Exercise, Grad, Topic
 
 F32 = np.float32
 GRAD = Grad(argnums=(0,), rtol=1e-4, atol=1e-5)
@@ -85,6 +85,102 @@ def _per_example_grads(rng: np.random.Generator, size: int) -> Case:
 NO_LOOP = AvoidsOps(("while",), "the reference has no loop; a loop over basis vectors or examples does the work one "
                                 "direction at a time (and XLA's FLOP count sees only one trip of it)")
 
+# -- edge families: each edge case's instances in a graded run (`Edge`), never its public one
+
+def _ints(rng: np.random.Generator, *shape: int, lo: int = -3, hi: int = 4, scale: float = 1.0) -> np.ndarray:
+    """Small integers (times a power-of-two `scale`) as float32: exact, so equalities stay exact."""
+    return np.asarray(scale * rng.integers(lo, hi, shape), F32)
+
+
+def _dims(rng: np.random.Generator, hi: int = 5) -> int:
+    return int(rng.integers(1, hi))
+
+
+def _identity_design(rng: np.random.Generator) -> Case:
+    """The docstring's example's structure: X the identity, so each residual is one entry."""
+    d = _dims(rng)
+    return Case((_ints(rng, d), np.asarray(rng.integers(-3, 4), F32), np.eye(d, dtype=F32), _ints(rng, d)))
+
+
+def _one_example(rng: np.random.Generator) -> Case:
+    return Case((_ints(rng, 1, scale=0.5), _ints(rng, scale=0.5), _ints(rng, 1, 1, scale=0.5), _ints(rng, 1, scale=0.5)))
+
+
+def _identity_layer(rng: np.random.Generator) -> Case:
+    """The docstring's example's structure: W1 the identity (h = n), a short readout."""
+    n, m = _dims(rng), _dims(rng, 4)
+    return Case((np.eye(n, dtype=F32), _ints(rng, n, scale=0.25), _ints(rng, m, n), _ints(rng, n, scale=0.25)))
+
+
+def _zero_weights(rng: np.random.Generator) -> Case:
+    """w = 0: every logit 0."""
+    d, n = _dims(rng), _dims(rng, 6)
+    return Case((np.zeros(d, F32), _ints(rng, n, d, scale=0.5), _ints(rng, n, lo=0, hi=2), _ints(rng, d)))
+
+
+def _saturated(rng: np.random.Generator) -> Case:
+    """Every logit at least 25 in size (w in 25..40, each row of X of one sign, entries 1..3)."""
+    d, n = _dims(rng, 4), _dims(rng, 4)
+    sign = rng.choice([-1.0, 1.0], size=(n, 1))
+    X = (sign * rng.integers(1, 4, (n, d))).astype(F32)
+    return Case((_ints(rng, d, lo=25, hi=41), X, _ints(rng, n, lo=0, hi=2), _ints(rng, d)))
+
+
+def _points(rng: np.random.Generator, n: int) -> np.ndarray:
+    """n distinct points of a small integer grid."""
+    cells = rng.choice(7**3, size=n, replace=False)
+    return (np.stack(np.unravel_index(cells, (7, 7, 7)), axis=1) - 3).astype(F32)
+
+
+def _two_points(rng: np.random.Generator) -> Case:
+    return Case((_points(rng, 2),))
+
+
+def _single_point(rng: np.random.Generator) -> Case:
+    return Case((_ints(rng, 1, 3, scale=0.5),))
+
+
+def _coinciding(rng: np.random.Generator) -> Case:
+    """Distinct points but for one pair that coincides exactly."""
+    pos = _points(rng, int(rng.integers(3, 6)))
+    i, j = rng.choice(len(pos), size=2, replace=False)
+    pos[j] = pos[i]
+    return Case((pos,))
+
+
+def _td_case(rng: np.random.Generator, on_target: bool) -> Case:
+    """Exact small numbers with r = s @ w - gamma (s_next @ w) (on target), or that plus a
+    nonzero integer on one entry at least (off target)."""
+    d, n = _dims(rng, 4), _dims(rng)
+    w, s, s_next = _ints(rng, d), _ints(rng, n, d), _ints(rng, n, d)
+    gamma = float(rng.choice([0.25, 0.5, 0.75]))
+    r = s @ w - gamma * (s_next @ w)
+    if not on_target:
+        off = rng.integers(-2, 3, n) * (rng.random(n) < 0.5)
+        off[rng.integers(n)] = rng.choice([-2, -1, 1, 2])
+        r = r + off
+    return Case((w, s, r.astype(F32), s_next, gamma))
+
+
+def _maml_example(rng: np.random.Generator) -> Case:
+    d, n = _dims(rng, 4), _dims(rng, 4)
+    return Case((_ints(rng, d), _ints(rng, n, d), _ints(rng, n), _ints(rng, n, d), _ints(rng, n),
+                 float(rng.choice([0.125, 0.25, 0.5]))))
+
+
+def _zero_first_layer(rng: np.random.Generator) -> Case:
+    """W1 = 0 and b1 = 0: every hidden unit 0."""
+    h, d, n = _dims(rng), _dims(rng), _dims(rng)
+    params = {"W1": np.zeros((h, d), F32), "b1": np.zeros(h, F32), "w2": _ints(rng, h)}
+    return Case((params, _ints(rng, n, d, scale=0.5), _ints(rng, n)))
+
+
+def _single_example(rng: np.random.Generator) -> Case:
+    h, d = _dims(rng), _dims(rng, 4)
+    params = {"W1": _ints(rng, h, d, scale=0.5), "b1": _ints(rng, h, scale=0.25), "w2": _ints(rng, h, scale=0.5)}
+    return Case((params, _ints(rng, 1, d, scale=0.25), _ints(rng, 1)))
+
+
 TOPIC = Topic(
     name="autodiff",
     title="Automatic differentiation: grad, Jacobians, HVPs, custom_vjp, stop_gradient, per-example gradients",
@@ -93,8 +189,10 @@ TOPIC = Topic(
             name="loss_and_grads",
             sample=_loss_and_grads,
             edge_cases=(
-                Case((_a([1, 2]), np.asarray(0.0, F32), np.eye(2, dtype=F32), _a([0, 0])), "the docstring's example"),
-                Case((_a([0.5]), np.asarray(-1.0, F32), _a([[2.0]]), _a([0.0])), "one example, one feature"),
+                Edge(Case((_a([1, 2]), np.asarray(0.0, F32), np.eye(2, dtype=F32), _a([0, 0])), "the docstring's example"),
+                     _identity_design),
+                Edge(Case((_a([0.5]), np.asarray(-1.0, F32), _a([[2.0]]), _a([0.0])), "one example, one feature"),
+                     _one_example),
             ),
             rtol=1e-5,
             atol=1e-5,
@@ -114,7 +212,8 @@ TOPIC = Topic(
             sample=_tall_jacobian,
             sizes=(1, 2, 8),
             edge_cases=(
-                Case((np.eye(2, dtype=F32), _a([0, 0]), _a([[1, 1]]), _a([0, 0])), "the docstring's example"),
+                Edge(Case((np.eye(2, dtype=F32), _a([0, 0]), _a([[1, 1]]), _a([0, 0])), "the docstring's example"),
+                     _identity_layer),
             ),
             rtol=1e-5,
             atol=1e-5,
@@ -137,8 +236,10 @@ TOPIC = Topic(
             sample=_hvp,
             sizes=(1, 4, 16, 128),
             edge_cases=(
-                Case((_a([0, 0]), np.eye(2, dtype=F32), _a([1, 0]), _a([1, 2])), "the docstring's example: w = 0"),
-                Case((_a([30.0]), _a([[1.0], [2.0]]), _a([1, 0]), _a([1.0])), "saturated logits: a tiny curvature"),
+                Edge(Case((_a([0, 0]), np.eye(2, dtype=F32), _a([1, 0]), _a([1, 2])), "the docstring's example: w = 0"),
+                     _zero_weights),
+                Edge(Case((_a([30.0]), _a([[1.0], [2.0]]), _a([1, 0]), _a([1.0])), "saturated logits: a tiny curvature"),
+                     _saturated),
             ),
             rtol=1e-5,
             atol=1e-5,
@@ -160,9 +261,9 @@ TOPIC = Topic(
             sample=_pair_energy,
             sizes=(2, 5, 17, 40),
             edge_cases=(
-                Case((_a([[0, 0, 0], [1, 0, 0]]),), "the docstring's example"),
-                Case((_a([[0.5, -1.0, 2.0]]),), "a single point"),
-                Case((_a([[0, 0, 0], [0, 0, 0], [0, 3, 4]]),), "two coinciding points"),
+                Edge(Case((_a([[0, 0, 0], [1, 0, 0]]),), "the docstring's example"), _two_points),
+                Edge(Case((_a([[0.5, -1.0, 2.0]]),), "a single point"), _single_point),
+                Edge(Case((_a([[0, 0, 0], [0, 0, 0], [0, 3, 4]]),), "two coinciding points"), _coinciding),
                 Case((np.zeros((4, 3), F32),), "all points at one place", hidden=True),
             ),
             rtol=1e-5,
@@ -184,8 +285,10 @@ TOPIC = Topic(
             name="td_loss",
             sample=_td_loss,
             edge_cases=(
-                Case((_a([1]), _a([[1]]), _a([0]), _a([[2]]), 0.5), "the docstring's example: on target"),
-                Case((_a([1]), _a([[1]]), _a([1]), _a([[2]]), 0.5), "the docstring's example: off target"),
+                Edge(Case((_a([1]), _a([[1]]), _a([0]), _a([[2]]), 0.5), "the docstring's example: on target"),
+                     lambda rng: _td_case(rng, True)),
+                Edge(Case((_a([1]), _a([[1]]), _a([1]), _a([[2]]), 0.5), "the docstring's example: off target"),
+                     lambda rng: _td_case(rng, False)),
             ),
             rtol=1e-5,
             atol=1e-5,
@@ -204,7 +307,8 @@ TOPIC = Topic(
             name="maml_loss",
             sample=_maml_loss,
             edge_cases=(
-                Case((_a([0]), _a([[1]]), _a([1]), _a([[1]]), _a([1]), 0.25), "the docstring's example"),
+                Edge(Case((_a([0]), _a([[1]]), _a([1]), _a([[1]]), _a([1]), 0.25), "the docstring's example"),
+                     _maml_example),
             ),
             rtol=1e-5,
             atol=1e-5,
@@ -225,10 +329,11 @@ TOPIC = Topic(
             sample=_per_example_grads,
             sizes=(2, 5, 17, 64),
             edge_cases=(
-                Case(({"W1": np.zeros((2, 3), F32), "b1": np.zeros(2, F32), "w2": _a([1, -1])},
-                      np.ones((2, 3), F32), _a([1, 2])), "the docstring's example: W1 = 0, b1 = 0"),
-                Case(({"W1": np.ones((2, 1), F32), "b1": np.zeros(2, F32), "w2": _a([0.5, 0.5])}, _a([[0.3]]), _a([1])),
-                     "one example"),
+                Edge(Case(({"W1": np.zeros((2, 3), F32), "b1": np.zeros(2, F32), "w2": _a([1, -1])},
+                           np.ones((2, 3), F32), _a([1, 2])), "the docstring's example: W1 = 0, b1 = 0"),
+                     _zero_first_layer),
+                Edge(Case(({"W1": np.ones((2, 1), F32), "b1": np.zeros(2, F32), "w2": _a([0.5, 0.5])}, _a([[0.3]]),
+                           _a([1])), "one example"), _single_example),
             ),
             rtol=1e-5,
             atol=1e-5,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from autograder.requirements import InScope, OpsDoNotGrow
-from autograder.spec import Case, Exercise, Grad, Prints, Topic
+from autograder.spec import Case, Edge, Exercise, Grad, Prints, Topic
 
 # Sizes at which `normalize_rows` is sampled with debug=True; the `jit` check exports the
 # function at the largest and the smallest size, where debug must be False (a program that
@@ -95,6 +95,109 @@ def _arr(*rows: list[float]) -> np.ndarray:
     return np.array(rows, np.float32)
 
 
+# -- edge families: each edge case's instances in a graded run (`Edge`), never its public one
+
+def _ints(rng: np.random.Generator, *shape: int, lo: int = -4, hi: int = 5) -> np.ndarray:
+    """Small integers as float32: exact, so that zeros and equalities stay exact."""
+    return rng.integers(lo, hi, shape).astype(np.float32)
+
+
+def _zero_and_nonzero_rows(rng: np.random.Generator) -> Case:
+    """The docstring's example's structure: nonzero rows and zero rows (at least one of each)."""
+    n, d = int(rng.integers(2, 6)), int(rng.integers(1, 5))
+    x = _ints(rng, n, d)
+    x[:, 0] = rng.choice([-3.0, -1.0, 1.0, 2.0, 4.0], n)
+    x[rng.permutation(n)[:int(rng.integers(1, n))]] = 0.0
+    return Case((x, True))
+
+
+def _all_zero_rows(rng: np.random.Generator) -> Case:
+    return Case((np.zeros((int(rng.integers(1, 6)), int(rng.integers(1, 6))), np.float32), False))
+
+
+def _one_row(rng: np.random.Generator) -> Case:
+    x = _ints(rng, 1, int(rng.integers(1, 7)))
+    x[0, rng.integers(x.shape[1])] = rng.choice([-2.0, 1.0, 3.0])
+    return Case((x, True))
+
+
+def _eighths(rng: np.random.Generator, n: int, total: int) -> np.ndarray:
+    """n nonnegative multiples of 1/8 summing to total/8 (exact in float32, printed exactly)."""
+    return (rng.multinomial(total, np.ones(n) / n) / 8).astype(np.float32)
+
+
+def _valid(rng: np.random.Generator) -> Case:
+    """A valid vector, no entry 0."""
+    n = int(rng.integers(2, 9))
+    return Case((((1 + rng.multinomial(8 - n, np.ones(n) / n)) / 8).astype(np.float32),))
+
+
+def _both_fail(rng: np.random.Generator) -> Case:
+    """One or two negative entries and a sum off 1."""
+    n = int(rng.integers(2, 6))
+    p = _eighths(rng, n, int(rng.integers(1, 12)))
+    bad = rng.permutation(n)[:int(rng.integers(1, 3))]
+    p[bad] = -rng.integers(1, 5, bad.size) / 8
+    if p.sum() == 1.0:
+        p[bad[0]] -= 0.125
+    return Case((p,))
+
+
+def _sum_off(rng: np.random.Generator) -> Case:
+    """Nonnegative entries summing to k/8 for some k other than 8."""
+    k = int(rng.choice([t for t in range(1, 17) if t != 8]))
+    return Case((_eighths(rng, int(rng.integers(1, 6)), k),))
+
+
+def _valid_with_zeros(rng: np.random.Generator) -> Case:
+    """A valid vector with zeros: m of its n entries positive."""
+    n = int(rng.integers(2, 7))
+    m = int(rng.integers(1, n))
+    p = np.zeros(n, np.float32)
+    p[rng.permutation(n)[:m]] = (1 + rng.multinomial(8 - m, np.ones(m) / m)) / 8
+    return Case((p,))
+
+
+def _recurrence_to(rng: np.random.Generator, nan_at: int | None, nan_h0: bool = False) -> Case:
+    """h <- sqrt(a h + c) from h0 in [0, 3] with a in {1, 2}, c in {1, 2, 3}: h stays in (0, 3]; a
+    c of -20 at step `nan_at` (in one entry or more) makes a NaN for certain."""
+    t, d = int(rng.integers(2, 6)), int(rng.integers(1, 4))
+    h0 = rng.integers(0, 4, d).astype(np.float32)
+    a, c = rng.integers(1, 3, (t, d)).astype(np.float32), rng.integers(1, 4, (t, d)).astype(np.float32)
+    if nan_at is not None:
+        c[nan_at, rng.integers(d)] = -20.0
+    if nan_h0:
+        h0[rng.integers(d)] = np.nan
+    return Case((h0, a, c))
+
+
+def _repeated_point(rng: np.random.Generator) -> Case:
+    """A path with one point repeated right after itself (a zero-length segment)."""
+    pts = _ints(rng, int(rng.integers(3, 7)), int(rng.integers(2, 4)))
+    i = int(rng.integers(1, len(pts)))
+    pts[i] = pts[i - 1]
+    return Case((pts,))
+
+
+def _same_point(rng: np.random.Generator) -> Case:
+    return Case((np.repeat(_ints(rng, 1, int(rng.integers(1, 4))), int(rng.integers(2, 6)), axis=0),))
+
+
+def _unit_square(rng: np.random.Generator) -> Case:
+    """A closed unit square, from any corner, either way round, anywhere on the integer grid."""
+    corners = np.array([[0, 0], [1, 0], [1, 1], [0, 1]], np.float32)
+    corners = np.roll(corners[::rng.choice([1, -1])], int(rng.integers(4)), axis=0)
+    pts = np.concatenate([corners, corners[:1]]) + rng.integers(-3, 4, 2)
+    return Case((pts.astype(np.float32),))
+
+
+def _zero_first_layer(rng: np.random.Generator) -> Case:
+    """W1 = 0, b1 = 0: every row of the output is b2."""
+    n, k, h, m = (int(rng.integers(1, hi)) for hi in (5, 9, 17, 4))
+    return Case((_ints(rng, n, k), np.zeros((k, h), np.float32), np.zeros(h, np.float32), _ints(rng, h, m),
+                 _ints(rng, m)))
+
+
 TOPIC = Topic(
     name="debugging",
     title="debugging: run-time prints, checkify, NaNs and their first step, named scopes",
@@ -104,9 +207,10 @@ TOPIC = Topic(
             sample=_normalize_rows,
             static_argnums=(1,),
             edge_cases=(
-                Case((_arr([3.0, 4.0], [0.0, 0.0]), True), "the docstring's example, debug on"),
-                Case((np.zeros((3, 4), np.float32), False), "all rows zero, debug off"),
-                Case((_arr([1.0, 1.0, 1.0, 1.0]), True), "one row"),
+                Edge(Case((_arr([3.0, 4.0], [0.0, 0.0]), True), "the docstring's example, debug on"),
+                     _zero_and_nonzero_rows),
+                Edge(Case((np.zeros((3, 4), np.float32), False), "all rows zero, debug off"), _all_zero_rows),
+                Edge(Case((_arr([1.0, 1.0, 1.0, 1.0]), True), "one row"), _one_row),
             ),
             rtol=1e-5,
             atol=1e-6,
@@ -126,10 +230,10 @@ TOPIC = Topic(
             name="checked_entropy",
             sample=_probs,
             edge_cases=(
-                Case((_arr(0.5, 0.5),), "the docstring's example, valid"),
-                Case((_arr(0.5, -0.5),), "the docstring's example, both checks fail"),
-                Case((_arr(0.3, 0.3),), "the docstring's example, the sum is off"),
-                Case((_arr(0.0, 1.0, 0.0),), "zeros in a valid vector (0 log 0 = 0)"),
+                Edge(Case((_arr(0.5, 0.5),), "the docstring's example, valid"), _valid),
+                Edge(Case((_arr(0.5, -0.5),), "the docstring's example, both checks fail"), _both_fail),
+                Edge(Case((_arr(0.3, 0.3),), "the docstring's example, the sum is off"), _sum_off),
+                Edge(Case((_arr(0.0, 1.0, 0.0),), "zeros in a valid vector (0 log 0 = 0)"), _valid_with_zeros),
                 Case((_arr(0.2, -0.1, -0.3, 1.2),), "two negative entries, the sum is right", hidden=True),
             ),
             sizes=(1, 3, 17, 100, 5, 9),
@@ -152,9 +256,12 @@ TOPIC = Topic(
             name="first_nan_step",
             sample=_recurrence,
             edge_cases=(
-                Case((_arr(1.0), _arr([1.0], [1.0], [1.0]), _arr([3.0], [-5.0], [1.0])), "the docstring's example: step 1"),
-                Case((_arr(1.0), _arr([1.0], [1.0], [1.0]), _arr([3.0], [1.0], [1.0])), "the docstring's example: no NaN"),
-                Case((_arr(np.nan, 1.0), np.ones((2, 2), np.float32), np.ones((2, 2), np.float32)), "a NaN in h0"),
+                Edge(Case((_arr(1.0), _arr([1.0], [1.0], [1.0]), _arr([3.0], [-5.0], [1.0])),
+                          "the docstring's example: step 1"), lambda rng: _recurrence_to(rng, 1)),
+                Edge(Case((_arr(1.0), _arr([1.0], [1.0], [1.0]), _arr([3.0], [1.0], [1.0])),
+                          "the docstring's example: no NaN"), lambda rng: _recurrence_to(rng, None)),
+                Edge(Case((_arr(np.nan, 1.0), np.ones((2, 2), np.float32), np.ones((2, 2), np.float32)), "a NaN in h0"),
+                     lambda rng: _recurrence_to(rng, None, nan_h0=True)),
                 Case((_arr(1.0, 1.0), np.ones((4, 2), np.float32), _arr([1, 1], [1, 1], [1, 1], [1, -9])),
                      "the last step", hidden=True),
             ),
@@ -175,10 +282,12 @@ TOPIC = Topic(
             name="path_length",
             sample=_path,
             edge_cases=(
-                Case((_arr([0.0, 0.0], [3.0, 4.0], [3.0, 4.0]),), "the docstring's example: a repeated point"),
-                Case((_arr([1.0, 2.0, 3.0]),), "a single point"),
-                Case((np.ones((4, 2), np.float32),), "every point the same"),
-                Case((_arr([0, 0], [1, 0], [1, 1], [0, 1], [0, 0]),), "a unit square"),
+                Edge(Case((_arr([0.0, 0.0], [3.0, 4.0], [3.0, 4.0]),), "the docstring's example: a repeated point"),
+                     _repeated_point),
+                Edge(Case((_arr([1.0, 2.0, 3.0]),), "a single point"),
+                     lambda rng: Case((_ints(rng, 1, int(rng.integers(1, 5))),))),
+                Edge(Case((np.ones((4, 2), np.float32),), "every point the same"), _same_point),
+                Edge(Case((_arr([0, 0], [1, 0], [1, 1], [0, 1], [0, 0]),), "a unit square"), _unit_square),
             ),
             rtol=1e-5,
             atol=1e-5,
@@ -198,8 +307,9 @@ TOPIC = Topic(
             name="scoped_mlp",
             sample=_mlp,
             edge_cases=(
-                Case((np.ones((3, 8), np.float32), np.zeros((8, 16), np.float32), np.zeros(16, np.float32),
-                      np.ones((16, 2), np.float32), _arr(1.0, 2.0)), "the docstring's example: W1 = 0, b1 = 0"),
+                Edge(Case((np.ones((3, 8), np.float32), np.zeros((8, 16), np.float32), np.zeros(16, np.float32),
+                           np.ones((16, 2), np.float32), _arr(1.0, 2.0)), "the docstring's example: W1 = 0, b1 = 0"),
+                     _zero_first_layer),
             ),
             rtol=1e-5,
             atol=1e-5,

@@ -31,7 +31,7 @@ import numpy as np
 
 from autograder.requirements import (CompileTimeAtMost, DataDependentLoop, HloLinesAtMost, OpsDoNotGrow, Requirement,
                                      UsesOp)
-from autograder.spec import Case, Exercise, Grad, Topic
+from autograder.spec import Case, Edge, Exercise, Grad, Topic
 
 
 def stays_a_loop(api: str) -> tuple[Requirement, ...]:
@@ -77,6 +77,88 @@ def _rnn_loss(rng: np.random.Generator, size: int) -> Case:
     return Case((_f32(0.6 * rng.normal(size=(h, h)) / np.sqrt(h)), _f32(rng.normal(size=(size, h)))))
 
 
+# -- edge families: each edge case's instances in a graded run (`Edge`), never its public one
+
+def _ints(rng: np.random.Generator, *shape: int, lo: int = -4, hi: int = 5, scale: float = 1.0) -> np.ndarray:
+    """Small integers (times a power-of-two `scale`) as float32: exact."""
+    return _f32(scale * rng.integers(lo, hi, shape))
+
+
+def _nonzero(rng: np.random.Generator, n: int) -> np.ndarray:
+    x = _ints(rng, n)
+    x[rng.integers(n)] = rng.choice([-2.0, 1.0, 3.0])
+    return x
+
+
+def _diagonal(rng: np.random.Generator, n_iters: int) -> Case:
+    """The docstring's example's structure: a diagonal A whose dominant entry is at least twice
+    any other in size (so 40 iterations converge to float32's resolution), a start with a share
+    of its eigenvector."""
+    n = int(rng.integers(2, 5))
+    top = int(rng.integers(2, 6))
+    d = rng.integers(-(top // 2), top // 2 + 1, n).astype(np.float32)
+    i = int(rng.integers(n))
+    d[i] = top * rng.choice([-1, 1])
+    x0 = _ints(rng, n)
+    x0[i] = rng.choice([-2.0, -1.0, 1.0, 2.0])
+    return Case((np.diag(d), x0, n_iters))
+
+
+def _no_iterations(rng: np.random.Generator) -> Case:
+    n = int(rng.integers(2, 5))
+    A = _ints(rng, n, n)
+    return Case((A + A.T, _nonzero(rng, n), 0))
+
+
+def _ema_steps(rng: np.random.Generator, steps: int, alpha: float | None = None) -> Case:
+    a = alpha if alpha is not None else float(rng.choice([0.25, 0.5, 0.75]))
+    return Case((_ints(rng, steps, int(rng.integers(1, 4))), a))
+
+
+def _squares(rng: np.random.Generator) -> Case:
+    """The docstring's example's structure: perfect squares, tol > 0; the tolerance is never
+    within a factor 3 of a residual on the way (float64 Newton iterates), so that the count of
+    updates does not hinge on rounding."""
+    while True:
+        a = (rng.integers(2, 13, int(rng.integers(1, 5))) ** 2).astype(np.float64)
+        tol = float(rng.choice([1e-2, 1e-3, 1e-4]))
+        x, near = a.copy(), False
+        for _ in range(100):
+            r = np.max(np.abs(x * x - a) / a)
+            near |= tol / 3 < r < 3 * tol
+            if r <= tol:
+                break
+            x = 0.5 * (x + a / x)
+        if not near:
+            return Case((_f32(a), tol))
+
+
+def _never_reached(rng: np.random.Generator) -> Case:
+    """tol = 0, and at least one of 2, 3, 7 among the entries: their residual stays above 0
+    in float32 (the public instance reaches the cap on them), so the cap stops the loop."""
+    a = rng.integers(1, 50, int(rng.integers(1, 5))).astype(np.float32)
+    a[rng.integers(a.size)] = rng.choice([2.0, 3.0, 7.0])
+    return Case((a, 0.0))
+
+
+def _converged(rng: np.random.Generator) -> Case:
+    """x = a already meets tol: entries within tol / 2 of 1 (multiples of 2**-10)."""
+    tol = float(rng.choice([1e-6, 1e-3, 1e-2, 1e-1]))
+    j = int(tol / 2 * 1024)
+    return Case((_f32(1 + rng.integers(-j, j + 1, int(rng.integers(1, 5))) / 1024), tol))
+
+
+def _zero_recurrence(rng: np.random.Generator) -> Case:
+    """W = 0: every hidden state is tanh of its input."""
+    h = int(rng.integers(1, 5))
+    return Case((np.zeros((h, h), np.float32), _ints(rng, int(rng.integers(1, 4)), h, scale=0.25)))
+
+
+def _two_steps(rng: np.random.Generator) -> Case:
+    h = int(rng.integers(1, 5))
+    return Case((_ints(rng, h, h, lo=-2, hi=3, scale=0.5), _ints(rng, 2, h, scale=0.25)))
+
+
 TOPIC = Topic(
     name="loops",
     title="Loops: fori_loop, scan, while_loop",
@@ -87,9 +169,12 @@ TOPIC = Topic(
             sizes=(2, 5, 20, 200),
             static_argnums=(2,),
             edge_cases=(
-                Case((_f32([[2, 0], [0, 1]]), _f32([1, 1]), 1), "the docstring's example"),
-                Case((_f32([[2, 0], [0, 1]]), _f32([1, 1]), 60), "the docstring's example, converged"),
-                Case((_f32([[3, 1], [1, 3]]), _f32([3, 4]), 0), "no iterations: the normalised start"),
+                Edge(Case((_f32([[2, 0], [0, 1]]), _f32([1, 1]), 1), "the docstring's example"),
+                     lambda rng: _diagonal(rng, 1)),
+                Edge(Case((_f32([[2, 0], [0, 1]]), _f32([1, 1]), 60), "the docstring's example, converged"),
+                     lambda rng: _diagonal(rng, int(rng.integers(40, 81)))),
+                Edge(Case((_f32([[3, 1], [1, 3]]), _f32([3, 4]), 0), "no iterations: the normalised start"),
+                     _no_iterations),
             ),
             rtol=1e-5,
             atol=1e-5,
@@ -109,9 +194,11 @@ TOPIC = Topic(
             sample=_ema,
             sizes=(2, 5, 30, 100),
             edge_cases=(
-                Case((_f32([[2], [0], [4]]), 0.5), "the docstring's example"),
-                Case((_f32([[1, -2], [3, 5], [0, 7]]), 1.0), "alpha = 1 follows the signal"),
-                Case((_f32([[1, -2, 3]]), 0.3), "one step"),
+                Edge(Case((_f32([[2], [0], [4]]), 0.5), "the docstring's example"),
+                     lambda rng: _ema_steps(rng, int(rng.integers(2, 6)))),
+                Edge(Case((_f32([[1, -2], [3, 5], [0, 7]]), 1.0), "alpha = 1 follows the signal"),
+                     lambda rng: _ema_steps(rng, int(rng.integers(2, 6)), 1.0)),
+                Edge(Case((_f32([[1, -2, 3]]), 0.3), "one step"), lambda rng: _ema_steps(rng, 1)),
             ),
             rtol=1e-5,
             atol=1e-5,
@@ -131,9 +218,9 @@ TOPIC = Topic(
             sample=_newton_sqrt,
             sizes=(1, 10, 100, 1000),
             edge_cases=(
-                Case((_f32([4, 9]), 1e-3), "the docstring's example"),
-                Case((_f32([2, 3, 7]), 0.0), "a tolerance never reached: the cap stops it"),
-                Case((_f32([1, 1]), 1e-6), "already converged: no update"),
+                Edge(Case((_f32([4, 9]), 1e-3), "the docstring's example"), _squares),
+                Edge(Case((_f32([2, 3, 7]), 0.0), "a tolerance never reached: the cap stops it"), _never_reached),
+                Edge(Case((_f32([1, 1]), 1e-6), "already converged: no update"), _converged),
             ),
             rtol=1e-5,
             atol=1e-6,
@@ -159,8 +246,9 @@ TOPIC = Topic(
             sample=_rnn_loss,
             sizes=(2, 5, 30, 200),
             edge_cases=(
-                Case((np.zeros((2, 2), np.float32), _f32([[0.5, -0.5]])), "the docstring's example"),
-                Case((_f32([[0, 1], [0, 0]]), _f32([[0, 1], [0, 0]])), "two steps"),
+                Edge(Case((np.zeros((2, 2), np.float32), _f32([[0.5, -0.5]])), "the docstring's example"),
+                     _zero_recurrence),
+                Edge(Case((_f32([[0, 1], [0, 0]]), _f32([[0, 1], [0, 0]])), "two steps"), _two_steps),
             ),
             rtol=1e-5,
             atol=1e-6,

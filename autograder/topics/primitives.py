@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from autograder.requirements import AdvisedAnyPrimitive, AdvisedPrimitive, AvoidsOps, MaxOps
-from autograder.spec import Case, Exercise, Grad, Topic, Vmap
+from autograder.spec import Case, Edge, Exercise, Grad, Topic, Vmap
 
 F64 = np.float64
 BINDS = AdvisedPrimitive("multiply_add", "bind `multiply_add_p`; the same arithmetic in jax.numpy is not the primitive")
@@ -48,6 +48,49 @@ def _arr(*values: float, dtype=F64) -> np.ndarray:
     return np.array(values, dtype)
 
 
+# -- edge families: each edge case's instances in a graded run (`Edge`), never its public one
+
+def _ints(rng: np.random.Generator, *shape: int, lo: int = -4, hi: int = 5, dtype=F64) -> np.ndarray:
+    """Small integers: exact, so that zeros stay exact zeros."""
+    return np.asarray(rng.integers(lo, hi, shape), dtype)
+
+
+def _length(rng: np.random.Generator, lo: int = 1, hi: int = 6) -> int:
+    return int(rng.integers(lo, hi))
+
+
+def _three_vectors(rng: np.random.Generator) -> Case:
+    n = _length(rng)
+    return Case(tuple(_ints(rng, n) for _ in range(3)))
+
+
+def _three_scalars(rng: np.random.Generator) -> Case:
+    return Case(tuple(np.asarray(rng.integers(-8, 9) / 2, F64) for _ in range(3)))
+
+
+def _three_float32(rng: np.random.Generator) -> Case:
+    shape = (_length(rng), _length(rng))
+    return Case(tuple(rng.normal(size=shape).astype(np.float32) for _ in range(3)))
+
+
+def _polynomial(rng: np.random.Generator, degree: int, x: float | None = None) -> Case:
+    at = x if x is not None else rng.integers(-8, 9) / 4
+    return Case((_ints(rng, degree + 1), np.asarray(at, F64)))
+
+
+def _exact_norm(rng: np.random.Generator) -> Case:
+    """A vector of integer norm (a Pythagorean pair or triple, signed, shuffled)."""
+    entries = [(3, 4), (6, 8), (5, 12), (1, 2, 2), (2, 3, 6), (8, 15)][rng.integers(6)]
+    return Case((rng.permutation(np.array(entries, F64) * rng.choice([-1, 1], len(entries))),))
+
+
+def _one_zero_entry(rng: np.random.Generator) -> Case:
+    n = _length(rng, 2)
+    x = _ints(rng, n, lo=1, hi=5) * rng.choice([-1, 1], n)
+    x[rng.integers(n)] = 0.0
+    return Case((x,))
+
+
 TOPIC = Topic(
     name="primitives",
     title="Custom primitives and custom derivatives",
@@ -58,10 +101,10 @@ TOPIC = Topic(
             sample=_multiply_add,
             sizes=(3, 30, 200),
             edge_cases=(
-                Case((_arr(1, 2, 3), _arr(4, 5, 6), _arr(1, 1, 1)), "the docstring's example"),
-                Case((np.asarray(2.0), np.asarray(-3.0), np.asarray(0.5)), "0-d operands"),
-                Case(tuple(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4) + k for k in range(3)),
-                     "float32 operands stay float32"),
+                Edge(Case((_arr(1, 2, 3), _arr(4, 5, 6), _arr(1, 1, 1)), "the docstring's example"), _three_vectors),
+                Edge(Case((np.asarray(2.0), np.asarray(-3.0), np.asarray(0.5)), "0-d operands"), _three_scalars),
+                Edge(Case(tuple(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4) + k for k in range(3)),
+                          "float32 operands stay float32"), _three_float32),
             ),
             requirements=(BINDS,),
             checks={"correct": 2, "jit": 2},
@@ -83,9 +126,11 @@ TOPIC = Topic(
             sample=_poly_eval,
             sizes=(1, 3, 40),
             edge_cases=(
-                Case((_arr(1, 2, 3), np.asarray(0.5)), "the docstring's example"),
-                Case((_arr(7), np.asarray(-2.0)), "a constant polynomial"),
-                Case((_arr(2, 0, -1, 0), np.asarray(0.0)), "at x = 0"),
+                Edge(Case((_arr(1, 2, 3), np.asarray(0.5)), "the docstring's example"),
+                     lambda rng: _polynomial(rng, _length(rng, 1, 5))),
+                Edge(Case((_arr(7), np.asarray(-2.0)), "a constant polynomial"), lambda rng: _polynomial(rng, 0)),
+                Edge(Case((_arr(2, 0, -1, 0), np.asarray(0.0)), "at x = 0"),
+                     lambda rng: _polynomial(rng, _length(rng, 0, 5), 0.0)),
             ),
             rtol=TIGHT,
             atol=TIGHT,
@@ -110,7 +155,8 @@ TOPIC = Topic(
             name="axpy",
             sample=_axpy,
             sizes=(2, 17, 100),
-            edge_cases=(Case((np.asarray(2.0), _arr(1, 2), _arr(10, 10)), "the docstring's example"),),
+            edge_cases=(Edge(Case((np.asarray(2.0), _arr(1, 2), _arr(10, 10)), "the docstring's example"),
+                             lambda rng: Case((np.asarray(rng.integers(-8, 9) / 2, F64), *_three_vectors(rng).args[:2]))),),
             rtol=TIGHT,
             atol=TIGHT,
             requirements=(BINDS,),
@@ -139,9 +185,9 @@ TOPIC = Topic(
             sample=_safe_norm,
             sizes=(2, 3, 50),
             edge_cases=(
-                Case((_arr(3, 4),), "the docstring's example"),
-                Case((_arr(0, 0, 0),), "the zero vector"),
-                Case((_arr(0, -2),), "one zero entry"),
+                Edge(Case((_arr(3, 4),), "the docstring's example"), _exact_norm),
+                Edge(Case((_arr(0, 0, 0),), "the zero vector"), lambda rng: Case((np.zeros(_length(rng), F64),))),
+                Edge(Case((_arr(0, -2),), "one zero entry"), _one_zero_entry),
             ),
             rtol=TIGHT,
             atol=TIGHT,

@@ -23,7 +23,7 @@ from autograder.requirements import HloLinesAtMost, OpsDoNotGrow, Requirement
 
 def no_python_loop(why: str) -> tuple[Requirement, ...]:
     return (OpsDoNotGrow(why), HloLinesAtMost(4.0, 300.0, why))
-from autograder.spec import Case, Exercise, Key, Speed, Topic
+from autograder.spec import Case, Edge, Exercise, Key, Speed, Topic
 
 
 def _key(rng: np.random.Generator) -> Key:
@@ -46,6 +46,20 @@ def _monte_carlo_pi(rng: np.random.Generator, size: int) -> Case:
 def _noisy_walk(rng: np.random.Generator, size: int) -> Case:
     x0 = rng.normal(size=(max(1, size // 4), 3)).astype(np.float32)
     return Case((_key(rng), x0, size, float(rng.uniform(0.1, 2.0))))
+
+
+# -- edge families: each edge case's instances in a graded run (`Edge`), never its public one
+
+def _rate_zero(rng: np.random.Generator) -> Case:
+    """rate 0: every entry kept, unscaled."""
+    shape = tuple(int(d) for d in rng.integers(1, 7, int(rng.integers(1, 3))))
+    return Case((_key(rng), rng.normal(size=shape).astype(np.float32), 0.0))
+
+
+def _half_small(rng: np.random.Generator) -> Case:
+    """rate 0.5 on a small 2-D array of distinct entries."""
+    r, c = int(rng.integers(1, 5)), int(rng.integers(2, 6))
+    return Case((_key(rng), rng.permutation(r * c).astype(np.float32).reshape(r, c), 0.5))
 
 
 TOPIC = Topic(
@@ -75,8 +89,8 @@ TOPIC = Topic(
             name="dropout",
             sample=_dropout,
             edge_cases=(
-                Case((Key(7), np.ones((4, 4), np.float32), 0.0), "rate 0 keeps everything"),
-                Case((Key(11), np.arange(12, dtype=np.float32).reshape(3, 4), 0.5), "rate 0.5, small"),
+                Edge(Case((Key(7), np.ones((4, 4), np.float32), 0.0), "rate 0 keeps everything"), _rate_zero),
+                Edge(Case((Key(11), np.arange(12, dtype=np.float32).reshape(3, 4), 0.5), "rate 0.5, small"), _half_small),
             ),
             checks={"correct": 3, "jit": 1, "speed": 1, "key_reuse": 0},
             speed=Speed(size={"cpu": 1 << 20, "gpu": 1 << 25}),

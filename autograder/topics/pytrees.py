@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.spec import Case, Exercise, Grad, Topic, Vmap
+from autograder.spec import Case, Edge, Exercise, Grad, Topic, Vmap
 
 ACTIVATIONS = ("relu", "tanh", "linear")
 
@@ -81,6 +81,75 @@ def _a(*values: float) -> np.ndarray:
     return np.array(values, np.float32)
 
 
+# -- edge families: each edge case's instances in a graded run (`Edge`), never its public one: the
+# public instance's tree structure, other leaf shapes and values
+
+def _ints(rng: np.random.Generator, *shape: int, scale: float = 1.0) -> np.ndarray:
+    """Small integers (times a power-of-two `scale`) as float32: exact."""
+    return (scale * rng.integers(-4, 5, shape)).astype(np.float32)
+
+
+def _n(rng: np.random.Generator, lo: int = 1, hi: int = 5) -> int:
+    return int(rng.integers(lo, hi))
+
+
+def _quarter(rng: np.random.Generator) -> float:
+    return float(rng.integers(-8, 9)) / 4
+
+
+def _ab_trees(rng: np.random.Generator) -> Case:
+    na, nb = _n(rng), _n(rng)
+    x, y = ({"a": _ints(rng, na), "b": _ints(rng, nb)} for _ in range(2))
+    return Case((x, y, _quarter(rng)))
+
+
+def _tuple_trees(rng: np.random.Generator) -> Case:
+    """A tuple of a dict and a list (arrays, then a NumPy float32 scalar), twice the same structure."""
+    nw, lengths = _n(rng), [_n(rng) for _ in range(_n(rng, 1, 3))]
+
+    def tree():
+        return ({"w": _ints(rng, nw, scale=0.5)}, [*(_ints(rng, k, scale=0.5) for k in lengths), np.float32(_quarter(rng))])
+
+    return Case((tree(), tree(), _quarter(rng)))
+
+
+def _wb_tree(rng: np.random.Generator) -> Case:
+    return Case(({"w": _ints(rng, _n(rng), _n(rng)), "b": _ints(rng, _n(rng))},))
+
+
+def _linear_layer(rng: np.random.Generator) -> Case:
+    """The docstring's example's structure: a "linear" layer, other sizes and values."""
+    n_in, n_out, batch = _n(rng, 1, 4), _n(rng, 1, 4), _n(rng, 1, 4)
+    return Case((_ints(rng, n_in, n_out, scale=0.5), _ints(rng, n_out, scale=0.5), _ints(rng, batch, n_in, scale=0.5),
+                 _ints(rng, batch, n_out, scale=0.5), "linear"))
+
+
+def _head_and_embed(rng: np.random.Generator) -> Case:
+    d, m = _n(rng), _n(rng)
+    params = {"head": {"w": _ints(rng, d, m), "b": _ints(rng, m)}, "embed": {"table": _ints(rng, _n(rng), d)}}
+    return Case((params, float(rng.choice([0.125, 0.25, 0.5, 0.75]))))
+
+
+def _blocks_and_head(rng: np.random.Generator) -> Case:
+    d = _n(rng)
+    blocks = []
+    for _ in range(_n(rng, 1, 4)):
+        h = _n(rng)
+        blocks.append({"w": _ints(rng, d, h), "b": _ints(rng, h)})
+        d = h
+    return Case(({"blocks": blocks, "head": {"w": _ints(rng, d, _n(rng, 1, 3))}},))
+
+
+def _states(rng: np.random.Generator, k: int) -> Case:
+    """k trees {"w": (m,) float32, "n": an int32 scalar}."""
+    m = _n(rng)
+    return Case(([{"w": _ints(rng, m), "n": np.int32(rng.integers(0, 100))} for _ in range(k)],))
+
+
+def _stacked(rng: np.random.Generator, k: int) -> Case:
+    return Case(({"w": _ints(rng, k, _n(rng)), "n": rng.integers(0, 100, k).astype(np.int32)},))
+
+
 TOPIC = Topic(
     name="pytrees",
     title="Pytrees",
@@ -89,9 +158,10 @@ TOPIC = Topic(
             name="tree_arith",
             sample=_tree_arith,
             edge_cases=(
-                Case(({"a": _a(1, 2), "b": _a(3)}, {"a": _a(1, 1), "b": _a(2)}, 2.0), "the docstring's example"),
-                Case((({"w": _a(1, -1)}, [_a(0.5), np.float32(2)]), ({"w": _a(2, 2)}, [_a(-1), np.float32(3)]), -0.5),
-                     "a tuple holding a dict and a list"),
+                Edge(Case(({"a": _a(1, 2), "b": _a(3)}, {"a": _a(1, 1), "b": _a(2)}, 2.0), "the docstring's example"),
+                     _ab_trees),
+                Edge(Case((({"w": _a(1, -1)}, [_a(0.5), np.float32(2)]), ({"w": _a(2, 2)}, [_a(-1), np.float32(3)]), -0.5),
+                          "a tuple holding a dict and a list"), _tuple_trees),
             ),
             rtol=1e-5,
             atol=1e-5,
@@ -110,7 +180,7 @@ TOPIC = Topic(
             name="global_norm",
             sample=_global_norm,
             edge_cases=(
-                Case(({"w": np.array([[3.0]], np.float32), "b": _a(0, 4)},), "the docstring's example"),
+                Edge(Case(({"w": np.array([[3.0]], np.float32), "b": _a(0, 4)},), "the docstring's example"), _wb_tree),
             ),
             rtol=1e-5,
             atol=1e-5,
@@ -131,8 +201,8 @@ TOPIC = Topic(
             sizes=(1, 4, 32),
             static_argnums=(4,),
             edge_cases=(
-                Case((np.array([[1.0]], np.float32), _a(0), np.array([[2.0]], np.float32),
-                      np.array([[1.0]], np.float32), "linear"), "the docstring's example"),
+                Edge(Case((np.array([[1.0]], np.float32), _a(0), np.array([[2.0]], np.float32),
+                           np.array([[1.0]], np.float32), "linear"), "the docstring's example"), _linear_layer),
             ),
             rtol=1e-5,
             atol=1e-5,
@@ -153,8 +223,9 @@ TOPIC = Topic(
             name="weight_decay",
             sample=_weight_decay,
             edge_cases=(
-                Case(({"head": {"w": np.array([[2.0]], np.float32), "b": _a(2)},
-                       "embed": {"table": np.array([[2.0]], np.float32)}}, 0.5), "the docstring's example"),
+                Edge(Case(({"head": {"w": np.array([[2.0]], np.float32), "b": _a(2)},
+                            "embed": {"table": np.array([[2.0]], np.float32)}}, 0.5), "the docstring's example"),
+                     _head_and_embed),
             ),
             rtol=1e-5,
             checks={"correct": 2, "jit": 1},
@@ -171,8 +242,8 @@ TOPIC = Topic(
             name="param_counts",
             sample=_param_counts,
             edge_cases=(
-                Case(({"blocks": [{"w": np.zeros((2, 3), np.float32), "b": np.zeros(3, np.float32)}],
-                       "head": {"w": np.zeros((3, 1), np.float32)}},), "the docstring's example"),
+                Edge(Case(({"blocks": [{"w": np.zeros((2, 3), np.float32), "b": np.zeros(3, np.float32)}],
+                            "head": {"w": np.zeros((3, 1), np.float32)}},), "the docstring's example"), _blocks_and_head),
             ),
             checks={"correct": 2, "jit": 1},
             hints=(
@@ -188,8 +259,10 @@ TOPIC = Topic(
             name="stack_trees",
             sample=_stack_trees,
             edge_cases=(
-                Case(([{"w": _a(1, 2), "n": np.int32(0)}, {"w": _a(3, 4), "n": np.int32(1)}],), "the docstring's example"),
-                Case(([{"w": _a(5), "n": np.int32(7)}],), "a list of one tree"),
+                Edge(Case(([{"w": _a(1, 2), "n": np.int32(0)}, {"w": _a(3, 4), "n": np.int32(1)}],),
+                          "the docstring's example"),
+                     lambda rng: _states(rng, _n(rng, 2, 5))),
+                Edge(Case(([{"w": _a(5), "n": np.int32(7)}],), "a list of one tree"), lambda rng: _states(rng, 1)),
             ),
             checks={"correct": 2, "jit": 1},
             hints=(
@@ -204,9 +277,10 @@ TOPIC = Topic(
             name="unstack_tree",
             sample=_unstack_tree,
             edge_cases=(
-                Case(({"w": np.array([[1.0, 2.0], [3.0, 4.0]], np.float32), "n": np.array([0, 1], np.int32)},),
-                     "the docstring's example"),
-                Case(({"w": np.ones((1, 2), np.float32), "n": np.array([5], np.int32)},), "k = 1"),
+                Edge(Case(({"w": np.array([[1.0, 2.0], [3.0, 4.0]], np.float32), "n": np.array([0, 1], np.int32)},),
+                          "the docstring's example"), lambda rng: _stacked(rng, _n(rng, 2, 5))),
+                Edge(Case(({"w": np.ones((1, 2), np.float32), "n": np.array([5], np.int32)},), "k = 1"),
+                     lambda rng: _stacked(rng, 1)),
             ),
             checks={"correct": 2, "jit": 1},
             hints=(

@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from autograder.requirements import AdvisedNoPmap, CollectivesAtMostReference, FlopsAtMost, UsesAnyOp
-from autograder.spec import Case, Exercise, Topic
+from autograder.spec import Case, Edge, Exercise, Topic
 
 DEVICES = 8
 FEATURES = 6
@@ -86,6 +86,26 @@ def _far_from_zero() -> np.ndarray:
     return (np.random.default_rng(100).normal(size=(64, FEATURES)) + 100.0).astype(np.float32)
 
 
+# -- edge families: each edge case's instances in a graded run (`Edge`), never its public one
+
+def _sixteen(rng: np.random.Generator) -> Case:
+    """n = 16 (two rows per device): small integer images, labels 0..9."""
+    return Case((rng.integers(-50, 51, (16, 4, 4, 3)).astype(np.float32), rng.integers(0, 10, 16).astype(np.int32)))
+
+
+def _row_per_device(rng: np.random.Generator) -> Case:
+    """8 rows, one per device; each feature's 8 values distinct even integers (a nonzero spread)."""
+    f = int(rng.integers(1, FEATURES + 1))
+    cols = [2 * rng.choice(np.arange(-20, 21), size=DEVICES, replace=False) for _ in range(f)]
+    return Case((np.stack(cols, axis=1).astype(np.float32),))
+
+
+def _near(rng: np.random.Generator) -> Case:
+    """Features between 80 and 120 with unit spread, 32 to 80 rows."""
+    n = DEVICES * int(rng.integers(4, 11))
+    return Case(((rng.normal(size=(n, FEATURES)) + rng.uniform(80.0, 120.0, FEATURES)).astype(np.float32),))
+
+
 TOPIC = Topic(
     name="sharding",
     title="Sharding: meshes, data and tensor parallelism, shard_map",
@@ -100,8 +120,8 @@ TOPIC = Topic(
             sample=_shard_batch,
             sizes=(2, 16),
             edge_cases=(
-                Case((np.arange(16 * 48, dtype=np.float32).reshape(16, 4, 4, 3), np.arange(16, dtype=np.int32)),
-                     "the docstring's example, n = 16"),
+                Edge(Case((np.arange(16 * 48, dtype=np.float32).reshape(16, 4, 4, 3), np.arange(16, dtype=np.int32)),
+                          "the docstring's example, n = 16"), _sixteen),
             ),
             requirements=(NO_PMAP, NO_EXTRA_COLLECTIVES),
             checks={"correct": 1, "jit": 1, "sharding": 2},
@@ -139,8 +159,10 @@ TOPIC = Topic(
             sample=_global_standardize,
             sizes=(8, 32),
             edge_cases=(
-                Case((np.arange(0, 16, 2, dtype=np.float32).reshape(8, 1),), "the docstring's example, one row per device"),
-                Case((_far_from_zero(),), "features near 100"),
+                Edge(Case((np.arange(0, 16, 2, dtype=np.float32).reshape(8, 1),),
+                          "the docstring's example, one row per device"),
+                     _row_per_device),
+                Edge(Case((_far_from_zero(),), "features near 100"), _near),
             ),
             # a shard_map is an `sdy.manual_computation` under Shardy, SPMDFullToShardShape custom calls under GSPMD
             requirements=(UsesAnyOp(("manual_computation", "SPMDFullToShardShape"), "write the per-device code with jax.shard_map"),

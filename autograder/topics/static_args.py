@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from autograder.requirements import AvoidsOps, UsesOp
-from autograder.spec import Case, Exercise, Speed, Stream, Topic
+from autograder.spec import Case, Edge, Exercise, Speed, Stream, Topic
 
 MAX_LENGTH = 1000
 # Both timed workloads are short calls (well under a millisecond of work each), where two
@@ -125,6 +125,53 @@ def _fixed_system(seed: int, n: int, hit: bool, label: str) -> Case:
     return Case(case.args, label)
 
 
+# -- edge families: each edge case's instances in a graded run (`Edge`), never its public one
+
+def _quarter(rng: np.random.Generator) -> float:
+    return float(rng.integers(-40, 41)) / 4
+
+
+def _dims(rng: np.random.Generator, rank: int, lo: int = 1) -> tuple[int, ...]:
+    return tuple(int(d) for d in rng.integers(lo, 5, rank))
+
+
+def _empty_shape(rng: np.random.Generator) -> tuple[int, ...]:
+    """A shape of rank 1 to 3 with a zero dimension."""
+    shape = list(_dims(rng, int(rng.integers(1, 4)), lo=0))
+    shape[rng.integers(len(shape))] = 0
+    return tuple(shape)
+
+
+def _rows_of(rng: np.random.Generator, flag: bool, zero: bool = False) -> Case:
+    shape = _dims(rng, 2)
+    x = np.zeros(shape, np.float32) if zero else rng.integers(-5, 6, shape).astype(np.float32)
+    return Case((x, flag))
+
+
+def _padded(rng: np.random.Generator, n: int, m: int) -> Case:
+    """m entries, the first n data (distinct small integers: a nonzero spread where n > 1), the
+    rest padding far off."""
+    data = rng.choice(np.arange(-9, 10), size=n, replace=False)
+    padding = rng.integers(-1000, 1001, m - n)
+    return Case((np.concatenate([data, padding]).astype(np.float32), n))
+
+
+def _padded_some(rng: np.random.Generator) -> Case:
+    m = int(rng.integers(3, 9))
+    return _padded(rng, int(rng.integers(2, m)), m)
+
+
+def _few(rng: np.random.Generator) -> Case:
+    """The docstring's example's structure: a few distinct small numbers."""
+    return Case((rng.choice(np.arange(-9, 10), size=int(rng.integers(2, 7)), replace=False).astype(np.float32),))
+
+
+def _widths(rng: np.random.Generator, as_array: bool) -> Case:
+    n = int(rng.integers(3, 9))
+    widths = [int(w) for w in rng.integers(1, n + 1, 3)]
+    return Case((rng.integers(-9, 10, n).astype(np.int32), np.array(widths, np.int32) if as_array else widths))
+
+
 TOPIC = Topic(
     name="static_args",
     title="Static arguments, branches and recompilation",
@@ -135,9 +182,9 @@ TOPIC = Topic(
             sizes=(1, 17),
             static_argnums=(1,),
             edge_cases=(
-                Case((2.5, (2, 3)), "the docstring's example"),
-                Case((-1.0, ()), "a 0-d array"),
-                Case((7.0, (2, 0, 3)), "an empty array"),
+                Edge(Case((2.5, (2, 3)), "the docstring's example"), lambda rng: Case((_quarter(rng), _dims(rng, 2)))),
+                Edge(Case((-1.0, ()), "a 0-d array"), lambda rng: Case((_quarter(rng), ()))),
+                Edge(Case((7.0, (2, 0, 3)), "an empty array"), lambda rng: Case((_quarter(rng), _empty_shape(rng)))),
             ),
             checks={"correct": 1, "jit": 1, "compiles": 2},
             options={"compiles": Stream(_create_filled_stream, max_compiles=3, calls=24, jit=True)},
@@ -158,9 +205,11 @@ TOPIC = Topic(
             sizes=(3, 20),
             static_argnums=(1,),
             edge_cases=(
-                Case((np.array([[3.0, 4.0]], np.float32), True), "the docstring's example"),
-                Case((np.array([[3.0, 4.0]], np.float32), False), "the flag off"),
-                Case((np.zeros((2, 3), np.float32), True), "zero rows stay zero"),
+                Edge(Case((np.array([[3.0, 4.0]], np.float32), True), "the docstring's example"),
+                     lambda rng: _rows_of(rng, True)),
+                Edge(Case((np.array([[3.0, 4.0]], np.float32), False), "the flag off"), lambda rng: _rows_of(rng, False)),
+                Edge(Case((np.zeros((2, 3), np.float32), True), "zero rows stay zero"),
+                     lambda rng: _rows_of(rng, True, zero=True)),
             ),
             rtol=1e-5,
             atol=1e-6,
@@ -186,14 +235,16 @@ TOPIC = Topic(
             sample=_cached_solve,
             sizes=(4, 16),
             edge_cases=(
-                _fixed_system(1, 16, True, "a cache hit"),
-                _fixed_system(2, 16, False, "a cache miss"),
+                Edge(_fixed_system(1, 16, True, "a cache hit"),
+                     lambda rng: _system(rng, int(rng.choice([8, 16, 24])), True)),
+                Edge(_fixed_system(2, 16, False, "a cache miss"),
+                     lambda rng: _system(rng, int(rng.choice([8, 16, 24])), False)),
             ),
             rtol=1e-4,
             atol=1e-4,
             requirements=(UsesOp("case", "the choice depends on a computed value: decide it in the program with jax.lax.cond"),),
             checks={"correct": 1, "jit": 2, "speed": 2},
-            speed=Speed(size={"cpu": 1024, "gpu": 4096}, stream=_cache_hits, full=SPEED_FULL, max_reps=15),
+            speed=Speed(size={"cpu": 2048, "gpu": 4096}, stream=_cache_hits, full=SPEED_FULL, max_reps=15),
             hints=(
                 "The predicate is computed from the arrays, so under jit it is a tracer: Python cannot branch on it, "
                 "but the compiled program can.",
@@ -210,9 +261,11 @@ TOPIC = Topic(
             sample=_standardize_padded,
             sizes=(1, 64, 1024),
             edge_cases=(
-                Case((np.array([1.0, 2.0, 3.0, 100.0], np.float32), 3), "the docstring's example"),
-                Case((np.arange(8, dtype=np.float32), 8), "no padding"),
-                Case((np.array([5.0, -7.0, 9.0], np.float32), 1), "one data entry"),
+                Edge(Case((np.array([1.0, 2.0, 3.0, 100.0], np.float32), 3), "the docstring's example"), _padded_some),
+                Edge(Case((np.arange(8, dtype=np.float32), 8), "no padding"),
+                     lambda rng: _padded(rng, *[int(rng.integers(2, 11))] * 2)),
+                Edge(Case((np.array([5.0, -7.0, 9.0], np.float32), 1), "one data entry"),
+                     lambda rng: _padded(rng, 1, int(rng.integers(2, 7)))),
             ),
             rtol=1e-5,
             atol=1e-5,
@@ -231,7 +284,7 @@ TOPIC = Topic(
             name="standardize",
             sample=_standardize,
             sizes=(1, 3, 17, 100, MAX_LENGTH),
-            edge_cases=(Case((np.array([1.0, 2.0, 3.0], np.float32),), "the docstring's example"),),
+            edge_cases=(Edge(Case((np.array([1.0, 2.0, 3.0], np.float32),), "the docstring's example"), _few),),
             rtol=1e-5,
             atol=1e-5,
             checks={"correct": 1, "compiles": 2, "speed": 1},
@@ -253,8 +306,10 @@ TOPIC = Topic(
             sample=_window_sums,
             sizes=(1, 40),
             edge_cases=(
-                Case((np.array([1, 2, 3, 4], np.int32), [1, 2, 4]), "the docstring's example"),
-                Case((np.array([1, 2, 3, 4], np.int32), np.array([4, 1, 2], np.int32)), "widths as an array"),
+                Edge(Case((np.array([1, 2, 3, 4], np.int32), [1, 2, 4]), "the docstring's example"),
+                     lambda rng: _widths(rng, False)),
+                Edge(Case((np.array([1, 2, 3, 4], np.int32), np.array([4, 1, 2], np.int32)), "widths as an array"),
+                     lambda rng: _widths(rng, True)),
             ),
             checks={"correct": 1, "compiles": 2},
             options={"compiles": Stream(_window_stream, max_compiles=3, calls=12, jit=False)},

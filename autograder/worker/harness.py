@@ -7,11 +7,17 @@ programs); all judging happens in the grader.
 
 Nothing a student's worker says is taken on trust (docs/grading.md, "What is trusted"): its
 outputs are compared with the reference's in the grader, its times are the grader's clock over
-a window that covers all the work (`op_timed`: inputs in, materialised outputs out), and its
-structure is an exported program (`program.export`) that the REFERENCE worker analyses and
-runs (`op_analyse`), so that the facts describe a program shown, by data, to compute the
-function. What the student's process reports about itself (jaxpr primitives, compilation
-counts, key reuse) is advisory.
+a window that covers all the work (`op_timed`: inputs in, materialised outputs out; a
+stream's `op_step` likewise, each call's arguments arriving with it, none before), and its
+structure is an exported program (`program.export`) that a TRUSTED worker analyses and runs
+(`op_analyse`: an empty module's worker, never this one), so that the facts describe a program
+shown, by data, to compute the function. `op_trace` is handed argument specs only (shapes,
+dtypes, static values: `wire.Spec`), never a value: the samples its programs are run and
+verified on are drawn for that purpose and reach this process, if ever, only after its programs
+are in, so a module that patches `op_trace` (this harness is in its own process) can only
+export programs for inputs it does not know; one made of constants, or of the values of some
+earlier call, fails on them. What the student's process reports about itself (jaxpr
+primitives, compilation counts, key reuse) is advisory.
 
 JAX is imported and the harness's references to `jax.jit`, `jax.make_jaxpr`, ... are taken
 before the student's module runs, so a module that rebinds those names fools only itself; a
@@ -30,8 +36,8 @@ import traceback
 from collections import Counter
 from typing import Any, Callable
 
-from autograder.worker import jaxpr, program, wire
-from autograder.worker.wire import Key
+from autograder.worker import jaxpr, program, shm, wire
+from autograder.worker.wire import Key, Spec
 
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
@@ -76,6 +82,7 @@ class Harness:
 
         self.np, self.jnp = np, jnp
         self.jit, self.make_jaxpr = jax.jit, jax.make_jaxpr
+        self.shape_dtype, self.typeof = jax.ShapeDtypeStruct, jax.typeof
         self.jit_type = type(jax.jit(lambda x: x))
         self.transforms = {"grad": jax.grad, "vmap": jax.vmap, "value_and_grad": jax.value_and_grad}
         self.clear_caches, self.device_put = jax.clear_caches, jax.device_put
@@ -103,7 +110,7 @@ class Harness:
         }
         self.module_path, self.module_name = module_path, module_name
         self.module: Any = None
-        self.prepared: tuple[Callable[..., Any], list[tuple[Any, ...]], list[Any]] | None = None
+        self.prepared: Callable[..., Any] | None = None
         self.stdout = sys.stdout
 
     def _on_event(self, event: str, duration: float, **_: Any) -> None:
@@ -246,46 +253,96 @@ class Harness:
         """The timed workload, whole: put the inputs on the device, run every call to
         completion, and send the outputs as materialised arrays.
 
-        The grader's clock runs from sending this request to holding the verified reply, so
-        every step (the inputs' transfer, the calls, the outputs' conversion) is inside it.
+        The grader's clock runs from before it writes the inputs to holding the verified
+        outputs, so every step (the inputs' transfer, the calls, the outputs' conversion) is
+        inside it. With `shm` (where the outputs may go: [start, end)), the inputs are views of
+        the shared region (`autograder.worker.shm`; on a CPU, `device_put` copies nothing) and
+        each output array's bytes are written into the region, the reply saying where.
         """
         fn = self.callable_for(req)
-        outs = [self.block(fn(*self.arguments(args))) for args in req["cases"]]
-        return {"outs": [self.export(out, req.get("operators", False)) for out in outs]}
+        region = self._region() if req.get("shm") is not None else None
+        cases = req["cases"] if region is None else region.view(req["cases"])
+        outs = [self.block(fn(*self.arguments(args))) for args in cases]
+        exported = [self.export(out, req.get("operators", False)) for out in outs]
+        if region is not None:
+            at, end = req["shm"]
+            for leaf in (leaf for out in exported for leaf in out["leaves"] if leaf["kind"] == "array"):
+                ref, at = region.put(leaf["data"], at, end)
+                leaf["data"] = leaf["data"] if ref is None else ref
+        return {"outs": exported}
+
+    def _region(self) -> Any:
+        """The shared region the grader handed this worker, mapped on first use (`shm`)."""
+        if "_shm" not in self.__dict__:
+            self._shm = shm.Region.from_env()
+        if self._shm is None:
+            raise RuntimeError("the grader sent a workload in shared memory, but this worker has no region")
+        return self._shm
 
     def op_trace(self, req: dict[str, Any]) -> dict[str, Any]:
-        """Jit a function, call it on two same-shaped cases, and export the jitted call.
+        """Jit a function and export the jitted call from argument specs: shapes and dtypes,
+        never values.
 
-        Returns the exported programs (serialized `jax.export` artifacts, as uint8 arrays): at
-        `args`, and where given at `args_again` (same shapes, new values) and at `args_other`
-        (another size),
-        for the reference worker to analyse and run. Also advisory facts this process reports
-        about itself: jaxpr primitives and equations, `pmap` use, and the compilations and
-        traces each of the two calls caused.
+        `specs` maps each program's name ("first": the exercise's largest size, "other": its
+        smallest) to the call's arguments as `wire.Spec`s (arrays, typed keys, Python scalars
+        that are not static), static arguments given by value. Returns the exported programs
+        (serialized `jax.export` artifacts, as uint8 arrays), which the grader runs on samples
+        this process never sees, in a trusted worker of its own. Also advisory facts this
+        process reports about itself (jaxpr primitives and equations, `pmap` use), from
+        `jax.make_jaxpr` on the first program's specs.
         """
         fn = self.transformed(req)
         static = tuple(req.get("static_argnums", ()))
         jitted = self.jitted(fn, static)
-        first = self.arguments(req["args"])
-        _, (compiles_first, traces_first) = self.counted(jitted, first)
-        advisory: dict[str, Any] = {"compiles_first": compiles_first, "traces_first": traces_first}
-        programs = {"first": _as_bytes_array(program.export(jitted, first))}
-        if req.get("args_again") is not None:
-            again = self.arguments(req["args_again"])
-            _, (advisory["compiles_again"], advisory["traces_again"]) = self.counted(jitted, again)
-            programs["again"] = _as_bytes_array(program.export(jitted, again))
-        if req.get("args_other") is not None:
-            programs["other"] = _as_bytes_array(program.export(jitted, self.arguments(req["args_other"])))
+        programs = {}
+        for name, described in req["specs"].items():
+            args = self.described(described)
+            self.check_static(jitted, described)
+            programs[name] = _as_bytes_array(program.export(jitted, args))
+        advisory: dict[str, Any] = {}
         try:
-            closed = self.make_jaxpr(fn, static_argnums=static)(*first).jaxpr
+            closed = self.make_jaxpr(fn, static_argnums=static)(*self.described(req["specs"]["first"])).jaxpr
             prims, n_eqns = jaxpr.count_primitives(closed)
             advisory.update({"primitives": dict(prims), "n_eqns": n_eqns, "pmap_calls": jaxpr.count_pmap_calls(closed)})
         except Exception:  # noqa: BLE001 - advisory facts are optional
             pass
         return {"programs": programs, "advisory": advisory}
 
+    def described(self, specs: tuple[Any, ...]) -> tuple[Any, ...]:
+        """Arguments from their specs (`wire.Spec`): `jax.ShapeDtypeStruct`s, nested ones too;
+        static arguments (plain values) as they are."""
+        def conv(x: Any) -> Any:
+            if isinstance(x, Spec):
+                if x.kind == "key":
+                    key_type = (self.key(0) if x.dtype is None else self.key(0, impl=x.dtype)).dtype
+                    return self.shape_dtype(x.shape, key_type)
+                if x.kind == "scalar":
+                    aval = self.typeof({"bool": False, "int": 0, "float": 0.0, "complex": 0j}[x.dtype])
+                    return self.shape_dtype((), aval.dtype, weak_type=aval.weak_type)
+                return self.shape_dtype(x.shape, wire.dtype_named(x.dtype))
+            if isinstance(x, (list, tuple)):
+                return type(x)(conv(v) for v in x)
+            if isinstance(x, dict):
+                return {k: conv(v) for k, v in x.items()}
+            return x
+
+        return tuple(conv(a) for a in specs)
+
+    def check_static(self, jitted: Any, specs: tuple[Any, ...]) -> None:
+        """A clear message where the function's own jit holds static an argument that the
+        exercise passes as data (its values change from call to call): such a jit re-traces
+        and compiles for every new value."""
+        positions = program._static_positions(jitted, len(specs)) or []
+        for i in positions:
+            if _has_spec(specs[i]):
+                raise program.ProgramRefused(
+                    f"your jax.jit marks argument {i} static, but its value changes from call to call (it is data, "
+                    "not a setting): every new value re-traces and compiles the function; keep it traced "
+                    "(remove it from static_argnums / static_argnames)")
+
     def op_analyse(self, req: dict[str, Any]) -> dict[str, Any]:
-        """Analyse an exported program and run it on `args` (sent to the REFERENCE worker only).
+        """Analyse an exported program and run it on `args` (sent to trusted workers only: the
+        analysis worker for a student's program, the reference's for its own).
 
         The facts (StableHLO ops, the compiled program's loops, collectives, FLOPs, compile
         time) describe the program; its outputs let the grader check that the program computes
@@ -300,31 +357,36 @@ class Harness:
         return reply
 
     def op_prepare(self, req: dict[str, Any]) -> dict[str, Any]:
-        """Stage a stream of calls for `step`: the function jitted once, every call's arguments
-        on the device, and JAX's caches cleared (a function the student jitted included), so
-        that the calls that trace are the first of each new input shape."""
-        fn = self.callable_for(req)
-        staged = [self.block(self.arguments(args)) for args in req["cases"]]
+        """Set up a stream of calls for `step`: the function jitted once and JAX's caches
+        cleared (a function the student jitted included), so that the calls that trace are the
+        first of each new input shape. No call's arguments come with it: each comes with its
+        own `step`, inside the window the grader times, so nothing of the stream is known here."""
+        self.prepared = self.callable_for(req)
         self.clear_caches()
-        self.prepared = (fn, staged, req["cases"])
-        return {}
-
-    def op_restage(self, req: dict[str, Any]) -> dict[str, Any]:
-        """Put the arguments of the prepared stream's calls `indices` on the device again,
-        caches kept, for a replay of those calls (a call may have donated its buffers)."""
-        _, staged, cases = self.prepared
-        for i in req["indices"]:
-            staged[i] = self.block(self.arguments(cases[i]))
         return {}
 
     def op_step(self, req: dict[str, Any]) -> dict[str, Any]:
-        """Run call `index` of the prepared stream; what it prints goes to this process's stdout,
+        """Run one call of the prepared stream on `args`, sent with this request: putting them
+        on the device is part of the call, inside the grader's window (a replay sends them
+        again: a call may donate its buffers). What it prints goes to this process's stdout,
         which the grader reads itself (`Worker.stdout_since`), flushed before the reply."""
-        fn, staged, _ = self.prepared
+        if self.prepared is None:
+            raise RuntimeError("the grader sent a stream's call before preparing the stream")
+        args = self.block(self.arguments(req["args"]))
         hits = self.counts[CACHE_HIT_EVENT]
-        out, count = self.counted(fn, staged[req["index"]])
+        out, count = self.counted(self.prepared, args)
         self.stdout.flush()
         return {"out": self.export(out), "counts": count, "cache_hits": self.counts[CACHE_HIT_EVENT] - hits}
+
+def _has_spec(x: Any) -> bool:
+    """Whether an argument holds a `Spec` (data, described), nested ones included."""
+    if isinstance(x, Spec):
+        return True
+    if isinstance(x, (list, tuple)):
+        return any(_has_spec(v) for v in x)
+    if isinstance(x, dict):
+        return any(_has_spec(v) for v in x.values())
+    return False
 
 
 def _as_bytes_array(blob: bytes) -> Any:

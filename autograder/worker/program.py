@@ -3,13 +3,15 @@ run by the trusted side.
 
 Why. Facts read inside the student's process (jaxpr primitives, compile counts, the compiled
 HLO) come from objects the student's module can patch. Here the student's worker only EXPORTS
-its jitted call (`jax.export`: StableHLO bytes). The trusted side (the reference worker, which
-imports nothing but the reference solution) deserializes that artifact, refuses anything it
-would not run, counts its operations, compiles it and RUNS it on the same inputs; the grader
-compares those outputs with the reference's. Every fact therefore describes a program that
-the data shows to compute the function, whatever the student's process did.
+its jitted call (`jax.export`: StableHLO bytes), from argument specs (`jax.ShapeDtypeStruct`s
+and static values: it is never handed the values its program will run on). The trusted side (a
+worker on an empty module, or the reference's for its own programs) deserializes that
+artifact, refuses anything it would not run, counts its operations, compiles it and RUNS it on
+fresh samples of those shapes; the grader compares those outputs with the reference's there.
+Every fact therefore describes a program that the data shows to compute the function on
+inputs its author never saw, whatever the student's process did.
 
-    blob = export(jitted, args)          # student side: bytes (untrusted from here on)
+    blob = export(jitted, specs)         # student side: bytes (untrusted from here on)
     facts, out = analyse(blob, args)     # trusted side: facts (JSON-able) and the outputs
 
 Host callbacks (`pure_callback`, `io_callback`, `jax.debug.print`, ...) cannot be serialized
@@ -119,7 +121,8 @@ class ProgramRefused(Exception):
 def export(jitted: Any, args: tuple) -> bytes:
     """The jitted call `jitted(*args)` as an exported program (header + `Exported.serialize()`).
 
-    `jitted` is a `jax.jit` object; static arguments, declared by its `static_argnums`, are
+    `jitted` is a `jax.jit` object; `args` may be values or `jax.ShapeDtypeStruct`s (the
+    harness exports from specs); static arguments, declared by its `static_argnums`, are
     passed positionally in `args` like the others. Errors raised while tracing the student's
     function (a shape error, a ConcretizationTypeError, ...) propagate unchanged, so that they
     point at the student's line; a host callback, or any other reason the traced program cannot
@@ -173,8 +176,8 @@ def _static_positions(jitted: Any, n: int) -> list[int] | None:
 def analyse(blob: bytes, args: tuple, max_ops: int = MAX_OPS) -> tuple[dict, Any]:
     """Facts about the exported program `blob`, and its outputs on `args` (run here).
 
-    `args` are the call's arguments as the worker built them (the same values the student's
-    function was called with). Raises `ProgramRefused` before compiling anything unsafe.
+    `args` are the call's arguments as the worker built them (a sample of the shapes the
+    program was exported from). Raises `ProgramRefused` before compiling anything unsafe.
 
     Facts (JSON-able; exact counts but for the time):
       ops            {short op name: count} over every function and region of the module

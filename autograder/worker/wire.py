@@ -31,6 +31,26 @@ class Key:
     """
 
     seed: int
+
+
+SPEC_KINDS = ("array", "key", "scalar")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """An argument described, never given: what a program is exported from (`op_trace`).
+
+    `kind` "array": a NumPy array or scalar of `shape` and `dtype` (a dtype name); "key": a
+    typed PRNG key array of `shape`, of the implementation `dtype` names (None: JAX's default);
+    "scalar": a Python number of the type `dtype` names (bool, int, float, complex), which JAX
+    traces as a weakly-typed scalar. The worker builds a `jax.ShapeDtypeStruct` from it.
+    """
+
+    kind: str
+    shape: tuple[int, ...] = ()
+    dtype: str | None = None
+
+
 _ALLOWED_KINDS = set("biufc")
 
 
@@ -46,7 +66,7 @@ class Closed(WireError):
     """The other end closed the channel (the process died or exited)."""
 
 
-def _dtype(name: str) -> np.dtype:
+def dtype_named(name: str) -> np.dtype:
     """A data-only dtype from its name; ml_dtypes' (bfloat16, ...) included."""
     try:
         dt = np.dtype(name)
@@ -70,6 +90,8 @@ def encode(tree: Any) -> bytes:
             return {"$a": len(arrays) - 1}
         if isinstance(x, Key):
             return {"$key": int(x.seed)}
+        if isinstance(x, Spec):
+            return {"$spec": [x.kind, [int(n) for n in x.shape], x.dtype]}
         if isinstance(x, tuple):
             return {"$t": [enc(v) for v in x]}
         if isinstance(x, list):
@@ -94,11 +116,12 @@ def decode(payload: bytes, key: Callable[[int], Any] = Key, array: Callable[[np.
         offset = 4 + hlen
         arrays = []
         for name, shape in header["arrays"]:
-            dt = _dtype(name)
+            dt = dtype_named(name)
             if not all(type(n) is int and n >= 0 for n in shape):
                 raise WireError(f"malformed message: array shape {shape!r}")
             count = int(np.prod(shape, dtype=np.int64))
             a = np.frombuffer(payload, dtype=dt, count=count, offset=offset).reshape(shape)
+            a.flags.writeable = False  # as from `bytes`: a reply is read, never changed
             offset += count * dt.itemsize
             arrays.append(a)
     except WireError:
@@ -119,6 +142,8 @@ def decode(payload: bytes, key: Callable[[int], Any] = Key, array: Callable[[np.
                 if type(x["$key"]) is not int:
                     raise WireError("malformed message: a key's seed must be an integer")
                 return key(x["$key"])
+            if "$spec" in x:
+                return _spec(x["$spec"])
             if "$t" in x:
                 return tuple(dec(v) for v in x["$t"])
             if "$d" in x:
@@ -132,6 +157,14 @@ def decode(payload: bytes, key: Callable[[int], Any] = Key, array: Callable[[np.
         raise
     except Exception as exc:  # a frame from an untrusted worker may be shaped any way at all
         raise WireError(f"malformed message: {type(exc).__name__}: {exc}") from None
+
+
+def _spec(fields: Any) -> Spec:
+    """A `Spec` as sent: a known kind, a shape of non-negative ints, a dtype name or None."""
+    if not (isinstance(fields, list) and len(fields) == 3 and fields[0] in SPEC_KINDS and isinstance(fields[1], list)
+            and all(type(n) is int and n >= 0 for n in fields[1]) and (fields[2] is None or type(fields[2]) is str)):
+        raise WireError("malformed message: a bad argument spec")
+    return Spec(fields[0], tuple(fields[1]), fields[2])
 
 
 def _dict_key(k: Any) -> Any:
@@ -150,8 +183,10 @@ def write_frame(fd: int, tree: Any) -> None:
         view = view[n:]
 
 
-def _read_exact(fd: int, n: int, deadline: float | None, watch_fd: int | None = None) -> bytes:
-    chunks, got = [], 0
+def _read_into(fd: int, view: memoryview, deadline: float | None, watch_fd: int | None = None) -> None:
+    """Fill `view` from `fd`: a frame is read into one buffer allocated for it, never in chunks
+    joined afterwards (which held it twice)."""
+    got, n = 0, len(view)
     while got < n:
         if deadline is not None or watch_fd is not None:
             left = None if deadline is None else deadline - time.monotonic()
@@ -166,17 +201,39 @@ def _read_exact(fd: int, n: int, deadline: float | None, watch_fd: int | None = 
                 raise Timeout("no answer in time")
             if fd not in ready:  # only `watch_fd`: the writer is gone and nothing is buffered
                 raise Closed("the process exited")
-        chunk = os.read(fd, min(n - got, 1 << 20))
-        if not chunk:
+        count = os.readv(fd, [view[got:got + (1 << 20)]])
+        if not count:
             raise Closed("the process closed its channel")
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
+        got += count
+
+
+def _read_exact(fd: int, n: int, deadline: float | None, watch_fd: int | None = None) -> bytearray:
+    buffer = bytearray(n)
+    _read_into(fd, memoryview(buffer), deadline, watch_fd)
+    return buffer
+
+
+class TooLarge(WireError):
+    """A frame, or its JSON header, announced a size past what the reader allows; nothing of it
+    was allocated (the channel is then out of step: the writer must be stopped)."""
+
+
+def megabytes(n: int) -> str:
+    """A byte count for messages: "3.2 MB"."""
+    if n >= 1e9:
+        return f"{n / 1e9:.3g} GB"
+    return f"{n / 1e6:.3g} MB" if n >= 1e6 else f"{n / 1e3:.3g} kB"
 
 
 def read_frame(fd: int, deadline: float | None = None, max_bytes: int = MAX_FRAME, *, watch_fd: int | None = None,
-               **decode_kw: Any) -> Any:
+               max_header: int | None = None, why: str = "", sizes: list | None = None, **decode_kw: Any) -> Any:
     """Receive one message; `deadline` is a `time.monotonic()` instant, None waits forever.
+
+    The frame's size (and, with `max_header`, its JSON header's: decoding JSON builds Python
+    objects some 20 times its size) is checked against the bound BEFORE anything is allocated
+    for it: a frame past `max_bytes` raises `TooLarge` ("the reply was N MB, more than the M MB
+    allowed" + `why`) having read 12 bytes of it. `sizes`, where given, receives (frame bytes,
+    header bytes) of the frame read.
 
     `watch_fd` (e.g. a pidfd of the writer) becomes readable when the writer is gone: then what
     is already in the channel is still read, but once it runs dry without a complete frame,
@@ -185,5 +242,44 @@ def read_frame(fd: int, deadline: float | None = None, max_bytes: int = MAX_FRAM
     """
     (size,) = struct.unpack("<Q", _read_exact(fd, 8, deadline, watch_fd))
     if size > max_bytes:
-        raise WireError(f"message of {size} bytes is over the {max_bytes}-byte limit")
-    return decode(_read_exact(fd, size, deadline, watch_fd), **decode_kw)
+        raise TooLarge(f"the reply was {megabytes(size)}, more than the {megabytes(max_bytes)} allowed{why}")
+    if size < 4:
+        raise WireError(f"malformed message: a frame of {size} bytes")
+    payload = bytearray(size)
+    view = memoryview(payload)
+    _read_into(fd, view[:4], deadline, watch_fd)
+    (hlen,) = struct.unpack_from("<I", payload)
+    if max_header is not None and hlen > max_header:
+        raise TooLarge(f"the reply's description (its structure, names and messages) was {megabytes(hlen)}, "
+                       f"more than the {megabytes(max_header)} allowed{why}")
+    _read_into(fd, view[4:], deadline, watch_fd)
+    del view
+    if sizes is not None:
+        sizes.append((size, hlen))
+    return decode(payload, **decode_kw)
+
+
+def sizes(tree: Any) -> tuple[int, int]:
+    """(payload bytes, JSON header bytes) of `tree` as `encode` sends it, without copying its
+    arrays: what a reference's reply weighs, to bound the student's reply to the same request."""
+    nbytes: list[int] = []
+    meta: list[list[Any]] = []
+
+    def enc(x: Any) -> Any:
+        if isinstance(x, (np.ndarray, np.generic)):
+            a = np.asarray(x)
+            nbytes.append(a.nbytes)
+            meta.append([a.dtype.name, list(a.shape)])
+            return {"$a": len(meta) - 1}
+        if isinstance(x, Key):
+            return {"$key": int(x.seed)}
+        if isinstance(x, tuple):
+            return {"$t": [enc(v) for v in x]}
+        if isinstance(x, list):
+            return [enc(v) for v in x]
+        if isinstance(x, dict):
+            return {"$d": [[k, enc(v)] for k, v in x.items()]}
+        return x if x is None or isinstance(x, (bool, int, float, str)) else repr(x)
+
+    header = len(json.dumps({"tree": enc(tree), "arrays": meta}).encode())
+    return 4 + header + sum(nbytes), header
