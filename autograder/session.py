@@ -118,14 +118,18 @@ class TopicSession:
                 self._analysis_dir = tempfile.TemporaryDirectory(prefix="jaxlings-analysis-")
             module, name = Path(self._analysis_dir.name) / "analysis.py", "jaxlings_analysis"
             module.write_text('"""Nothing: this worker only analyses exported programs."""\n')
+        return self._start_trusted(module, name, cache, f"the reference for {self.topic.name}")
+
+    def _start_trusted(self, module: Path, name: str, cache: compile_cache.Policy, what: str) -> Worker:
+        """A trusted worker on `module`; GraderError naming `what` when it does not start or import."""
         try:
-            ref = Worker(module, name, env=self.topic.env, limits=self.limits, cache=cache)
+            worker = Worker(module, name, env=self.topic.env, limits=self.limits, cache=cache)
         except WorkerDied as exc:
-            raise GraderError(f"the reference for {self.topic.name} did not start: {exc}") from None
-        if not ref.load_reply["ok"]:
-            ref.close()
-            raise GraderError(f"the reference for {self.topic.name} failed to import: {ref.load_reply['error']}")
-        return ref
+            raise GraderError(f"{what} did not start: {exc}") from None
+        if not worker.load_reply["ok"]:
+            worker.close()
+            raise GraderError(f"{what} failed to import: {worker.load_reply['error']}")
+        return worker
 
     def _start_student(self) -> tuple[Worker | None, str | None]:
         """Start the student's worker (the first time, a spare's if `grade watch` has one for
@@ -208,15 +212,8 @@ class TopicSession:
             self._analysis_dir = tempfile.TemporaryDirectory(prefix="jaxlings-analysis-")
         module = Path(self._analysis_dir.name) / "analyser.py"
         module.write_text('"""Nothing: this worker only analyses exported programs of a submission."""\n')
-        try:
-            worker = Worker(module, "jaxlings_analyser", env=self.topic.env, limits=self.limits,
-                            cache=compile_cache.reference())
-        except WorkerDied as exc:
-            raise GraderError(f"the program analyser for {self.topic.name} did not start: {exc}") from None
-        if not worker.load_reply["ok"]:
-            worker.close()
-            raise GraderError(f"the program analyser for {self.topic.name} failed: {worker.load_reply['error']}")
-        return worker
+        return self._start_trusted(module, "jaxlings_analyser", compile_cache.reference(),
+                                   f"the program analyser for {self.topic.name}")
 
     def restart_analyser(self) -> None:
         """Stop the analysis worker after a student's program took it down or past its deadline;

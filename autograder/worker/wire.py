@@ -79,30 +79,34 @@ def dtype_named(name: str) -> np.dtype:
     return dt
 
 
+def _header_tree(x: Any, array: Callable[[np.ndarray], int]) -> Any:
+    """`x` as the JSON header carries it; `array(a)` files each array and returns its index."""
+    if isinstance(x, (np.ndarray, np.generic)):
+        return {"$a": array(np.asarray(x))}
+    if isinstance(x, Key):
+        return {"$key": int(x.seed)}
+    if isinstance(x, Spec):
+        return {"$spec": [x.kind, [int(n) for n in x.shape], x.dtype]}
+    if isinstance(x, tuple):
+        return {"$t": [_header_tree(v, array) for v in x]}
+    if isinstance(x, list):
+        return [_header_tree(v, array) for v in x]
+    if isinstance(x, dict):
+        return {"$d": [[k, _header_tree(v, array)] for k, v in x.items()]}
+    if x is None or isinstance(x, (bool, int, float, str)):
+        return x
+    raise TypeError(f"cannot send a {type(x).__name__}")
+
+
 def encode(tree: Any) -> bytes:
     """Serialize a message tree into one frame payload."""
     arrays: list[np.ndarray] = []
 
-    def enc(x: Any) -> Any:
-        if isinstance(x, (np.ndarray, np.generic)):
-            a = np.asarray(x)
-            arrays.append(a if a.flags.c_contiguous else a.copy(order="C"))
-            return {"$a": len(arrays) - 1}
-        if isinstance(x, Key):
-            return {"$key": int(x.seed)}
-        if isinstance(x, Spec):
-            return {"$spec": [x.kind, [int(n) for n in x.shape], x.dtype]}
-        if isinstance(x, tuple):
-            return {"$t": [enc(v) for v in x]}
-        if isinstance(x, list):
-            return [enc(v) for v in x]
-        if isinstance(x, dict):
-            return {"$d": [[k, enc(v)] for k, v in x.items()]}
-        if x is None or isinstance(x, (bool, int, float, str)):
-            return x
-        raise TypeError(f"cannot send a {type(x).__name__}")
+    def file(a: np.ndarray) -> int:
+        arrays.append(a if a.flags.c_contiguous else a.copy(order="C"))
+        return len(arrays) - 1
 
-    body = enc(tree)
+    body = _header_tree(tree, file)
     meta = [[a.dtype.name, list(a.shape)] for a in arrays]
     header = json.dumps({"tree": body, "arrays": meta}).encode()
     return b"".join([struct.pack("<I", len(header)), header, *(a.tobytes() for a in arrays)])
@@ -262,24 +266,12 @@ def read_frame(fd: int, deadline: float | None = None, max_bytes: int = MAX_FRAM
 def sizes(tree: Any) -> tuple[int, int]:
     """(payload bytes, JSON header bytes) of `tree` as `encode` sends it, without copying its
     arrays: what a reference's reply weighs, to bound the student's reply to the same request."""
-    nbytes: list[int] = []
     meta: list[list[Any]] = []
 
-    def enc(x: Any) -> Any:
-        if isinstance(x, (np.ndarray, np.generic)):
-            a = np.asarray(x)
-            nbytes.append(a.nbytes)
-            meta.append([a.dtype.name, list(a.shape)])
-            return {"$a": len(meta) - 1}
-        if isinstance(x, Key):
-            return {"$key": int(x.seed)}
-        if isinstance(x, tuple):
-            return {"$t": [enc(v) for v in x]}
-        if isinstance(x, list):
-            return [enc(v) for v in x]
-        if isinstance(x, dict):
-            return {"$d": [[k, enc(v)] for k, v in x.items()]}
-        return x if x is None or isinstance(x, (bool, int, float, str)) else repr(x)
+    def file(a: np.ndarray) -> int:
+        meta.append([a.dtype.name, list(a.shape), a.nbytes])
+        return len(meta) - 1
 
-    header = len(json.dumps({"tree": enc(tree), "arrays": meta}).encode())
-    return 4 + header + sum(nbytes), header
+    body = _header_tree(tree, file)
+    header = len(json.dumps({"tree": body, "arrays": [m[:2] for m in meta]}).encode())
+    return 4 + header + sum(m[2] for m in meta), header
