@@ -47,8 +47,8 @@ def test_calls_load_from_the_cache_but_a_stream_always_compiles(tmp_path):
     assert _entries(cache.directory)
     with _worker(tmp_path, cache) as second:
         # the same calls in a new process: loaded, not compiled (JAX counts the hits)...
-        assert second.request("prepare", 60, fn="f", cases=[(x,) for x in shapes], jit=True)["ok"]
-        steps = [second.request("step", 60, fn="f", index=i) for i in range(len(shapes))]
+        assert second.request("prepare", 60, fn="f", jit=True)["ok"]
+        steps = [second.request("step", 60, fn="f", args=(x,)) for x in shapes]
         # ...except in a stream, whose compilations the grader reads off its clock
         assert [s["cache_hits"] for s in steps] == [0, 0, 0]
         assert [s["counts"][0] for s in steps] == [1, 1, 1]
@@ -60,8 +60,8 @@ def test_the_cached_ops_do_hit(tmp_path):
     shapes = [np.ones(n, np.float32) for n in (5, 6)]
     for _ in range(2):
         with _worker(tmp_path, cache) as w:
-            assert w.request("prepare", 60, fn="f", cases=[(x,) for x in shapes], jit=True)["ok"]
-            hits = [w.request("step", 60, fn="f", index=i)["cache_hits"] for i in range(len(shapes))]
+            assert w.request("prepare", 60, fn="f", jit=True)["ok"]
+            hits = [w.request("step", 60, fn="f", args=(x,))["cache_hits"] for x in shapes]
     assert hits == [1, 1]
 
 

@@ -116,8 +116,9 @@ def test_stop_gradient_forgotten_or_misplaced_fails_grad_only(one_fault_each, mo
 
 def test_first_order_maml_fails_grad_only(one_fault_each):
     assert failed(one_fault_each, "maml_loss") == {"grad"}
-    # the docstring's example: the full gradient is -0.5, first-order MAML says -1
-    assert "the largest error is 0.5" in message(one_fault_each, "maml_loss", "grad")
+    # on the docstring's example the full gradient is -0.5 and first-order MAML says -1; hidden
+    # grading draws other instances of that edge and random cases, where the two differ as well
+    assert "values are off" in message(one_fault_each, "maml_loss", "grad")
 
 
 def test_python_loop_over_examples_fails_jit_on_growth(one_fault_each):

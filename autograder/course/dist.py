@@ -38,8 +38,9 @@ DIST_NAME = "jaxlings-student"
 
 STUDENT_MODULES = (
     "__init__.py", "__main__.py", "answers.py", "changes.py", "cli.py", "compare.py", "compile_cache.py",
-    "engine.py", "gate.py", "hints.py", "kernel.py", "paths.py", "replies.py", "report.py", "requirements.py",
-    "results.py", "sandbox.py", "session.py", "spares.py", "spec.py", "structure.py", "stubs.py", "submission.py",
+    "draws.py", "engine.py", "gate.py", "hints.py", "kernel.py", "paths.py", "replies.py", "report.py", "requirements.py",
+    "results.py", "sandbox.py", "session.py", "source.py", "spares.py", "spec.py", "structure.py", "stubs.py",
+    "submission.py",
     "timing.py",
     "workspace.py", "topics/__init__.py", "public/__init__.py",
     "service/__init__.py", "service/client.py", "service/cli.py",
