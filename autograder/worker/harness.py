@@ -149,13 +149,9 @@ class Harness:
                 return self.device_put(x)
             if isinstance(x, Key):
                 return self.key(x.seed)
-            if isinstance(x, (list, tuple)):
-                return type(x)(conv(v) for v in x)
-            if isinstance(x, dict):
-                return {k: conv(v) for k, v in x.items()}
             return x
 
-        return tuple(conv(a) for a in args)
+        return _mapped(args, conv)
 
     def transformed(self, req: dict[str, Any]) -> Callable[..., Any]:
         """The function with the request's transforms applied, innermost first.
@@ -320,13 +316,9 @@ class Harness:
                     aval = self.typeof({"bool": False, "int": 0, "float": 0.0, "complex": 0j}[x.dtype])
                     return self.shape_dtype((), aval.dtype, weak_type=aval.weak_type)
                 return self.shape_dtype(x.shape, wire.dtype_named(x.dtype))
-            if isinstance(x, (list, tuple)):
-                return type(x)(conv(v) for v in x)
-            if isinstance(x, dict):
-                return {k: conv(v) for k, v in x.items()}
             return x
 
-        return tuple(conv(a) for a in specs)
+        return _mapped(specs, conv)
 
     def check_static(self, jitted: Any, specs: tuple[Any, ...]) -> None:
         """A clear message where the function's own jit holds static an argument that the
@@ -377,6 +369,16 @@ class Harness:
         out, count = self.counted(self.prepared, args)
         self.stdout.flush()
         return {"out": self.export(out), "counts": count, "cache_hits": self.counts[CACHE_HIT_EVENT] - hits}
+
+def _mapped(x: Any, leaf: Callable[[Any], Any]) -> Any:
+    """`x` with `leaf` applied to every leaf of its lists, tuples and dicts (an argument tuple as
+    the wire carries it), the containers kept."""
+    if isinstance(x, (list, tuple)):
+        return type(x)(_mapped(v, leaf) for v in x)
+    if isinstance(x, dict):
+        return {k: _mapped(v, leaf) for k, v in x.items()}
+    return leaf(x)
+
 
 def _has_spec(x: Any) -> bool:
     """Whether an argument holds a `Spec` (data, described), nested ones included."""
