@@ -10,7 +10,7 @@
 - kill-worker: T times, kill -9 a worker's whole group a random moment into a grade, start
   another; then count submissions that were never graded (must be 0).
 - kill-api: T times, kill -9 the API a random moment after an upload began (it stores, then
-  waits `JAXLINGS_REPLY_DELAY` before sending and replying), restart it, send again as
+  waits `JAXLINGS_FAULT_REPLY_DELAY` (tests/fault_serve.py) before sending and replying), restart it, send again as
   `grade submit` would; count acknowledged or stored submissions never graded (must be 0).
 
 Runs on the embedded default (SQLite, Celery's SQLAlchemy transport), or `--postgres-redis`.
@@ -142,7 +142,7 @@ def kill_api(course, trials: int) -> dict:
     token = course.token("uploader")
     acknowledged, stored_unanswered, retried_same = set(), 0, 0
     for trial in range(trials):
-        server = course.serve(JAXLINGS_REPLY_DELAY="1.5")
+        server = course.serve(faults=True, JAXLINGS_FAULT_REPLY_DELAY="1.5")
         data = zip_of({"prng.py": BROKEN + f"# {trial}\n"})
         reply: list = []
         sender = threading.Thread(target=lambda: reply.append(_try_post(course, token, data)))

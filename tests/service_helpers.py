@@ -6,8 +6,10 @@ ended here (by its process group, so a worker's pool and grading processes go wi
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -89,21 +91,24 @@ class Course:
 
         return roster.add_instructor(self.settings(), "prof")
 
-    def _start(self, args: list[str], log: str, **env: str) -> subprocess.Popen:
+    def _start(self, args: list[str], log: str, command: list[str] = GRADE, **env: str) -> subprocess.Popen:
         out = open(self.data_dir / log, "ab")
-        proc = subprocess.Popen(GRADE + args, env={**os.environ, **self.env, **env}, stdout=out,
+        proc = subprocess.Popen(command + args, env={**os.environ, **self.env, **env}, stdout=out,
                                 stderr=subprocess.STDOUT, start_new_session=True, cwd=self.data_dir)
         self.procs.append(proc)
         return proc
 
-    def serve(self, timeout: float = 60, args: tuple[str, ...] = (), **env: str) -> subprocess.Popen:
+    def serve(self, timeout: float = 60, args: tuple[str, ...] = (), faults: bool = False, **env: str) -> subprocess.Popen:
         """Start the API (on JAXLINGS_PORT if given, else the course's port) and wait (bounded) until it answers.
+
+        `faults`: start it through tests/fault_serve.py, which injects the JAXLINGS_FAULT_* faults in `env`.
 
         A port taken between `free_port()` and the bind (another test run on this machine) is
         replaced by a fresh one, up to three times, when the course's own port was meant.
         """
         for _ in range(3):
-            proc = self._start(["serve", *args], "serve.log", **env)
+            command = [sys.executable, str(ROOT / "tests" / "fault_serve.py")] if faults else GRADE
+            proc = self._start(["serve", *args], "serve.log", command, **env)
             if self._answers(proc, int(env.get("JAXLINGS_PORT", self.port)), timeout):
                 return proc
             if "JAXLINGS_PORT" in env or "address already in use" not in self.log("serve.log"):
@@ -238,3 +243,38 @@ def new_course(data: Path, **extra: str) -> Course:
     data.mkdir(parents=True, exist_ok=True)
     port = free_port()
     return Course(course_env(data, port, **extra), data, port)
+
+
+def form_csrf(html: str) -> str:
+    """The value of a page's first hidden `csrf` field."""
+    import re
+
+    found = re.search(r'name="csrf" value="([^"]+)"', html)
+    assert found, "no csrf field on the page"
+    return found.group(1)
+
+
+def page_login(course: Course, token: str) -> httpx.Client:
+    """A browser-like client logged in on the pages with `token` (login form, its CSRF, our Origin)."""
+    pages = httpx.Client(base_url=course.url, headers={"Origin": course.url}, timeout=30)
+    csrf = form_csrf(pages.get("/login").text)
+    reply = pages.post("/login", data={"token": token, "csrf": csrf})
+    assert reply.status_code == 303, reply.text
+    return pages
+
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@contextlib.contextmanager
+def headless_chromium():
+    """Debian's chromium driven by playwright, headless; skips the test when either is missing."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    if not shutil.which(CHROMIUM):
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium; .ci/run does)")
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        try:
+            yield browser
+        finally:
+            browser.close()

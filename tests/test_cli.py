@@ -126,7 +126,7 @@ def test_watch_rechecks_only_the_function_that_was_saved(tmp_path):
         assert any("no function changed" in line for line in _read_until(proc, "no function changed"))
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=30)
+        proc.wait(timeout=120)      # it may be mid-check with its workers on a loaded machine
     assert any("not implemented yet" in line for line in lines)
 
 

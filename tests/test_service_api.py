@@ -16,7 +16,8 @@ import pytest
 from autograder import topics
 from sqlalchemy import func, select
 
-from service_helpers import SOLUTIONS, api, course, free_port, new_course, post_zip, zip_of  # noqa: F401
+from service_helpers import (SOLUTIONS, api, course, form_csrf, free_port, new_course, page_login,  # noqa: F401
+                             post_zip, zip_of)
 
 PRNG = (SOLUTIONS / "prng.py").read_bytes()
 AT = (SOLUTIONS / "at_updates.py").read_bytes()
@@ -55,13 +56,19 @@ def test_a_submission_is_stored_before_the_202_and_is_idempotent(live):
     assert body["status"] == "queued" and body["topics"] == ["prng"] and body["duplicate"] is False
     again = post_zip(client, zip_of({"exercises/prng.py": PRNG}))   # re-zipped in a folder: same content
     assert again.status_code == 202 and again.json()["id"] == body["id"] and again.json()["duplicate"] is True
-    other = post_zip(client, zip_of({"prng.py": PRNG}), topics=["prng", "at_updates"])
+    both = zip_of({"prng.py": PRNG, "at_updates.py": AT})
+    other = post_zip(client, both, topics=["prng", "at_updates"])
     assert other.json()["id"] != body["id"] and other.json()["topics"] == ["prng", "at_updates"]
+    only = post_zip(client, both, topics=["at_updates"])           # the same zip, one topic of it: its own
+    assert only.json()["topics"] == ["at_updates"] and only.json()["id"] != other.json()["id"]
     changed = post_zip(client, zip_of({"prng.py": PRNG + b"\n# edited\n"}))
     assert changed.json()["id"] not in (body["id"], other.json()["id"])
     ids = {s["id"] for s in client.get("/api/submissions").json()}
     assert {body["id"], other.json()["id"], changed.json()["id"]} <= ids
-    assert (live.data_dir / "uploads" / f"{body['digest']}.zip").is_file()
+    from autograder.service import db
+
+    with db.sessions(live.settings().db_url)() as session:           # stored once, in the database
+        assert session.get(db.Upload, body["digest"]) is not None
 
 
 def _link_zip() -> bytes:
@@ -210,16 +217,18 @@ def test_pages_escape_what_students_send_and_hide_others_submissions(live):
     mallory = live.token("<script>alert(1)</script>")
     sub = post_zip(api(live, mallory), zip_of({"prng.py": PRNG + b"# xss\n"})).json()["id"]
     pages = httpx.Client(base_url=live.url, follow_redirects=False)
-    assert pages.get("/gradebook").headers["location"].endswith("/login")             # no cookie: log in first
-    wrong = pages.post("/login", data={"token": "jxl_nope"})
-    assert wrong.status_code == 200 and "not known" in wrong.text
-    prof = httpx.Client(base_url=live.url, cookies={"jaxlings_token": live.instructor()})
+    assert pages.get("/gradebook").headers["location"].endswith("/login")             # no session: log in first
+    csrf = form_csrf(pages.get("/login").text)
+    wrong = pages.post("/login", data={"token": "jxl_nope", "csrf": csrf})
+    assert wrong.status_code == 401 and "not known" in wrong.text
+    prof = page_login(live, live.instructor())
     html = prof.get("/gradebook").text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert" not in html
     assert 'class="timeline"' in html
-    other = httpx.Client(base_url=live.url, cookies={"jaxlings_token": live.token("bystander")})
+    other = page_login(live, live.token("bystander"))
     assert other.get(f"/submissions/{sub}").status_code == 404
-    assert other.get("/gradebook", follow_redirects=False).status_code == 303              # students: no gradebook
-    own = httpx.Client(base_url=live.url, cookies={"jaxlings_token": mallory})
+    refused = other.get("/gradebook", follow_redirects=False)                           # students: no gradebook
+    assert refused.status_code == 403 and "for instructors" in refused.text
+    own = page_login(live, mallory)
     assert own.get(f"/submissions/{sub}").status_code == 200
     assert 'http-equiv="refresh"' in own.get(f"/submissions/{sub}").text                   # refreshes until graded

@@ -8,25 +8,18 @@ from __future__ import annotations
 import csv
 import io
 import json
-import shutil
 
 import pytest
 
-from service_helpers import BROKEN, SOLUTIONS, api, course, state, wait_for, zip_of  # noqa: F401
+from service_helpers import BROKEN, SOLUTIONS, api, course, headless_chromium, state, wait_for, zip_of  # noqa: F401
 
 pytestmark = pytest.mark.slow
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 @pytest.fixture
 def browser():
-    playwright = pytest.importorskip("playwright.sync_api")
-    if not shutil.which(CHROMIUM):
-        pytest.skip("Debian's chromium is not installed (apt-get install chromium; .ci/run does)")
-    with playwright.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+    with headless_chromium() as chromium:
         yield chromium
-        chromium.close()
 
 
 def log_in(browser, url: str, token: str):
@@ -61,7 +54,11 @@ def test_student_submits_in_the_browser_and_instructor_downloads_the_csv(course,
     assert "at_updates.mask_fill:jit" in page.text_content("#verdicts")
     page.goto(f"{course.url}/me")
     assert f"{score} / 33" in page.text_content("#history")
-    assert page.goto(f"{course.url}/gradebook").url.endswith("/login")     # students have no gradebook
+    refused = page.goto(f"{course.url}/gradebook")                          # students have no gradebook
+    assert refused.status == 403 and "for instructors" in page.text_content("#error")
+    page.goto(f"{course.url}/me")
+    page.click("text=log out")                                              # the session ends on the server
+    assert page.url.endswith("/login") and page.goto(f"{course.url}/me").url.endswith("/login")
 
     prof = log_in(browser, course.url, course.instructor())
     assert prof.url.endswith("/gradebook")

@@ -86,7 +86,7 @@ def test_a_worker_killed_mid_grade_leaves_the_job_to_be_graded_again(any_course)
 
 
 def test_the_api_killed_between_storing_and_replying_loses_nothing(course):
-    slow = course.serve(JAXLINGS_REPLY_DELAY="60")     # stores, then sits before sending and replying
+    slow = course.serve(faults=True, JAXLINGS_FAULT_REPLY_DELAY="60")   # stores, then sits before sending and replying
     course.worker()
     token = course.token("erin")
     data = zip_of({"prng.py": BROKEN})
@@ -100,8 +100,6 @@ def test_the_api_killed_between_storing_and_replying_loses_nothing(course):
 
     sender = threading.Thread(target=send)
     sender.start()
-    wait_for(lambda: (course.data_dir / "uploads").is_dir() and any((course.data_dir / "uploads").iterdir()), 30,
-             "the upload to be stored")
     wait_for(lambda: _rows(course), 30, "the submission row")
     kill(slow)
     sender.join(60)
@@ -177,6 +175,11 @@ def _lose_the_message(course, sub: int) -> None:
 
     from autograder.service import db
 
+    def sent() -> bool:      # the dispatcher sends off the request path: wait for the message to be there
+        with db.sessions(course.settings().db_url)() as session:
+            return session.get(db.Submission, sub).sent_at is not None
+
+    wait_for(sent, 30, "the dispatcher to send the job")
     broker = sqlalchemy.create_engine(f"sqlite:///{course.data_dir / 'broker.db'}")
     with broker.begin() as conn:
         assert conn.execute(sqlalchemy.text("DELETE FROM kombu_message")).rowcount == 1
@@ -267,7 +270,7 @@ def test_processes_starting_at_once_on_a_fresh_sqlite_broker_all_declare_and_sen
 
 def test_a_broker_that_refuses_a_job_loses_nothing_and_the_student_still_gets_a_reply(course):
     """The broker fails the send (its message table is gone): the API still answers 202 with the
-    stored submission, says why in its log, and the sweep of the worker started later sends and
+    stored submission, its dispatcher says why in the log, and the sweep of the worker started later sends and
     grades it."""
     import sqlalchemy
 
@@ -281,7 +284,8 @@ def test_a_broker_that_refuses_a_job_loses_nothing_and_the_student_still_gets_a_
     assert reply.status_code == 202, reply.text
     sub = reply.json()["id"]
     assert reply.json()["status"] == "queued"
-    assert "could not send submission" in course.log("serve.log")
+    wait_for(lambda: "could not send submission" in course.log("serve.log"), 30,    # sent off the request path
+             "the dispatcher to log the refused send")
     course.worker()                                # creates the broker's tables again, then sweeps
     done = graded(client, sub, 120)
     assert done["status"] == "done" and done["score"] == 0

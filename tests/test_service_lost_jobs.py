@@ -66,5 +66,8 @@ def test_a_job_that_kills_its_worker_twice_is_failed_with_the_reason_and_not_sen
     time.sleep(3 * float(course.env["JAXLINGS_SWEEP_SECONDS"]) + float(course.env["JAXLINGS_LEASE_SECONDS"]))
     after = state(client, sub)
     assert after["status"] == "failed" and after["attempts"] == 2 and queued_messages(course) == 0
+    again = post_zip(client, zip_of({"at_updates.py": AT})).json()   # sent again: not graded a third time
+    assert again["id"] == sub and again["duplicate"] and again["status"] == "failed"
     other = post_zip(client, zip_of({"prng.py": BROKEN})).json()["id"]   # the queue still works
     assert graded(client, other, 120)["status"] == "done"
+    assert state(client, sub)["status"] == "failed" and state(client, sub)["attempts"] == 2

@@ -4,10 +4,12 @@
     grade submit [TOPIC ...] [--wait]             zip ./exercises' topic files and submit them
     grade submissions                             your submissions
     grade result ID [--json FILE]                 one submission's verdicts (the `grade check` table)
-    grade serve [--with-worker]                   the API and pages (instructors)
+    grade serve [--proxy] [--with-worker]         the API and pages (instructors); nginx in front with --proxy
     grade worker                                  one grading worker: one per GPU
     grade course add-students ROSTER.csv          roster in, course tokens out
     grade course add-instructor NAME              an instructor token
+    grade course rotate-token LOGIN|--instructor NAME   a new token; the old ones revoked
+    grade course revoke LOGIN|--instructor NAME   revoke tokens (and the page sessions opened with them)
     grade export gradescope [--out FILE]          a Gradescope autograder zip
 
 Ships in the student package: server libraries are imported inside the server commands only.
@@ -41,7 +43,8 @@ Sandbox = Annotated[Optional[str], typer.Option("--sandbox", help="on, off or au
 
 
 def friendly(fn: Callable) -> Callable:
-    """The errors a user can cause as one red line and exit status 2."""
+    """The errors a user can cause, and a database that does not answer, as one red line and
+    exit status 2."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -54,8 +57,38 @@ def friendly(fn: Callable) -> Callable:
             console.print(f"[red]error:[/] `grade {fn.__name__.replace('_', '-')}` runs on the grading server, which "
                           f"needs the grader: pip install 'jaxlings\\[server]' (missing: {exc.name})", highlight=False)
             raise typer.Exit(2) from None
+        except Exception as exc:
+            if not _database_down(exc):
+                raise
+            console.print(f"[red]error:[/] cannot reach the database at {escape(_database_named(kwargs))}: "
+                          f"{escape(_reason(exc))}", highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
 
     return wrapper
+
+
+def _database_down(exc: BaseException) -> bool:
+    """Whether `exc` says the database cannot be reached (SQLAlchemy's classes, looked up only if
+    SQLAlchemy was imported: this module ships in the student package, without it)."""
+    errors = sys.modules.get("sqlalchemy.exc")
+    return errors is not None and isinstance(exc, (errors.OperationalError, errors.InterfaceError))
+
+
+def _database_named(flags: dict) -> str:
+    """The database URL a server command was given (flags, then environment), password hidden."""
+    from sqlalchemy.engine import make_url
+
+    url = settings_from(data_dir=flags.get("data_dir"), database_url=flags.get("database_url")).db_url
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # not a URL SQLAlchemy reads: name it by its scheme only
+        return url.split("://", 1)[0] + "://…"
+
+
+def _reason(exc: BaseException) -> str:
+    """The driver's words for a database error, on one line."""
+    words = str(getattr(exc, "orig", None) or exc)
+    return " ".join(line.strip() for line in words.splitlines() if line.strip()) or type(exc).__name__
 
 
 def settings_from(**flags):
@@ -113,9 +146,12 @@ def _show(api: client.Client, state: dict, json_path: Path | None = None) -> Non
     """The verdict table (as `grade check` prints it), or where the submission stands."""
     from autograder import report
 
-    if state["status"] == client.FAILED:
+    if state["status"] == client.FAILED and not state.get("results_url"):
         raise client.ClientError(f"submission {state['id']} could not be graded: {state.get('error')}")
-    if state["status"] != client.DONE:
+    if state["status"] == client.FAILED:      # a regrade failed: its earlier verdicts still count
+        console.print(f"[red]submission {state['id']}: its latest grading failed:[/] {escape(state.get('error') or '')}\n"
+                      "the verdicts below are from its earlier grading, which still counts", highlight=False)
+    elif state["status"] != client.DONE:
         console.print(f"submission {state['id']}: {client.describe(state)}", highlight=False)
         return
     doc = api.results(state["id"])
@@ -159,28 +195,38 @@ def serve(
     data_dir: DataDir = None, database_url: DatabaseUrl = None, broker_url: BrokerUrl = None, sandbox: Sandbox = None,
     with_worker: Annotated[bool, typer.Option("--with-worker", help="Also run one grading worker (one machine).")] = False,
     workers: Annotated[int, typer.Option("--workers", min=1, help="API processes (they share nothing but the database).")] = 1,
+    proxy: Annotated[bool, typer.Option("--proxy", help="Serve behind nginx (started here; it holds slow and idle clients).")] = False,
 ) -> None:
-    """Run the grading service's API and pages (migrating the database first)."""
+    """Run the grading service's API and pages (migrating the database first), with the app
+    server's own limits on what one client may hold, or behind nginx with --proxy."""
     import uvicorn
 
-    from autograder.service import api, db
+    from autograder.service import app as service, db, front, limits, storage
 
     settings = settings_from(host=host, port=port, data_dir=data_dir, database_url=database_url,
                              broker_url=broker_url, sandbox=sandbox)
+    storage.secure_data_dir(settings)         # before anything creates a file there
     db.upgrade(settings.db_url)
     os.environ.update(settings.to_env())      # what a worker or a second API process reads
+    # with --proxy nginx listens on host:port and the app on a socket only nginx reaches
+    edge = front.prepare(settings) if proxy else None
+    listen = dict(uds=str(edge.socket)) if edge else dict(host=settings.host, port=settings.port)
+    nginx = front.start(edge) if edge else None
     worker = _child_worker() if with_worker else None
     # uvicorn shuts down on SIGTERM, then raises it again with the handler it found: this one, so
-    # that the `finally` below stops the worker instead of the process dying around it.
+    # that the `finally` below stops the worker and nginx instead of the process dying around them.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    console.print(f"jaxlings service at {settings.url}/ (gradebook: {settings.url}/gradebook)", highlight=False)
+    console.print(f"jaxlings service at {settings.url}/ (gradebook: {settings.url}/gradebook)"
+                  + (f"; nginx in front, config {edge.config}" if edge else ""), highlight=False)
     try:
-        app = api.create_app(settings) if workers == 1 else "autograder.service.api:from_env"
-        uvicorn.run(app, host=settings.host, port=settings.port, workers=workers, factory=workers > 1,
-                    log_level="info")
+        app = service.create_app(settings) if workers == 1 else "autograder.service.app:from_env"
+        uvicorn.run(app, **listen, workers=workers, factory=workers > 1, log_level="info",
+                    **limits.uvicorn_options(settings, behind_front=proxy))
     finally:
         if worker is not None:
             _stop(worker)
+        if nginx is not None:
+            front.stop(nginx, edge)
 
 
 def _child_worker() -> subprocess.Popen:
@@ -226,8 +272,11 @@ def add_students(
     from autograder.service import roster as rosters
 
     settings = settings_from(data_dir=data_dir, database_url=database_url)
-    count = rosters.add_students(settings, roster, out)
-    console.print(f"added {count} students; their tokens are in {out} (hand each student their own)", highlight=False)
+    added, rotated = rosters.add_students(settings, roster, out)
+    again = (f"; {rotated} already on the roster got a new token (their old tokens no longer work)"
+             if rotated else "")
+    console.print(f"added {added} new student(s){again}; the tokens are in {out} (hand each student their own)",
+                  highlight=False)
 
 
 @friendly
@@ -240,6 +289,34 @@ def add_instructor(
 
     token = rosters.add_instructor(settings_from(data_dir=data_dir, database_url=database_url), label)
     console.print(token, highlight=False, soft_wrap=True)
+
+
+Login = Annotated[Optional[str], typer.Argument(metavar="[LOGIN]", help="A student's login.")]
+InstructorLabel = Annotated[Optional[str], typer.Option("--instructor", metavar="NAME",
+                                                        help="An instructor token's name (from add-instructor).")]
+
+
+@friendly
+def rotate_token(login: Login = None, instructor: InstructorLabel = None,
+                 data_dir: DataDir = None, database_url: DatabaseUrl = None) -> None:
+    """Give a student (LOGIN) or an instructor (--instructor NAME) a new token, printed once; the old ones stop working."""
+    from autograder.service import roster as rosters
+
+    token = rosters.rotate_token(settings_from(data_dir=data_dir, database_url=database_url),
+                                 login=login, instructor=instructor)
+    console.print(token, highlight=False, soft_wrap=True)
+
+
+@friendly
+def revoke(login: Login = None, instructor: InstructorLabel = None,
+           data_dir: DataDir = None, database_url: DatabaseUrl = None) -> None:
+    """Revoke every token of a student (LOGIN) or an instructor (--instructor NAME), and end their page sessions."""
+    from autograder.service import roster as rosters
+
+    count = rosters.revoke(settings_from(data_dir=data_dir, database_url=database_url),
+                           login=login, instructor=instructor)
+    who = f"student {login}" if login is not None else f"instructor {instructor}"
+    console.print(f"revoked {count} token(s) of {who}" + ("" if count else " (none was live)"), highlight=False)
 
 
 @friendly
@@ -260,6 +337,8 @@ def register(app: typer.Typer) -> None:
         app.command(fn.__name__)(fn)
     course_app.command("add-students")(add_students)
     course_app.command("add-instructor")(add_instructor)
+    course_app.command("rotate-token")(rotate_token)
+    course_app.command("revoke")(revoke)
     export_app.command("gradescope")(gradescope)
     app.add_typer(course_app, name="course")
     app.add_typer(export_app, name="export")

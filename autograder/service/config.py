@@ -42,7 +42,16 @@ class Settings:
     hub_api_url: str = ""           # set when run as a JupyterHub service
     hub_api_token: str = ""
     hub_instructor_group: str = "instructors"
-    reply_delay: float = 0.0        # fault injection for the kill tests only: pause between storing and sending
+    # what one client may hold (app server and front; docs/service.md, "Threats and what holds")
+    header_timeout: float = 10.0    # a connection's request line and headers must arrive within this
+    body_timeout: float = 30.0      # a request's whole body must arrive within this (else 408)
+    keep_alive: int = 5             # an idle keep-alive connection is closed after this many seconds
+    max_header_bytes: int = 16384   # request line + headers
+    max_connections: int = 256      # open connections per API process; past it, 503
+    quota_bytes: int = 32 << 20     # stored upload bytes per student (distinct uploads)
+    session_hours: float = 12.0     # a page session's lifetime
+    send_timeout: float = 3.0       # a broker send gives up after this; the sweep sends it later
+    max_attempts: int = 3           # gradings of one job that fail for an infrastructure reason before it is failed
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -50,7 +59,9 @@ class Settings:
             raise ValueError(f"sandbox must be one of {', '.join(SANDBOX_MODES)}, not {self.sandbox!r}")
         if self.base_path and (not self.base_path.startswith("/") or self.base_path.endswith("/")):
             raise ValueError(f"base path must start with / and not end with one: {self.base_path!r}")
-        for name in ("max_upload_bytes", "rate_limit", "rate_window", "lease_seconds", "heartbeat_seconds"):
+        for name in ("max_upload_bytes", "rate_limit", "rate_window", "lease_seconds", "heartbeat_seconds",
+                     "header_timeout", "body_timeout", "keep_alive", "max_header_bytes", "max_connections",
+                     "quota_bytes", "session_hours", "send_timeout", "max_attempts"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive")
 
@@ -65,6 +76,19 @@ class Settings:
     @property
     def celery_backend(self) -> str:
         return self.result_backend or f"db+sqlite:///{self.data_dir.resolve() / 'celery-results.db'}"
+
+    @property
+    def secure(self) -> bool:
+        """Whether people reach the service over https (cookies then carry `Secure`)."""
+        return self.public_url.lower().startswith("https://")
+
+    @property
+    def origin(self) -> str:
+        """scheme://host[:port] of the public URL: the only Origin a page's form may come from."""
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(self.url)
+        return f"{parts.scheme}://{parts.netloc}"
 
     @property
     def url(self) -> str:
@@ -108,7 +132,15 @@ ENV: dict[str, str] = {
     "hub_api_url": "JAXLINGS_HUB_API_URL",
     "hub_api_token": "JAXLINGS_HUB_API_TOKEN",
     "hub_instructor_group": "JAXLINGS_HUB_INSTRUCTOR_GROUP",
-    "reply_delay": "JAXLINGS_REPLY_DELAY",
+    "header_timeout": "JAXLINGS_HEADER_TIMEOUT",
+    "body_timeout": "JAXLINGS_BODY_TIMEOUT",
+    "keep_alive": "JAXLINGS_KEEP_ALIVE",
+    "max_header_bytes": "JAXLINGS_MAX_HEADER_BYTES",
+    "max_connections": "JAXLINGS_MAX_CONNECTIONS",
+    "quota_bytes": "JAXLINGS_QUOTA_BYTES",
+    "session_hours": "JAXLINGS_SESSION_HOURS",
+    "send_timeout": "JAXLINGS_SEND_TIMEOUT",
+    "max_attempts": "JAXLINGS_MAX_ATTEMPTS",
 }
 HUB_FALLBACK = {"hub_api_url": "JUPYTERHUB_API_URL", "hub_api_token": "JUPYTERHUB_API_TOKEN",
                 "base_path": "JUPYTERHUB_SERVICE_PREFIX"}

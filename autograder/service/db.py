@@ -40,6 +40,8 @@ class Student(Base):
     name: Mapped[str] = mapped_column(String(200), default="")
     email: Mapped[str] = mapped_column(String(320), default="")
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    # written by every accepted submission; its row lock is what makes the rate limit and quota atomic
+    last_submitted_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)
     submissions: Mapped[list["Submission"]] = relationship(back_populates="student")
 
 
@@ -54,6 +56,27 @@ class Token(Base):
     student_id: Mapped[int | None] = mapped_column(ForeignKey("students.id"), nullable=True)
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     revoked: Mapped[bool] = mapped_column(default=False)
+    revoked_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)
+
+
+class WebSession(Base):
+    """A browser's page session, apart from the token it logged in with (stored as a digest).
+
+    Made at login (a new one each time), ended at logout, expired after `session_hours`; one made
+    with a course or instructor token ends when that token is revoked (`token_id`). `csrf` is the
+    token every form of the session must carry.
+    """
+
+    __tablename__ = "web_sessions"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    digest: Mapped[str] = mapped_column(String(64), unique=True)
+    csrf: Mapped[str] = mapped_column(String(64))
+    role: Mapped[str] = mapped_column(String(20))
+    login: Mapped[str] = mapped_column(String(200))
+    student_id: Mapped[int | None] = mapped_column(ForeignKey("students.id"), nullable=True)
+    token_id: Mapped[int | None] = mapped_column(ForeignKey("tokens.id"), nullable=True)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[dt.datetime] = mapped_column()
 
 
 class Upload(Base):
@@ -84,6 +107,7 @@ class Submission(Base):
     finished_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     lost: Mapped[int] = mapped_column(Integer, default=0)       # attempts whose worker died (jobs.reap)
+    failures: Mapped[int] = mapped_column(Integer, default=0)   # attempts failed for an infrastructure reason
     worker: Mapped[str] = mapped_column(String(200), default="")
     score: Mapped[float | None] = mapped_column(Float, nullable=True)
     max_score: Mapped[float | None] = mapped_column(Float, nullable=True)
@@ -106,7 +130,9 @@ def engine_for(url: str) -> Engine:
             engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
             event.listen(engine, "connect", _sqlite_pragmas)
         else:
-            engine = create_engine(url, pool_pre_ping=True)
+            # a database host that accepts connections but never answers costs 10 s, not a hung request
+            connect = {"connect_timeout": 10} if url.startswith("postgresql") else {}
+            engine = create_engine(url, pool_pre_ping=True, connect_args=connect)
         _ENGINES[url] = engine
     return _ENGINES[url]
 

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from html import escape
 
-from autograder.service.db import DONE, Student, Submission
+from autograder.service.db import Student, Submission
 
 BINS = 10
 
@@ -33,8 +33,12 @@ class Row:
 
 
 def topic_scores(sub: Submission) -> dict[str, tuple[float, float]]:
-    """topic -> (score, max_score) of a graded submission, from its results.json."""
-    if sub.status != DONE or not sub.result_json:
+    """topic -> (score, max_score) of the results a submission holds, from its results.json.
+
+    Whatever its status: a submission being regraded (queued, grading) or whose regrade failed
+    keeps its earlier results until new ones are stored, and they stay counted, so a regrade in
+    flight or failed never lowers the gradebook."""
+    if not sub.result_json:
         return {}
     topics = json.loads(sub.result_json).get("extra_data", {}).get("topics", {})
     return {t: (v["score"], v["max_score"]) for t, v in topics.items()}
@@ -77,13 +81,26 @@ def maxima(submissions: list[Submission]) -> dict[str, float]:
     return tops
 
 
+# A cell starting with one of these is a formula to Excel, LibreOffice or Sheets (OWASP "CSV Injection",
+# ASVS 1.2.10; the full-width forms too): a text cell that starts with one gets a leading single quote.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", "\0", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+
+
 def to_csv(rows: list[Row], topics: list[str]) -> str:
-    """The gradebook as CSV: login, name, email, one column per topic, total, submissions."""
+    """The gradebook as CSV: login, name, email, one column per topic, total, submissions.
+
+    Logins, names and emails come from rosters and hub users, so a text cell that a spreadsheet
+    would run as a formula is neutralised (a leading '); the numbers are written as numbers.
+    (Hand-written: defusedcsv, the one library for it, leaves tab and CR and rewrites '|'.)
+    """
+    def text(value: str) -> str:
+        return "'" + value if value.startswith(FORMULA_STARTS) else value
+
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(["login", "name", "email", *topics, "total", "submissions"])
     for r in rows:
-        writer.writerow([r.student.login, r.student.name, r.student.email,
+        writer.writerow([text(r.student.login), text(r.student.name), text(r.student.email),
                          *(f"{r.best[t]:g}" if t in r.best else "" for t in topics), f"{r.total:g}", r.submissions])
     return out.getvalue()
 

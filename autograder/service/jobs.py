@@ -12,6 +12,14 @@ A job whose lease ran out took its worker down (or the worker stopped answering)
 counted on the row (`Submission.lost`), and the second time (`MAX_LOST`) the job is marked
 failed with the reason instead of being sent again, so a submission whose grading kills the
 grading process cannot keep the queue busy without end. A regrade starts the count afresh.
+
+Outages degrade gently. No request waits on the broker: the API hands ids to a `Dispatcher`, a
+thread that sends them with a bounded time (`send_timeout`, no publish retries) and leaves what
+it cannot send to the sweep. A grading that fails for a reason on the grading side (no sandbox,
+the engine crashed, the database blipped) is counted (`Submission.failures`) and graded again
+after a pause, up to `max_attempts`, then failed with the reason; the results a row held before
+(a regrade's earlier grade) are never cleared by a failure. Database errors on the worker's side
+cost one log line each, never a traceback.
 """
 
 from __future__ import annotations
@@ -19,7 +27,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import math
 import os
+import queue
 import socket
 import tempfile
 import threading
@@ -28,6 +38,7 @@ from pathlib import Path
 
 from celery import Celery, signals
 from sqlalchemy import and_, func, or_, select, true, update
+from sqlalchemy.exc import InterfaceError, OperationalError
 
 from autograder.results import clip
 from autograder.service import db
@@ -37,7 +48,15 @@ from autograder.service.db import DONE, FAILED, GRADING, QUEUED, Submission, Upl
 TASK = "jaxlings.grade"
 MAX_LOST = 2           # deaths of its worker after which a job is failed, not sent again
 MAX_ERROR = 2000       # characters of a failed job's error kept in the database
+QUEUE_SIZE = 10000     # ids a Dispatcher holds; past it they are left to the sweep
+DATABASE_DOWN = (OperationalError, InterfaceError)
 log = logging.getLogger("jaxlings.jobs")
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line for the log: its type and the first line of its message."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 def make_celery(settings: Settings) -> Celery:
@@ -54,7 +73,8 @@ def make_celery(settings: Settings) -> Celery:
         accept_content=["json"],
         result_expires=dt.timedelta(days=7),
         broker_connection_retry_on_startup=True,
-        broker_transport_options=_transport_options(settings.celery_broker),
+        broker_connection_max_retries=None,     # a worker waits for its broker however long it is away
+        broker_transport_options=_transport_options(settings.celery_broker, settings.send_timeout),
         worker_hijack_root_logger=False,
         worker_cancel_long_running_tasks_on_connection_loss=True,
     )
@@ -63,43 +83,156 @@ def make_celery(settings: Settings) -> Celery:
     return app
 
 
-def _transport_options(broker: str) -> dict:
-    """Redis keeps unacknowledged jobs for an hour; SQLite waits on locks instead of failing."""
+def _transport_options(broker: str, send_timeout: float = 3.0) -> dict:
+    """Redis keeps unacknowledged jobs for an hour; SQLite waits on locks instead of failing; a
+    SQL broker on a server gives up connecting after `send_timeout` (kombu caches one engine per
+    process, so this holds for sends and the worker's reads alike)."""
     if broker.startswith(("redis", "rediss")):
         return {"visibility_timeout": 3600}
     if broker.startswith("sqla+sqlite"):
         return {"connect_args": {"timeout": 30}}
+    if broker.startswith(("sqla+postgresql", "sqla+mysql")):
+        return {"connect_args": {"connect_timeout": max(2, math.ceil(send_timeout))}, "pool_pre_ping": True}
     return {}
 
 
+def _send_options(settings: Settings) -> dict:
+    """Transport options of one send: for Redis, socket timeouts so that a broker that accepts a
+    connection but never answers costs `send_timeout`, not forever; no retries of its own."""
+    options = dict(_transport_options(settings.celery_broker, settings.send_timeout), max_retries=0)
+    if settings.celery_broker.startswith(("redis", "rediss")):
+        options.update(socket_timeout=settings.send_timeout, socket_connect_timeout=settings.send_timeout,
+                       retry_on_timeout=False)
+    return options
+
+
 def _grade_task(task, submission_id: int) -> dict:
-    """Celery's entry point: grade one submission (or nothing, if it is done or held)."""
-    return grade_submission(task.app.conf.jaxlings_settings, submission_id, worker_name())
+    """Celery's entry point: grade one submission (or nothing, if it is done or held).
+
+    The database unreachable costs one log line, not a traceback: the row is untouched (or its
+    lease runs out) and the sweep sends it again once the database answers."""
+    try:
+        return grade_submission(task.app.conf.jaxlings_settings, submission_id, worker_name())
+    except DATABASE_DOWN as exc:
+        log.warning("submission %s not graded now, the database is not answering (the sweep sends it again): %s",
+                    submission_id, one_line(exc))
+        return {"submission": submission_id, "deferred": one_line(exc)}
 
 
 def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def send(app: Celery, settings: Settings, ids: list[int]) -> None:
-    """Hand jobs to the broker and note when; a job the broker refuses stays unsent for a sweep.
+def send(app: Celery, settings: Settings, ids: list[int]) -> list[int]:
+    """Hand jobs to the broker and note when; the ids sent. Stops at the first refusal.
 
-    Each job goes over a connection of its own: a broker error (SQL brokers raise database
-    errors, which leave their channel unusable) then costs that one send, never later ones. The
-    row is stored before this is called, so a refused send loses nothing: the caller still
-    answers, and the next sweep sends what was never noted as sent.
+    Each send is bounded (`_send_one`), and the first one the broker refuses ends the round: a
+    broker that is down would refuse the rest too, each at the cost of a timeout. What is not
+    sent stays unsent in the database (`sent_at` null), where the sweep finds it; the row is
+    stored before this is called, so a refused send loses nothing.
     """
-    factory = db.sessions(settings.db_url)
+    sent: list[int] = []
     for submission_id in ids:
         try:
-            with app.connection_for_write() as connection:
-                app.send_task(TASK, args=[submission_id], queue=settings.queue, connection=connection)
+            _send_one(app, settings, submission_id)
         except Exception as exc:
-            log.warning("could not send submission %s to the broker (a sweep sends it again): %s: %s",
-                        submission_id, type(exc).__name__, exc)
-            continue
-        with factory.begin() as session:
-            session.execute(update(Submission).where(Submission.id == submission_id).values(sent_at=utcnow()))
+            left = ids[len(sent):]
+            log.warning("could not send submission %s to the broker (%s); %d job(s) left unsent for the sweep",
+                        submission_id, one_line(exc), len(left))
+            return sent
+        sent.append(submission_id)
+        try:
+            with db.sessions(settings.db_url).begin() as session:
+                session.execute(update(Submission).where(Submission.id == submission_id).values(sent_at=utcnow()))
+        except Exception as exc:  # sent all the same: at worst the sweep sends it once more
+            log.warning("sent submission %s but could not note it: %s", submission_id, one_line(exc))
+    return sent
+
+
+def _send_one(app: Celery, settings: Settings, submission_id: int) -> None:
+    """Publish one job over a connection of its own, giving up after about `send_timeout`.
+
+    No publish retries (`retry=False`) and no result-backend subscription (`ignore_result`: the
+    row is the result; with a Redis result backend down, subscribing alone retried for 19 s). A
+    connection per job: a broker error (SQL brokers raise database errors, which leave their
+    channel unusable) then costs that one send, never later ones.
+    """
+    with app.connection_for_write(connect_timeout=settings.send_timeout,
+                                  transport_options=_send_options(settings)) as connection:
+        app.send_task(TASK, args=[submission_id], queue=settings.queue, connection=connection, retry=False,
+                      ignore_result=True)
+
+
+class Dispatcher:
+    """Sends jobs to the broker from a thread of its own: no request waits on the broker.
+
+    One per API process (`app.state.dispatcher`): `put(ids)` never blocks (past `QUEUE_SIZE`
+    waiting ids, the extra are left to the sweep, which sends every row never marked sent); the
+    thread sends them (`send`, each bounded by `send_timeout`). Ids the broker refused are tried
+    again after `sweep_seconds`, as long as the queue has room; the workers' sweep sends them too,
+    and a second delivery of a job does nothing.
+    """
+
+    def __init__(self, app: Celery, settings: Settings, capacity: int = QUEUE_SIZE):
+        self.app, self.settings = app, settings
+        self.waiting: queue.Queue[int | None] = queue.Queue(capacity)
+        self.thread: threading.Thread | None = None
+        self.stopping = threading.Event()
+        self.dropped = 0
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        """Start the sending thread (again, in a forked child); idempotent."""
+        with self._lock:
+            if self.thread is None or not self.thread.is_alive():
+                self.thread = threading.Thread(target=self._run, daemon=True, name="dispatcher")
+                self.thread.start()
+
+    def put(self, ids: list[int]) -> None:
+        """Queue these jobs to be sent; returns at once (a full queue leaves them to the sweep)."""
+        self.start()
+        for submission_id in ids:
+            try:
+                self.waiting.put_nowait(submission_id)
+            except queue.Full:
+                self.dropped += 1
+                log.warning("dispatcher queue full: submission %s left to the sweep", submission_id)
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop the thread after what it is sending now (unsent ids stay for the sweep)."""
+        thread = self.thread
+        self.stopping.set()
+        if thread is None:
+            return
+        try:
+            self.waiting.put_nowait(None)
+        except queue.Full:
+            pass
+        thread.join(self.settings.send_timeout + 1 if timeout is None else timeout)
+
+    def _run(self) -> None:
+        held: list[int] = []        # ids the broker refused: sent again after a pause
+        while not self.stopping.is_set():
+            if held:                # the pause: gather what comes in, send it all after
+                items = self._gather(time.monotonic() + self.settings.sweep_seconds)
+            else:
+                items = [self.waiting.get(), *self._gather(0)]
+            if None in items:
+                return
+            todo = list(dict.fromkeys([*held, *items]))
+            sent = send(self.app, self.settings, todo)
+            held = todo[len(sent):][: self.waiting.maxsize]
+
+    def _gather(self, until: float) -> list[int | None]:
+        """The ids that arrive until `until` (monotonic time; 0: those waiting now); stops at a stop."""
+        out: list[int | None] = []
+        while None not in out:
+            try:
+                out.append(self.waiting.get(timeout=max(0.0, until - time.monotonic())) if until
+                           else self.waiting.get_nowait())
+            except queue.Empty:
+                break
+        return out
 
 
 def declare_queue(app: Celery, settings: Settings, attempts: int = 5) -> bool:
@@ -121,7 +254,7 @@ def declare_queue(app: Celery, settings: Settings, attempts: int = 5) -> bool:
                 app.amqp.queues[settings.queue](connection.default_channel).declare()
             return True
         except Exception as exc:
-            log.warning("declaring queue %s, attempt %d of %d: %s", settings.queue, attempt, attempts, exc)
+            log.warning("declaring queue %s, attempt %d of %d: %s", settings.queue, attempt, attempts, one_line(exc))
             time.sleep(0.2 * attempt)
     return False
 
@@ -198,40 +331,89 @@ class Heartbeat(threading.Thread):
         while not self.stopped.wait(self.args[0].heartbeat_seconds):
             try:
                 _touch(*self.args)
-            except Exception:  # a database hiccup: the next beat tries again
-                log.exception("lease renewal failed")
+            except Exception as exc:  # a database hiccup: the next beat tries again
+                log.warning("could not renew the lease of submission %s (the next beat tries again): %s",
+                            self.args[1], one_line(exc))
 
 
 def grade_submission(settings: Settings, submission_id: int, worker: str) -> dict:
-    """Claim, grade in the sandbox with the one engine, store results.json; idempotent."""
+    """Claim, grade in the sandbox with the one engine, store results.json; idempotent.
+
+    An exception while grading is a failure on the grading side (a submission's own faults are
+    verdicts in its results): `_failed` counts it and queues the job again or fails it."""
     attempt = claim(settings, submission_id, worker)
     if attempt is None:
         return {"submission": submission_id, "skipped": True}
-    with db.sessions(settings.db_url)() as session:
-        row = session.get(Submission, submission_id)
-        data, names = session.get(Upload, row.digest).data, row.topic_list
     beat = Heartbeat(settings, submission_id, worker, attempt)
     beat.start()
     try:
-        result_json = _grade_zip(settings, data, names, lambda text: _touch(settings, submission_id, worker, attempt,
-                                                                           progress=text))
+        with db.sessions(settings.db_url)() as session:
+            row = session.get(Submission, submission_id)
+            data, names = session.get(Upload, row.digest).data, row.topic_list
+        result_json = _grade_zip(settings, data, names, lambda text: _progress(settings, submission_id, worker,
+                                                                              attempt, text))
     except Exception as exc:
-        log.exception("grading submission %s failed", submission_id)
-        error = f"{type(exc).__name__}: {exc}"
-        _finish(settings, submission_id, worker, attempt, status=FAILED, error=clip(error, MAX_ERROR))
-        return {"submission": submission_id, "failed": clip(str(exc), MAX_ERROR)}
+        from autograder.session import GraderError
+
+        error = clip(one_line(exc) if isinstance(exc, DATABASE_DOWN) else f"{type(exc).__name__}: {exc}", MAX_ERROR)
+        if isinstance(exc, (*DATABASE_DOWN, GraderError)):    # said in full by its message: one line
+            log.warning("grading submission %s failed: %s", submission_id, error)
+        else:                                                  # unforeseen: the traceback, once per try
+            log.exception("grading submission %s failed", submission_id)
+        return {"submission": submission_id, "failed": _failed(settings, submission_id, worker, attempt, error)}
     finally:
         beat.stopped.set()
     doc = json.loads(result_json)
     _finish(settings, submission_id, worker, attempt, status=DONE, result_json=result_json, score=doc["score"],
-            max_score=doc["max_score"], error="")
+            max_score=doc["max_score"], error="", failures=0)
     return {"submission": submission_id, "score": doc["score"], "max_score": doc["max_score"]}
 
 
-def _finish(settings: Settings, submission_id: int, worker: str, attempt: int, **values) -> None:
+def _progress(settings: Settings, submission_id: int, worker: str, attempt: int, text: str) -> None:
+    """Note progress (and renew the lease); a database error costs a log line, not the grading."""
+    try:
+        _touch(settings, submission_id, worker, attempt, progress=text)
+    except Exception as exc:
+        log.warning("could not note the progress of submission %s: %s", submission_id, one_line(exc))
+
+
+def _failed(settings: Settings, submission_id: int, worker: str, attempt: int, error: str) -> str:
+    """Count a grading that failed on the grading side; queue the job again, or fail it at
+    `max_attempts`. The row keeps the results it held (a regrade's earlier grade stays counted).
+    Returns what the row now says.
+
+    Queued again, the row is unsent with `finished_at` now: the sweep sends it after
+    `sweep_seconds` (`sweep`), so a broken worker does not spin on one job."""
     with db.sessions(settings.db_url).begin() as session:
-        session.execute(update(Submission).where(_mine(submission_id, worker, attempt))
-                        .values(finished_at=utcnow(), lease_until=None, progress="", **values))
+        failures = 1 + (session.scalar(select(Submission.failures).where(_mine(submission_id, worker, attempt))) or 0)
+    if failures < settings.max_attempts:
+        note = (f"grading failed on the grading side ({failures} of {settings.max_attempts} tries; "
+                f"it is graded again): {error}")
+        _finish(settings, submission_id, worker, attempt, status=QUEUED, sent_at=None, failures=failures,
+                error=clip(note, MAX_ERROR), progress="queued again after a failure on the grading side")
+        return note
+    note = (f"grading failed {failures} times on the grading side, not because of the submission "
+            f"(send it again, or ask for a regrade, once the graders are fixed): {error}")
+    _finish(settings, submission_id, worker, attempt, status=FAILED, failures=failures, error=clip(note, MAX_ERROR))
+    log.warning("submission %s failed after %d tries: %s", submission_id, failures, error)
+    return note
+
+
+def _finish(settings: Settings, submission_id: int, worker: str, attempt: int, **values) -> None:
+    """Store the end of this attempt, trying again (one log line each) while the database is not
+    answering, until the lease would have run out (then the sweep grades the job again)."""
+    deadline = time.monotonic() + settings.lease_seconds
+    values = {"finished_at": utcnow(), "lease_until": None, "progress": "", **values}
+    while True:
+        try:
+            with db.sessions(settings.db_url).begin() as session:
+                session.execute(update(Submission).where(_mine(submission_id, worker, attempt)).values(**values))
+            return
+        except DATABASE_DOWN as exc:
+            if time.monotonic() > deadline:
+                raise
+            log.warning("could not store the end of submission %s (trying again): %s", submission_id, one_line(exc))
+            time.sleep(min(settings.heartbeat_seconds, 2.0))
 
 
 def _grade_zip(settings: Settings, data: bytes, names: list[str], progress) -> str:
@@ -270,20 +452,25 @@ def sweep(app: Celery, settings: Settings) -> list[int]:
     """Send again the jobs that were lost, and return their ids.
 
     Lost are: rows whose lease ran out (their worker died mid-grade), rows stored but never sent
-    (the API died before sending), and, when no job at all is being graded although rows wait,
-    rows sent long ago (a message the broker handed to a worker that died before claiming it):
-    those only when no job was claimed for a whole lease, so a long queue is not sent twice over.
+    (the API died before sending, or the broker refused the send), rows queued again after a
+    failure on the grading side once `sweep_seconds` passed since it (a pause, so that a broken
+    worker does not take all of a job's tries at once), and, when no job at all is being graded
+    although rows wait, rows sent long ago (a message the broker handed to a worker that died
+    before claiming it): those only when no job was claimed for a whole lease, so a long queue
+    is not sent twice over.
     """
     now = utcnow()
     old = now - dt.timedelta(seconds=settings.lease_seconds)
+    paused = now - dt.timedelta(seconds=settings.sweep_seconds)
     with db.sessions(settings.db_url).begin() as session:
         expired = reap(session, now)
         idle = not session.scalar(select(func.count()).select_from(Submission).where(
             or_(Submission.status == GRADING, Submission.started_at > old)))
         waiting = or_(Submission.sent_at.is_(None), Submission.sent_at < old) if idle else Submission.sent_at.is_(None)
+        due = or_(and_(Submission.failures == 0, Submission.created_at < old),
+                  and_(Submission.failures > 0, or_(Submission.finished_at.is_(None), Submission.finished_at < paused)))
         unsent = list(session.scalars(select(Submission.id).where(
-            Submission.status == QUEUED, Submission.id.not_in(expired) if expired else true(),
-            Submission.created_at < old, waiting)))
+            Submission.status == QUEUED, Submission.id.not_in(expired) if expired else true(), due, waiting)))
     lost = expired + unsent
     if lost:
         log.warning("sending again: %s", lost)
@@ -292,7 +479,8 @@ def sweep(app: Celery, settings: Settings) -> list[int]:
 
 
 class Sweeper(threading.Thread):
-    """Runs `sweep` every sweep_seconds in the worker's main process."""
+    """Runs `sweep` every sweep_seconds in the worker's main process; a failed sweep (the
+    database or the broker not answering) costs one log line."""
 
     def __init__(self, app: Celery, settings: Settings):
         super().__init__(daemon=True, name="sweeper")
@@ -303,8 +491,9 @@ class Sweeper(threading.Thread):
         while True:
             try:
                 sweep(self.app, self.settings)
-            except Exception:
-                log.exception("sweep failed")
+            except Exception as exc:
+                log.warning("sweep failed (the next one tries again in %g s): %s", self.settings.sweep_seconds,
+                            one_line(exc))
             if self.stopped.wait(self.settings.sweep_seconds):
                 return
 
@@ -319,21 +508,80 @@ def position(session, row: Submission) -> int | None:
 
 
 def requeue(session, ids: list[int]) -> list[int]:
-    """Mark submissions to be graded again (regrade); those being graded now are left alone."""
+    """Mark submissions to be graded again (regrade); those being graded now are left alone.
+
+    Their results stay until the regrade stores new ones: a regrade in flight or failed keeps
+    the earlier grade counted (`gradebook.topic_scores`). The counts of lost and failed tries
+    start afresh."""
     if not ids:
         return []
     targets = list(session.scalars(select(Submission.id).where(Submission.id.in_(ids), Submission.status != GRADING)))
     if targets:
         session.execute(update(Submission).where(Submission.id.in_(targets))
-                        .values(status=QUEUED, sent_at=None, progress="queued for regrading", error="", lost=0))
+                        .values(status=QUEUED, sent_at=None, progress="queued for regrading", error="", lost=0,
+                                failures=0))
     return targets
 
 
+def retry_failed(session, row: Submission) -> bool:
+    """Queue a failed submission again when its student sends it again; whether it was.
+
+    Only a failure on the grading side is tried again (no sandbox, an engine crash, the
+    database: `grade_submission`), its tries counted afresh; a job that took its worker down
+    (`MAX_LOST`) stays failed until an instructor regrades it. The caller commits, then hands
+    the id to the dispatcher."""
+    if row.status != FAILED or row.lost >= MAX_LOST:
+        return False
+    taken = session.execute(
+        update(Submission).where(Submission.id == row.id, Submission.status == FAILED, Submission.lost < MAX_LOST)
+        .values(status=QUEUED, sent_at=None, failures=0, error="", progress="queued again: sent again after a failure")
+        .execution_options(synchronize_session=False))
+    if taken.rowcount != 1:
+        return False
+    session.refresh(row)
+    return True
+
+
+def broker_trouble(app: Celery, settings: Settings) -> str | None:
+    """Why the broker cannot be reached now (one line), or None when it answers; bounded by
+    `send_timeout`."""
+    try:
+        with app.connection_for_read(connect_timeout=settings.send_timeout,
+                                     transport_options=_send_options(settings)) as connection:
+            connection.ensure_connection(max_retries=0)
+            app.amqp.queues[settings.queue](connection.default_channel).declare()
+        return None
+    except Exception as exc:
+        return one_line(exc)
+
+
+def without_password(url: str) -> str:
+    """A URL to show: its password, if any, as ***."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if not parts.password:
+        return url
+    host = f"{parts.hostname}:{parts.port}" if parts.port else parts.hostname
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+
+
 def run_worker(settings: Settings, name: str | None = None, loglevel: str = "INFO") -> None:
-    """Run one grading worker (one job at a time) until stopped; sweeps for lost jobs meanwhile."""
+    """Run one grading worker (one job at a time) until stopped; sweeps for lost jobs meanwhile.
+
+    A database that does not answer at start raises (`grade worker` says so in one line); a
+    broker that does not answer is said in one warning line, and the worker waits for it
+    (Celery's own retries, one line each, without end)."""
+    from autograder.service import storage
+
+    storage.secure_data_dir(settings)
     db.upgrade(settings.db_url)
     app = make_celery(settings)
     declare_queue(app, settings)
+    trouble = broker_trouble(app, settings)
+    if trouble:
+        log.warning("cannot reach the broker at %s (%s); the worker keeps trying and grades once it answers",
+                    without_password(settings.celery_broker), trouble)
     signals.worker_process_init.connect(lambda **_: db.after_fork(), weak=False)
     sweeper = Sweeper(app, settings)
     signals.worker_ready.connect(lambda **_: sweeper.start(), weak=False)

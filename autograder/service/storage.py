@@ -4,23 +4,36 @@ An upload is refused with a message naming the problem when it is not a zip, is 
 unpacks too big or too fast (a bomb), holds a path that escapes (zip-slip), a link, or anything
 but `<topic>.py` files (at the top or in one folder). What is kept is a canonical zip of the
 topic files (sorted, fixed timestamps), whose SHA-256 is the content hash: the same files
-re-zipped give the same hash, so a re-sent submission is the same submission.
+re-zipped give the same hash, so a re-sent submission is the same submission. That zip is what
+is stored (once, in the database), so it too must fit in the upload limit: a small LZMA upload
+does not become a large stored one. A member that cannot be read (corrupt data, bad CRC,
+encrypted, an unsupported compression) is a 400 naming it, never a 500.
+
+`secure_data_dir` makes the data folder and the embedded SQLite files private to the service's
+user (0700 / 0600) before anything opens them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import lzma
 import os
 import stat
-import tempfile
+import struct
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 MAX_RATIO = 100          # compression ratio beyond which a member is a bomb
 SMALL = 64 << 10         # members smaller than this unpack fast whatever their ratio
 EPOCH = (1980, 1, 1, 0, 0, 0)
+# what reading a hostile archive or member raises: zipfile's own errors, and those of the decompressors
+# (deflate: zlib.error; bzip2: OSError, EOFError; LZMA: lzma.LZMAError), encryption (RuntimeError),
+# unsupported methods (NotImplementedError), bad names (UnicodeDecodeError, a ValueError), short headers
+ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, lzma.LZMAError, OSError, EOFError, RuntimeError, NotImplementedError,
+              ValueError, struct.error, MemoryError)
 
 
 class UploadError(Exception):
@@ -49,8 +62,8 @@ def check_upload(raw: bytes, known_topics: tuple[str, ...], *, max_bytes: int, m
     try:
         archive = zipfile.ZipFile(io.BytesIO(raw))
         members = [m for m in archive.infolist() if not m.is_dir()]
-    except (zipfile.BadZipFile, ValueError, OSError):
-        raise UploadError("the upload is not a zip archive") from None
+    except ZIP_ERRORS:
+        raise UploadError("the upload is not a zip archive (or its directory is corrupt); zip your files again") from None
     with archive:
         names = {m.filename: _topic_of(m, known_topics) for m in members}
         _check_sizes(members, max_unpacked)
@@ -60,6 +73,9 @@ def check_upload(raw: bytes, known_topics: tuple[str, ...], *, max_bytes: int, m
     if not files:
         raise UploadError(f"the zip holds no topic files; expected some of: {', '.join(f'{t}.py' for t in known_topics)}")
     data = canonical_zip(files)
+    if len(data) > max_bytes:
+        raise UploadError(f"the files take {len(data)} bytes stored (re-zipped with deflate); the limit is {max_bytes} "
+                          "bytes: send smaller files", 413)
     return Checked(files, data, hashlib.sha256(data).hexdigest())
 
 
@@ -91,11 +107,24 @@ def _read(archive: zipfile.ZipFile, member: zipfile.ZipInfo, max_unpacked: int) 
     try:
         with archive.open(member) as f:
             data = f.read(max_unpacked + 1)
-    except (zipfile.BadZipFile, NotImplementedError, RuntimeError, OSError, EOFError) as exc:
-        raise UploadError(f"cannot read {member.filename!r} from the zip: {exc}") from None
+    except ZIP_ERRORS as exc:
+        raise UploadError(f"cannot read {member.filename!r} from the zip ({_why(exc)}); zip your files again "
+                          "with plain deflate and no password") from None
     if len(data) > max_unpacked:
         raise UploadError(f"{member.filename!r} unpacks past the limit of {max_unpacked} bytes", 413)
     return data
+
+
+def _why(exc: Exception) -> str:
+    """A member's read error in a few words (one line)."""
+    if isinstance(exc, RuntimeError) and "encrypted" in str(exc):
+        return "it is encrypted"
+    if isinstance(exc, NotImplementedError):
+        return "its compression method is not supported"
+    if isinstance(exc, MemoryError):
+        return "it needs too much memory to unpack"
+    text = " ".join(str(exc).split())[:200]
+    return f"corrupt: {text}" if text else f"corrupt ({type(exc).__name__})"
 
 
 def canonical_zip(files: dict[str, bytes]) -> bytes:
@@ -110,17 +139,49 @@ def canonical_zip(files: dict[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
-def keep_file(data_dir: Path, digest: str, data: bytes) -> Path:
-    """Write the upload to <data_dir>/uploads/<hash>.zip durably (fsync, then rename)."""
-    folder = Path(data_dir) / "uploads"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{digest}.zip"
-    if path.exists():
-        return path
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{digest}.", suffix=".tmp")   # one per writer: the same
-    with os.fdopen(fd, "wb") as f:                                                 # content may come twice at once
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    return path
+def secure_data_dir(settings) -> None:
+    """Make the data folder 0700 and the embedded SQLite files in it 0600, before anything opens them.
+
+    Under the usual umask 022 both would be world-readable (SQLite gives its -wal and -shm files the
+    database file's mode, so creating the database file 0600 first covers them). A folder or file that
+    exists is tightened when it is ours; only sqlite URLs that point inside the data folder are touched.
+    """
+    folder = Path(settings.data_dir).resolve()
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _owner_only(folder, 0o700)
+    for url in (settings.db_url, settings.celery_broker, settings.celery_backend):
+        path = _sqlite_file(url)
+        if path is None or not path.is_relative_to(folder):
+            continue
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for name in (path.name, path.name + ".migrate-lock"):
+            try:
+                os.close(os.open(path.with_name(name), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            except FileExistsError:
+                pass
+        for suffix in ("", "-wal", "-shm", "-journal", ".migrate-lock"):
+            _owner_only(path.with_name(path.name + suffix), 0o600)
+
+
+def _sqlite_file(url: str) -> Path | None:
+    """The database file of a SQLite URL (sqlite://, sqla+sqlite://, db+sqlite://), else None."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        parsed = make_url(url)
+    except Exception:   # not a SQLAlchemy URL (redis://... parses; anything odd is not ours to touch)
+        return None
+    if "sqlite" not in parsed.drivername.split("+") or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database).resolve()
+
+
+def _owner_only(path: Path, mode: int) -> None:
+    """Drop the permission bits beyond `mode` from a path we own (a missing one is left alone)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return
+    if st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) & ~mode:
+        os.chmod(path, stat.S_IMODE(st.st_mode) & mode)
+

@@ -1,0 +1,22 @@
+"""The pages' Jinja2 templates (templates/), rendered with what every page shows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+from fastapi.templating import Jinja2Templates
+
+from autograder import __version__
+
+TEMPLATES = Jinja2Templates(directory=str(Path(__file__).resolve().parent / "templates"))
+
+
+def render(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+    """Template `name` with the base path, the version and `context` (autoescaped)."""
+    settings = request.app.state.settings
+    return TEMPLATES.TemplateResponse(request, name, {"base": settings.base_path, "version": __version__,
+                                                      "who": None, "csrf": "", **context},
+                                      status_code=status_code)

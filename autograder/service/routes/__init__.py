@@ -1,0 +1,1 @@
+"""The service's routes: the JSON API (`api`) and the server-rendered pages (`pages`)."""

@@ -1,0 +1,160 @@
+"""The JSON API (`/api/...`; OpenAPI at `/api/openapi.json`), for `grade submit` and scripts.
+
+Callers are known by their bearer token only. An upload's body is read, bounded, before any
+database connection is taken, so a client sending slowly holds a socket, not the database.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Path, Query, Request, Response
+from fastapi.responses import JSONResponse, PlainTextResponse
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
+
+from autograder import __version__
+from autograder.service import gradebook, jobs, storage, submitting
+from autograder.service.db import Student, Submission
+from autograder.service.deps import MAX_ID, Caller, Instructor, SessionDep, bearer, identify, visible
+from autograder.service.schemas import Health, Me, Problem, Regraded, SubmissionView, Topics
+
+SubmissionId = Annotated[int, Path(ge=1, le=MAX_ID, description="A submission's id.")]
+REFUSALS = {code: {"model": Problem} for code in (400, 401, 403, 404, 409, 413, 422, 429, 503)}
+
+
+def view(request: Request, session: Session, row: Submission, duplicate: bool | None = None) -> SubmissionView:
+    """A submission as the API shows it."""
+    base = request.app.state.settings.base_path
+    return SubmissionView(
+        id=row.id, student=row.student.login, topics=row.topic_list, status=row.status, progress=row.progress,
+        position=jobs.position(session, row), digest=row.digest, created_at=_iso(row.created_at),
+        started_at=_iso(row.started_at), finished_at=_iso(row.finished_at), attempts=row.attempts, score=row.score,
+        max_score=row.max_score, error=row.error,
+        results_url=f"{base}/api/submissions/{row.id}/results.json" if row.result_json else None,
+        page_url=f"{base}/submissions/{row.id}", duplicate=duplicate)
+
+
+def _iso(t: dt.datetime | None) -> str | None:
+    return t.isoformat() + "Z" if t else None
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refusing (413) past `limit` bytes before reading it all."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise storage.UploadError(f"the upload is {declared} bytes; the limit is {limit} bytes", 413)
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise storage.UploadError(f"the upload is over the limit of {limit} bytes", 413)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _submit_as(request: Request, token: str, raw: bytes, topics: list[str] | None) -> SubmissionView:
+    """Authenticate, then submit, on a database session opened only now (after the body)."""
+    with request.app.state.sessions() as session:
+        who = identify(session, request, token)
+        row, duplicate = submitting.submit(request.app.state, session, who, raw, topics)
+        return view(request, session, row, duplicate)
+
+
+def router() -> APIRouter:
+    routes = APIRouter(responses=REFUSALS)
+
+    @routes.get("/health")
+    def health(session: SessionDep) -> Health:
+        session.execute(select(1))
+        return Health(ok=True, version=__version__)
+
+    @routes.get("/topics")
+    def course_topics(request: Request) -> Topics:
+        """The topics a submission may hold, in course order."""
+        return Topics(topics=list(request.app.state.topics))
+
+    @routes.get("/me")
+    def me(who: Caller) -> Me:
+        return Me(login=who.login, role=who.role)
+
+    @routes.post("/submissions", status_code=202, response_model=SubmissionView,
+                 openapi_extra={"requestBody": {"required": True, "content": {
+                     "application/zip": {"schema": {"type": "string", "format": "binary"}}}}})
+    async def create(request: Request, topics: Annotated[list[str] | None, Query(max_length=64)] = None) -> JSONResponse:
+        """Upload a zip of `<topic>.py` files as the request body (Content-Type: application/zip)."""
+        token = bearer(request)
+        if not token:      # refused before the body is read
+            raise HTTPException(401, "no token: send `Authorization: Bearer <your course token>` (see `grade login`)",
+                                headers={"WWW-Authenticate": "Bearer"})
+        raw = await read_body(request, request.app.state.settings.max_upload_bytes)
+        body = await run_in_threadpool(_submit_as, request, token, raw, topics)
+        return JSONResponse(body.model_dump(), status_code=202)
+
+    @routes.get("/submissions")
+    def history(request: Request, session: SessionDep, who: Caller,
+                student: Annotated[str | None, Query(max_length=200)] = None,
+                limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[SubmissionView]:
+        query = select(Submission).order_by(Submission.id.desc()).limit(limit)
+        if not who.is_instructor:
+            query = query.where(Submission.student_id == who.student_id)
+        elif student:
+            query = query.join(Student).where(Student.login == student)
+        return [view(request, session, row) for row in session.scalars(query)]
+
+    @routes.get("/submissions/{submission_id}")
+    def one(request: Request, session: SessionDep, who: Caller, submission_id: SubmissionId) -> SubmissionView:
+        return view(request, session, visible(session, who, submission_id))
+
+    @routes.get("/submissions/{submission_id}/results.json")
+    def results(session: SessionDep, who: Caller, submission_id: SubmissionId) -> Response:
+        return results_download(visible(session, who, submission_id))
+
+    @routes.post("/submissions/{submission_id}/regrade")
+    def regrade_one(request: Request, session: SessionDep, who: Instructor, submission_id: SubmissionId) -> Regraded:
+        visible(session, who, submission_id)
+        return Regraded(**submitting.regrade(request.app.state, session, [submission_id]))
+
+    @routes.post("/regrade")
+    def regrade_many(request: Request, session: SessionDep, _who: Instructor,
+                     topic: Annotated[str | None, Query(max_length=100)] = None, all: bool = False) -> Regraded:
+        """Regrade every submission holding `topic`, or everything with `all=true`."""
+        if not topic and not all:
+            raise HTTPException(400, "say which: ?topic=NAME or ?all=true")
+        if topic and topic not in request.app.state.topics:
+            raise HTTPException(400, f"unknown topic {topic!r}; the topics are: {', '.join(request.app.state.topics)}")
+        return Regraded(**submitting.regrade(request.app.state, session, matching(session, None if all else topic)))
+
+    @routes.get("/gradebook.csv")
+    def gradebook_csv(request: Request, session: SessionDep, _who: Instructor) -> Response:
+        return csv_download(request, session)
+
+    return routes
+
+
+def matching(session: Session, topic: str | None) -> list[int]:
+    """Ids of the submissions holding `topic` (every submission for None)."""
+    rows = session.execute(select(Submission.id, Submission.topics)).all()
+    return [i for i, names in rows if topic is None or topic in names.split(",")]
+
+
+def results_download(row: Submission) -> Response:
+    """A submission's results.json as a download (its latest complete grading)."""
+    if not row.result_json:
+        raise HTTPException(409, f"submission {row.id} is {row.status}, not graded yet")
+    return Response(row.result_json, media_type="application/json",
+                    headers={"Content-Disposition": f'attachment; filename="results-{row.id}.json"'})
+
+
+def csv_download(request: Request, session: Session) -> Response:
+    rows, topics = gradebook_rows(request, session)
+    return PlainTextResponse(gradebook.to_csv(rows, topics), media_type="text/csv",
+                             headers={"Content-Disposition": 'attachment; filename="gradebook.csv"'})
+
+
+def gradebook_rows(request: Request, session: Session) -> tuple[list[gradebook.Row], list[str]]:
+    students = list(session.scalars(select(Student)))
+    subs = list(session.scalars(select(Submission)))
+    return gradebook.gradebook(students, subs), list(request.app.state.topics)

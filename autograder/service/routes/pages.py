@@ -1,0 +1,234 @@
+"""The server-rendered pages: log in, a student's page (history, best per topic, an upload form),
+a submission's verdicts (refreshing itself until graded), the instructor's gradebook.
+
+A page knows its visitor by a page session (`websession`), never by a token in a cookie. Every
+form carries the session's CSRF token and must come from the service's own origin; errors are
+rendered on the page, never taken from the URL.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, HTTPException, Request, Response
+from fastapi.responses import RedirectResponse
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
+
+from autograder.service import auth, gradebook, jobs, storage, submitting, websession
+from autograder.service.auth import Identity
+from autograder.service.db import DONE, FAILED, Submission, WebSession
+from autograder.service.deps import MAX_ID, SessionDep, visible
+from autograder.service.rendering import render
+from autograder.service.routes.api import csv_download, gradebook_rows, matching, read_body, results_download
+from autograder.service.security import same_origin
+
+FOREIGN = "this form came from another site or an old page; reload the page and try again"
+
+
+def visitor(request: Request, session: Session) -> tuple[Identity, WebSession] | None:
+    """The page session's identity and row, or None when not logged in."""
+    row = websession.lookup(session, request.cookies.get(websession.COOKIE, ""))
+    return (websession.identity(row), row) if row is not None else None
+
+
+def instructor_visitor(request: Request, session: Session) -> tuple[Identity, WebSession] | None:
+    """An instructor's page session, None when not logged in; 403 for a student."""
+    found = visitor(request, session)
+    if found is not None and not found[0].is_instructor:
+        raise HTTPException(403, "the gradebook is for instructors; your own page is /me")
+    return found
+
+
+def check_form(request: Request, row: WebSession, csrf: Any) -> None:
+    """403 unless the form comes from our own origin and carries the session's CSRF token."""
+    if not same_origin(request, request.app.state.settings) or not websession.same(row.csrf, csrf):
+        raise HTTPException(403, FOREIGN)
+
+
+def _home(request: Request, who: Identity) -> RedirectResponse:
+    base = request.app.state.settings.base_path
+    return RedirectResponse(f"{base}/gradebook" if who.is_instructor else f"{base}/me", status_code=303)
+
+
+def _to_login(request: Request) -> RedirectResponse:
+    return RedirectResponse(f"{request.app.state.settings.base_path}/login", status_code=303)
+
+
+def _login_page(request: Request, status_code: int = 200, error: str = "") -> Response:
+    """The login form with its login CSRF token, set as a cookie beside it (the browser's own,
+    when it has one: two login tabs both work)."""
+    settings = request.app.state.settings
+    token = request.cookies.get(websession.LOGIN_COOKIE, "")
+    if not (40 <= len(token) <= 64 and token.replace("-", "").replace("_", "").isalnum()):
+        token = websession.new_secret()
+    response = render(request, "login.html", status_code=status_code, error=error, login_csrf=token)
+    response.set_cookie(websession.LOGIN_COOKIE, token, max_age=3600, **websession.cookie_options(settings))
+    return response
+
+
+def router() -> APIRouter:
+    routes = APIRouter(include_in_schema=False)
+
+    @routes.get("/")
+    def index(request: Request, session: SessionDep) -> Response:
+        found = visitor(request, session)
+        return _to_login(request) if found is None else _home(request, found[0])
+
+    @routes.get("/login")
+    def login_form(request: Request) -> Response:
+        return _login_page(request)
+
+    @routes.post("/login")
+    def login(request: Request, session: SessionDep, token: Annotated[str, Form(max_length=4096)] = "",
+              csrf: Annotated[str, Form(max_length=200)] = "") -> Response:
+        settings = request.app.state.settings
+        if not same_origin(request, settings) or not websession.same(request.cookies.get(websession.LOGIN_COOKIE, ""),
+                                                                     csrf):
+            return _login_page(request, 403, "This login form came from another site or has expired; log in again here.")
+        token = token.strip()
+        who = auth.identify(session, token, settings) if token else None
+        if who is None:
+            return _login_page(request, 401, "That token is not known. Ask your instructor for yours.")
+        value, _ = websession.start(session, who, settings)
+        response = _home(request, who)
+        response.set_cookie(websession.COOKIE, value, max_age=int(settings.session_hours * 3600),
+                            **websession.cookie_options(settings))
+        response.delete_cookie(websession.LOGIN_COOKIE, path=settings.base_path or "/")
+        return response
+
+    @routes.post("/logout")
+    def logout(request: Request, session: SessionDep, csrf: Annotated[str, Form(max_length=200)] = "") -> Response:
+        found = visitor(request, session)
+        if found is not None:
+            check_form(request, found[1], csrf)
+            websession.end(session, request.cookies.get(websession.COOKIE, ""))
+        response = _to_login(request)
+        response.delete_cookie(websession.COOKIE, path=request.app.state.settings.base_path or "/")
+        return response
+
+    @routes.get("/me")
+    def student_page(request: Request, session: SessionDep) -> Response:
+        found = visitor(request, session)
+        if found is None:
+            return _to_login(request)
+        if found[0].is_instructor:
+            return _home(request, found[0])
+        return _student_page(request, session, found)
+
+    @routes.post("/me/submit")
+    async def page_submit(request: Request) -> Response:
+        if not same_origin(request, request.app.state.settings):
+            raise HTTPException(403, FOREIGN)
+        file, csrf = await _upload_form(request, request.app.state.settings.max_upload_bytes)
+        return await run_in_threadpool(_page_submit, request, file, csrf)
+
+    @routes.get("/submissions/{submission_id}")
+    def submission_page(request: Request, session: SessionDep, submission_id: int) -> Response:
+        found = visitor(request, session)
+        if found is None:
+            return _to_login(request)
+        who, row = found
+        sub = visible(session, who, submission_id)
+        result = json.loads(sub.result_json) if sub.result_json else None
+        return render(request, "submission.html", who=who, csrf=row.csrf, sub=sub, result=result,
+                      position=jobs.position(session, sub), pending=sub.status not in (DONE, FAILED))
+
+    @routes.get("/submissions/{submission_id}/results.json")
+    def submission_results(request: Request, session: SessionDep, submission_id: int) -> Response:
+        found = visitor(request, session)
+        if found is None:
+            return _to_login(request)
+        return results_download(visible(session, found[0], submission_id))
+
+    @routes.get("/gradebook")
+    def gradebook_page(request: Request, session: SessionDep) -> Response:
+        found = instructor_visitor(request, session)
+        if found is None:
+            return _to_login(request)
+        rows, topics = gradebook_rows(request, session)
+        subs = list(session.scalars(select(Submission).order_by(Submission.id.desc())))
+        tops = gradebook.maxima(subs)
+        histograms = {t: gradebook.histogram_svg([r.best[t] for r in rows if t in r.best], tops[t], t)
+                      for t in topics if t in tops}
+        return render(request, "gradebook.html", who=found[0], csrf=found[1].csrf, rows=rows, topics=topics,
+                      histograms=histograms, timeline=gradebook.timeline_svg([s.created_at for s in subs]),
+                      recent=subs[:50])
+
+    @routes.get("/gradebook.csv")
+    def gradebook_csv(request: Request, session: SessionDep) -> Response:
+        return _to_login(request) if instructor_visitor(request, session) is None else csv_download(request, session)
+
+    @routes.post("/gradebook/regrade")
+    def page_regrade(request: Request, session: SessionDep, what: Annotated[str, Form(max_length=200)] = "",
+                     csrf: Annotated[str, Form(max_length=200)] = "") -> Response:
+        """Regrade one submission (`what` = its id), a topic (`topic:NAME`) or everything (`all`)."""
+        found = visitor(request, session)
+        if found is None:
+            return _to_login(request)
+        check_form(request, found[1], csrf)
+        if not found[0].is_instructor:
+            raise HTTPException(403, "instructors only")
+        submitting.regrade(request.app.state, session, _regrade_targets(request, session, what))
+        return RedirectResponse(f"{request.app.state.settings.base_path}/gradebook", status_code=303)
+
+    return routes
+
+
+def _regrade_targets(request: Request, session: Session, what: str) -> list[int]:
+    """The ids a regrade form names, or 400 saying what it may name."""
+    topics = request.app.state.topics
+    if what == "all":
+        return matching(session, None)
+    if what.startswith("topic:") and what[6:] in topics:
+        return matching(session, what[6:])
+    if what.isascii() and what.isdigit() and 1 <= int(what) <= MAX_ID and session.get(Submission, int(what)):
+        return [int(what)]
+    raise HTTPException(400, "a regrade names `all`, `topic:NAME` (a course topic) or a submission's id")
+
+
+def _student_page(request: Request, session: Session, found: tuple[Identity, WebSession], status_code: int = 200,
+                  error: str = "") -> Response:
+    who, row = found
+    subs = list(session.scalars(select(Submission).where(Submission.student_id == who.student_id)
+                                .order_by(Submission.id.desc())))
+    return render(request, "student.html", status_code=status_code, who=who, csrf=row.csrf, submissions=subs,
+                  best=gradebook.best_scores(subs), error=error, topics=request.app.state.topics)
+
+
+async def _upload_form(request: Request, limit: int) -> tuple[bytes, str]:
+    """The upload form's file and CSRF field, its body read (bounded) before any database connection."""
+    raw = await read_body(request, limit + 16384)
+    delivered = False
+
+    async def replay() -> dict:
+        nonlocal delivered
+        if delivered:
+            return {"type": "http.disconnect"}
+        delivered = True
+        return {"type": "http.request", "body": raw, "more_body": False}
+
+    form = await Request(request.scope, replay).form(max_files=1, max_fields=4, max_part_size=limit + 1024)
+    upload, csrf = form.get("file"), form.get("csrf")
+    data = await upload.read() if hasattr(upload, "read") else b""
+    return data, csrf if isinstance(csrf, str) else ""
+
+
+def _page_submit(request: Request, file: bytes, csrf: str) -> Response:
+    """The upload form, once its body is in: session, CSRF, then the same `submit` as the API."""
+    with request.app.state.sessions() as session:
+        found = visitor(request, session)
+        if found is None:
+            return _to_login(request)
+        check_form(request, found[1], csrf)
+        try:
+            sub, _ = submitting.submit(request.app.state, session, found[0], file, None)
+        except storage.UploadError as exc:
+            session.rollback()
+            return _student_page(request, session, found, exc.status, str(exc))
+        except HTTPException as exc:
+            session.rollback()
+            return _student_page(request, session, found, exc.status_code, str(exc.detail))
+        return RedirectResponse(f"{request.app.state.settings.base_path}/submissions/{sub.id}", status_code=303)
