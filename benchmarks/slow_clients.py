@@ -1,7 +1,7 @@
 """Slow and idle clients beside normal ones, on loopback (not a test: it prints figures).
 
-    .venv/bin/python benchmarks/slow_clients.py [--systems direct,proxy,before] [--slow 16] [--idle 8]
-        [--endless 1] [--drip 1] [--normal 4] [--seconds 20] [--hold 45] [--baseline /work/baseline] [--json FILE]
+    .venv/bin/python benchmarks/slow_clients.py [--systems direct,proxy[,before]] [--slow 16] [--idle 8]
+        [--endless 1] [--drip 1] [--normal 4] [--seconds 20] [--hold 45] [--baseline DIR] [--json FILE]
 
 For each system, a fresh course on SQLite (the shipped limits: header 10 s, body 30 s,
 keep-alive 5 s) is served; `--normal` students (threads) read in turn, as fast as they are
@@ -201,7 +201,7 @@ def table(results: list[dict], args) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--systems", default="direct,proxy,before")
+    parser.add_argument("--systems", default="direct,proxy", help="direct, proxy, before (needs --baseline)")
     parser.add_argument("--slow", type=int, default=16)
     parser.add_argument("--idle", type=int, default=8)
     parser.add_argument("--endless", type=int, default=1)
@@ -211,9 +211,13 @@ def main() -> None:
     parser.add_argument("--quiet", type=float, default=10.0, help="the phase without hostile clients")
     parser.add_argument("--hold", type=float, default=45.0,
                         help="the hostile clients give up after this (past the 30 s body deadline)")
-    parser.add_argument("--baseline", type=Path, default=Path("/work/baseline"))
+    parser.add_argument("--baseline", type=Path,
+                        help="for the `before` system: a checkout of the tree before these limits "
+                             "(e.g. `git worktree add ../baseline e551914`)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    if "before" in args.systems.split(",") and not (args.baseline and (args.baseline / "autograder").is_dir()):
+        parser.error("the `before` system needs --baseline: a checkout of the tree before these limits")
     results = []
     for system in args.systems.split(","):
         result = measure(system, args)
