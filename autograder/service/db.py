@@ -16,10 +16,14 @@ from pathlib import Path
 from sqlalchemy import (Float, ForeignKey, Integer, LargeBinary, String, Text, UniqueConstraint, create_engine, event,
                         select)
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship, sessionmaker
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 QUEUED, GRADING, DONE, FAILED = "queued", "grading", "done", "failed"
+# what SQLAlchemy raises when the database cannot be reached (down, dropped, the pool exhausted)
+UNREACHABLE = (OperationalError, InterfaceError, DisconnectionError, PoolTimeout)
 
 
 def utcnow() -> dt.datetime:

@@ -13,15 +13,14 @@ from typing import Annotated
 import logging
 
 from fastapi import Depends, HTTPException, Request
-from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
 from sqlalchemy.orm import Session
 
 from autograder.service import auth
 from autograder.service.auth import Identity
-from autograder.service.db import Submission
+from autograder.service.db import UNREACHABLE, Submission
+from autograder.service.jobs import one_line
 
 log = logging.getLogger("jaxlings.http")
-DATABASE_DOWN = (OperationalError, InterfaceError, DisconnectionError)
 MAX_ID = 2**31 - 1       # ids beyond a 32-bit integer are nobody's (and would overflow PostgreSQL's integer)
 
 
@@ -34,8 +33,8 @@ def get_session(request: Request) -> Iterator[Session]:
     finally:
         try:
             session.close()
-        except DATABASE_DOWN as exc:
-            log.warning("closing a database session: %s", str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        except UNREACHABLE as exc:
+            log.warning("closing a database session: %s", one_line(exc))
 
 
 SessionDep = Annotated[Session, Depends(get_session)]

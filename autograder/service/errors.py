@@ -14,16 +14,15 @@ import secrets
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from autograder.service import auth, storage
+from autograder.service.db import UNREACHABLE
+from autograder.service.jobs import one_line
 
 log = logging.getLogger("jaxlings.http")
 RETRY_AFTER = 5
-DATABASE_DOWN = (OperationalError, InterfaceError, DisconnectionError, PoolTimeout)
 
 
 def install(app: FastAPI) -> None:
@@ -32,7 +31,7 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(storage.UploadError, _upload_error)
     app.add_exception_handler(RequestValidationError, _invalid)
     app.add_exception_handler(auth.HubUnavailable, _hub_down)
-    for kind in DATABASE_DOWN:
+    for kind in UNREACHABLE:
         app.add_exception_handler(kind, _database_down)
 
 
@@ -79,7 +78,7 @@ async def _hub_down(request: Request, exc: Exception) -> Response:
 
 
 async def _database_down(request: Request, exc: Exception) -> Response:
-    log.warning("database unavailable: %s", str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    log.warning("database unavailable: %s", one_line(exc))
     return answer(request, 503, "the database is not answering; try again in a few seconds",
                   {"Retry-After": str(RETRY_AFTER)})
 

@@ -38,18 +38,16 @@ from pathlib import Path
 
 from celery import Celery, signals
 from sqlalchemy import and_, func, or_, select, true, update
-from sqlalchemy.exc import InterfaceError, OperationalError
 
 from autograder.results import clip
 from autograder.service import db
 from autograder.service.config import Settings
-from autograder.service.db import DONE, FAILED, GRADING, QUEUED, Submission, Upload, utcnow
+from autograder.service.db import DONE, FAILED, GRADING, QUEUED, UNREACHABLE, Submission, Upload, utcnow
 
 TASK = "jaxlings.grade"
 MAX_LOST = 2           # deaths of its worker after which a job is failed, not sent again
 MAX_ERROR = 2000       # characters of a failed job's error kept in the database
 QUEUE_SIZE = 10000     # ids a Dispatcher holds; past it they are left to the sweep
-DATABASE_DOWN = (OperationalError, InterfaceError)
 log = logging.getLogger("jaxlings.jobs")
 
 
@@ -113,7 +111,7 @@ def _grade_task(task, submission_id: int) -> dict:
     lease runs out) and the sweep sends it again once the database answers."""
     try:
         return grade_submission(task.app.conf.jaxlings_settings, submission_id, worker_name())
-    except DATABASE_DOWN as exc:
+    except UNREACHABLE as exc:
         log.warning("submission %s not graded now, the database is not answering (the sweep sends it again): %s",
                     submission_id, one_line(exc))
         return {"submission": submission_id, "deferred": one_line(exc)}
@@ -355,8 +353,8 @@ def grade_submission(settings: Settings, submission_id: int, worker: str) -> dic
     except Exception as exc:
         from autograder.session import GraderError
 
-        error = clip(one_line(exc) if isinstance(exc, DATABASE_DOWN) else f"{type(exc).__name__}: {exc}", MAX_ERROR)
-        if isinstance(exc, (*DATABASE_DOWN, GraderError)):    # said in full by its message: one line
+        error = clip(one_line(exc) if isinstance(exc, UNREACHABLE) else f"{type(exc).__name__}: {exc}", MAX_ERROR)
+        if isinstance(exc, (*UNREACHABLE, GraderError)):    # said in full by its message: one line
             log.warning("grading submission %s failed: %s", submission_id, error)
         else:                                                  # unforeseen: the traceback, once per try
             log.exception("grading submission %s failed", submission_id)
@@ -409,7 +407,7 @@ def _finish(settings: Settings, submission_id: int, worker: str, attempt: int, *
             with db.sessions(settings.db_url).begin() as session:
                 session.execute(update(Submission).where(_mine(submission_id, worker, attempt)).values(**values))
             return
-        except DATABASE_DOWN as exc:
+        except UNREACHABLE as exc:
             if time.monotonic() > deadline:
                 raise
             log.warning("could not store the end of submission %s (trying again): %s", submission_id, one_line(exc))

@@ -89,13 +89,10 @@ def store(session: Session, settings: Settings, student_id: int | None, checked:
         try:
             _lock_student(session, student_id)
             _rate_limit(session, settings, student_id, topics)
+            _quota(session, settings, student_id, 0 if _holds(session, student_id, checked.digest) else len(checked.data))
             if session.get(Upload, checked.digest) is None:
-                _quota(session, settings, student_id, len(checked.data))
                 session.add(Upload(digest=checked.digest, data=checked.data, size=len(checked.data)))
                 session.flush()
-            else:
-                _quota(session, settings, student_id, 0 if _holds(session, student_id, checked.digest)
-                       else len(checked.data))
             row = Submission(student_id=student_id, digest=checked.digest, topics=topics)
             session.add(row)
             session.commit()
