@@ -11,6 +11,7 @@ import dataclasses
 import fcntl
 import json
 import os
+import re
 import shutil
 import textwrap
 from pathlib import Path
@@ -216,3 +217,12 @@ def command_lines() -> list[str]:
         except OSError:
             pass
     return lines
+
+
+def module_source(name: str, **settings: object) -> str:
+    """tests/submissions/<name>.py with module-level `NAME = value` lines replaced."""
+    source = (SUBMISSIONS / f"{name}.py").read_text()
+    for key, value in settings.items():
+        source, n = re.subn(rf"^{key} = .*$", f"{key} = {value!r}", source, count=1, flags=re.M)
+        assert n == 1, f"{name}.py has no `{key} = ...` line"
+    return source

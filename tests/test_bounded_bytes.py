@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import struct
 import subprocess
 import sys
@@ -32,18 +31,9 @@ from autograder.compare import mismatch
 from autograder.results import MAX_MESSAGE, Outcome
 from autograder.session import format_error
 from autograder.worker import wire
-from conftest import ROOT, SUBMISSIONS, grade_dir, needs_bwrap
+from conftest import ROOT, grade_dir, module_source, needs_bwrap
 
 ISOLATE = True
-
-
-def module_source(name: str, **settings: object) -> str:
-    """tests/submissions/<name>.py with module-level `NAME = value` lines replaced."""
-    source = (SUBMISSIONS / f"{name}.py").read_text()
-    for key, value in settings.items():
-        source, n = re.subn(rf"^{key} = .*$", f"{key} = {value!r}", source, count=1, flags=re.M)
-        assert n == 1, f"{name}.py has no `{key} = ...` line"
-    return source
 
 
 def grade_source(folder: Path, source: str, names: list[str]):

@@ -22,7 +22,8 @@ from autograder import topics
 from autograder.checks import compiles, prints
 from autograder.session import ExerciseRun, TopicSession
 from conftest import SOLUTIONS, TEST_LIMITS, extra_data, needs_bwrap
-from test_trust import assert_gains_nothing, attack_and_twin, grade_source, module_source, score_of
+from conftest import module_source
+from test_trust import assert_gains_nothing, attack_and_twin, grade_source, score_of
 
 BCE = ["jit_basics.bce_fast"]
 

@@ -68,7 +68,6 @@ module it grades (tests/submissions/...__attack_*.py):
 from __future__ import annotations
 
 import json
-import re
 import time
 from pathlib import Path
 
@@ -77,7 +76,8 @@ import pytest
 from autograder import results, topics
 from autograder.results import Result
 from autograder.sandbox import Limits
-from conftest import SOLUTIONS, SUBMISSIONS, TEST_LIMITS, extra_data, grade_dir, needs_bwrap, synthetic_result
+from conftest import (SOLUTIONS, TEST_LIMITS, extra_data, grade_dir, module_source, needs_bwrap,
+                      synthetic_result)
 
 pytestmark = needs_bwrap  # every test grades under the sandbox (one also without it)
 
@@ -89,15 +89,6 @@ OWN_TIME_SHARE = 0.5  # of the twin's clock reading, below which a timed gain is
 
 
 # -- helpers -------------------------------------------------------------------------------
-
-def module_source(name: str, **settings: object) -> str:
-    """tests/submissions/<name>.py with module-level `NAME = value` lines replaced."""
-    source = (SUBMISSIONS / f"{name}.py").read_text()
-    for key, value in settings.items():
-        source, n = re.subn(rf"^{key} = .*$", f"{key} = {value!r}", source, count=1, flags=re.M)
-        assert n == 1, f"{name}.py has no `{key} = ...` line"
-    return source
-
 
 def grade_source(folder: Path, topic: str, source: str, names: list[str], limits: Limits = TEST_LIMITS) -> Result:
     folder.mkdir(parents=True, exist_ok=True)
