@@ -98,6 +98,9 @@ def hub(tmp_path_factory):
             proc.wait(30)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
+        # the user's server runs in a session of its own and outlives a hub that did not stop it:
+        # left behind, it holds its port and the next run's hub cannot start one
+        subprocess.run(["pkill", "-KILL", "-f", f"--ServerApp.root_dir={course}"], check=False)
         log.close()
 
 
