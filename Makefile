@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: setup demo test build bench gpu-check student-dist clean
+.PHONY: setup demo test test-fast lint format build bench gpu-check student-dist clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,24 @@ demo: setup
 TEST_JOBS ?= 2
 test: setup
 	$(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadfile --durations=20
+
+## The fast tier, under 5 minutes on 2 cores: every test not marked `slow` (tests/topics/ and the tests that grade
+## whole topics or run a service for long are the full suite's). Every place of the package is in it.
+test-fast: setup
+	$(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadfile -m "not slow" --durations=10
+
+## Lint, format check and types (configured in pyproject.toml; CI runs it before the tests). Seconds.
+lint: setup
+	@status=0; \
+	$(BIN)/ruff check . || status=1; \
+	$(BIN)/ruff format --check . || status=1; \
+	$(BIN)/mypy || status=1; \
+	exit $$status
+
+## Apply the formatter and ruff's safe fixes (exercises/, course/ and the crafted submissions are left alone).
+format: setup
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
 
 ## Regenerate the student stubs from the solutions.
 build: setup

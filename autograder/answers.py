@@ -25,8 +25,9 @@ import base64
 import hashlib
 import json
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -97,7 +98,7 @@ class Recording:
         return {"draws": dict(sorted(self.draws.items())), "answers": dict(sorted(self.answers.items()))}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Recording":
+    def from_json(cls, data: dict[str, Any]) -> Recording:
         return cls(dict(data["draws"]), dict(data["answers"]))
 
 
@@ -146,15 +147,19 @@ class Replay(Live):
     def answer(self, kind: str, request: Any, compute: Callable[[], T]) -> T:
         blob = self.recording.answers.get(request_key(kind, request))
         if blob is None:
-            raise MissingAnswer(f"the public expectations ({self.origin}) hold no `{kind}` answer for this "
-                                "request; they are out of date (`grade build` records them again)")
+            raise MissingAnswer(
+                f"the public expectations ({self.origin}) hold no `{kind}` answer for this "
+                "request; they are out of date (`grade build` records them again)"
+            )
         return from_blob(blob)
 
     def draw(self, kind: str, rng: np.random.Generator, make: Callable[[np.random.Generator], T]) -> T:
         blob = self.recording.draws.get(draw_key(kind, rng))
         if blob is None:
-            raise MissingAnswer(f"the public expectations ({self.origin}) hold no `{kind}` inputs for this "
-                                "point of the run; they are out of date (`grade build` records them again)")
+            raise MissingAnswer(
+                f"the public expectations ({self.origin}) hold no `{kind}` inputs for this "
+                "point of the run; they are out of date (`grade build` records them again)"
+            )
         value, state = from_blob(blob)
         rng.bit_generator.state = json.loads(state)
         return value

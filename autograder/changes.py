@@ -58,6 +58,9 @@ def changed(before: Snapshot | None, after: Snapshot, exercises: list[str]) -> l
     """The exercises (of `exercises`, in order) whose behaviour may differ between the snapshots."""
     if before is None or before.rest is None or after.rest is None or before.rest != after.rest:
         return list(exercises)
-    differs = {n for n in set(before.definitions) | set(after.definitions)
-               if before.definitions.get(n, (None,))[0] != after.definitions.get(n, (None,))[0]}
+    differs = {
+        n
+        for n in set(before.definitions) | set(after.definitions)
+        if before.definitions.get(n, (None,))[0] != after.definitions.get(n, (None,))[0]
+    }
     return [ex for ex in exercises if (_depends_on(ex, after) | _depends_on(ex, before) | {ex}) & differs]

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional
 
 import typer
 from rich.console import Console
@@ -26,16 +26,27 @@ from rich.table import Table
 
 from autograder import __version__, changes, compile_cache, draws, engine, hints, paths, report, topics, workspace
 from autograder import public as public_data
+from autograder.isolation import Limits, bwrap_available
 from autograder.results import Result, TestResult
-from autograder.sandbox import Limits, bwrap_available
 from autograder.session import GraderError
 from autograder.spares import Spares
 from autograder.submission import SubmissionError, open_submission
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="jaxlings: learn JAX by filling in functions; graded for correctness, jit and speed.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="jaxlings: learn JAX by filling in functions; graded for correctness, jit and speed.",
+)
 console = Console()
-USER_ERRORS = (GraderError, SubmissionError, FileNotFoundError, ValueError, KeyError, public_data.PublicDataError,
-               workspace.WorkspaceError)
+USER_ERRORS = (
+    GraderError,
+    SubmissionError,
+    FileNotFoundError,
+    ValueError,
+    KeyError,
+    public_data.PublicDataError,
+    workspace.WorkspaceError,
+)
 
 
 def friendly(fn: Callable) -> Callable:
@@ -57,17 +68,41 @@ def _progress(status) -> Callable[[TestResult], None]:
     return lambda test: status.update(f"grading… {report.progress_line(test)}")
 
 
-def _run(submission: Path, selected: list[str] | None, *, public: bool, seed: int | None = None,
-         isolate: bool = False, jobs: int | None = None, spares: Spares | None = None) -> Result:
+def _run(
+    submission: Path,
+    selected: list[str] | None,
+    *,
+    public: bool,
+    seed: int | None = None,
+    isolate: bool = False,
+    jobs: int | None = None,
+    spares: Spares | None = None,
+) -> Result:
     """Public runs replay the public expectations; hidden runs grade against the live reference."""
     specs = topics.resolve(selected, public=public)
     jobs = jobs or engine.default_jobs()
     with console.status("starting workers…") as status:
         if public:
-            return engine.grade(submission, specs, public=True, isolate=isolate, on_test=_progress(status),
-                                answers=public_data.replay, jobs=jobs, spares=spares)
-        return engine.grade(submission, specs, reference_dir=paths.solutions_dir(), public=False, seed=seed,
-                            isolate=isolate, on_test=_progress(status), jobs=jobs)
+            return engine.grade(
+                submission,
+                specs,
+                public=True,
+                isolate=isolate,
+                on_test=_progress(status),
+                answers=public_data.replay,
+                jobs=jobs,
+                spares=spares,
+            )
+        return engine.grade(
+            submission,
+            specs,
+            reference_dir=paths.solutions_dir(),
+            public=False,
+            seed=seed,
+            isolate=isolate,
+            on_test=_progress(status),
+            jobs=jobs,
+        )
 
 
 def _failed(result: Result) -> bool:
@@ -78,10 +113,12 @@ def _failed(result: Result) -> bool:
 @app.command()
 @friendly
 def check(
-    names: list[str] = typer.Argument(None, metavar="[TOPIC|TOPIC.EXERCISE]...", help="What to check (default: every topic)."),
+    names: list[str] = typer.Argument(
+        None, metavar="[TOPIC|TOPIC.EXERCISE]...", help="What to check (default: every topic)."
+    ),
     directory: Path = typer.Option(Path("exercises"), "--dir", help="Your exercises folder."),
     sandbox: bool = typer.Option(False, help="Run your code under bubblewrap, as the grading server does."),
-    json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the result (results.json format) here."),
+    json_path: Path | None = typer.Option(None, "--json", help="Also write the result (results.json format) here."),
 ) -> None:
     """Run the public checks on your exercises: the same checks the grader runs, on fixed cases.
 
@@ -102,15 +139,25 @@ def check(
 def grade(
     submission: Path = typer.Argument(..., help="A folder shaped like exercises/, or a .zip of one."),
     topic: list[str] = typer.Option(None, "--topics", "-t", help="Topics (or TOPIC.EXERCISE) to grade; default all."),
-    json_path: Optional[Path] = typer.Option(None, "--json", help="Write Gradescope's results.json here."),
-    seed: Optional[str] = typer.Option(None, help="The run's secret seed, decimal or 0x-hex (default: 128 fresh "
-                                                  "random bits, recorded in the result's extra_data.seed); a "
-                                                  "recorded seed reproduces that run's inputs."),
-    sandbox: str = typer.Option("on", help="on (the default: student code under bubblewrap, refused without it), "
-                                           "off (no sandbox: recorded in the result), or auto (on when available)."),
-    jobs: Optional[int] = typer.Option(None, min=1, help="Topics graded at a time (default: JAXLINGS_JOBS, else one "
-                                                         "per core, at most 4; timed checks stay fair); spare slots "
-                                                         "grade a topic in parts."),
+    json_path: Path | None = typer.Option(None, "--json", help="Write Gradescope's results.json here."),
+    seed: str | None = typer.Option(
+        None,
+        help="The run's secret seed, decimal or 0x-hex (default: 128 fresh "
+        "random bits, recorded in the result's extra_data.seed); a "
+        "recorded seed reproduces that run's inputs.",
+    ),
+    sandbox: str = typer.Option(
+        "on",
+        help="on (the default: student code under bubblewrap, refused without it), "
+        "off (no sandbox: recorded in the result), or auto (on when available).",
+    ),
+    jobs: int | None = typer.Option(
+        None,
+        min=1,
+        help="Topics graded at a time (default: JAXLINGS_JOBS, else one "
+        "per core, at most 4; timed checks stay fair); spare slots "
+        "grade a topic in parts.",
+    ),
 ) -> None:
     """Run the hidden checks on a submission and print (and optionally write) the result."""
     if sandbox not in ("auto", "on", "off"):
@@ -118,13 +165,23 @@ def grade(
     isolate = sandbox == "on" or (sandbox == "auto" and bwrap_available())
     with open_submission(submission) as folder:  # a bad submission is named before a missing sandbox
         if sandbox == "on" and not bwrap_available():
-            raise GraderError("the sandbox needs bubblewrap (`apt-get install bubblewrap`); to grade without it, "
-                              "say so with --sandbox off (the result records it)")
+            raise GraderError(
+                "the sandbox needs bubblewrap (`apt-get install bubblewrap`); to grade without it, "
+                "say so with --sandbox off (the result records it)"
+            )
         if not isolate:
-            console.print("[yellow]warning:[/] student code runs WITHOUT the sandbox (no file-system, network or "
-                          "process isolation); the result records it")
-        result = _run(folder, topic, public=False, seed=None if seed is None else draws.parse_seed(seed),
-                      isolate=isolate, jobs=jobs)
+            console.print(
+                "[yellow]warning:[/] student code runs WITHOUT the sandbox (no file-system, network or "
+                "process isolation); the result records it"
+            )
+        result = _run(
+            folder,
+            topic,
+            public=False,
+            seed=None if seed is None else draws.parse_seed(seed),
+            isolate=isolate,
+            jobs=jobs,
+        )
     report.result_tables(result, console)
     if json_path:
         result.write(json_path)
@@ -135,7 +192,7 @@ def grade(
 @friendly
 def hint(
     name: str = typer.Argument(..., metavar="TOPIC.EXERCISE"),
-    level: Optional[int] = typer.Option(None, help="Show this level (1 = a nudge) instead of the next one."),
+    level: int | None = typer.Option(None, help="Show this level (1 = a nudge) instead of the next one."),
 ) -> None:
     """Show the next hint for one exercise."""
     topic_name, _, ex_name = name.partition(".")
@@ -160,10 +217,16 @@ def list_() -> None:
     for name in topics.ORDER:
         spec = topics.load_public(name)
         for i, ex in enumerate(spec.exercises):
-            names = [f"{spec.name}.{ex.name}:{c}" for c in ex.checks]
+            names = [f"{spec.name}.{ex.name}:{c.name}" for c in ex.checks]
             seen = [passed[n] for n in names if n in passed]
-            local = "—" if not seen else ("[green]all pass[/]" if all(seen) and len(seen) == len(names) else f"{sum(seen)}/{len(names)} pass")
-            checks = ", ".join(f"{c} ({p:g})" for c, p in ex.checks.items())
+            local = (
+                "—"
+                if not seen
+                else (
+                    "[green]all pass[/]" if all(seen) and len(seen) == len(names) else f"{sum(seen)}/{len(names)} pass"
+                )
+            )
+            checks = ", ".join(f"{c.name} ({c.points:g})" for c in ex.checks)
             table.add_row(f"{spec.name}: {spec.title}" if i == 0 else "", ex.name, checks, local)
     console.print(table)
 
@@ -178,14 +241,22 @@ def build_(
     from autograder.course import build as builder
 
     try:
-        built = builder.build(paths.solutions_dir(), paths.exercises_dir(), paths.course_dir(), check=check,
-                              public_dir=public_data.DIR, names=names or (),
-                              on_record=lambda t: console.print(f"recording the public expectations of {t}…"))
+        built = builder.build(
+            paths.solutions_dir(),
+            paths.exercises_dir(),
+            paths.course_dir(),
+            check=check,
+            public_dir=public_data.DIR,
+            names=names or (),
+            on_record=lambda t: console.print(f"recording the public expectations of {t}…"),
+        )
     except builder.BuildError as exc:
         raise ValueError(str(exc)) from None
     stale = [b.path for b in built if b.changed]
     for b in built:
-        console.print(f"{'[yellow]out of date[/]' if check and b.changed else ('[green]wrote[/]' if b.changed else 'unchanged')} {b.path}")
+        console.print(
+            f"{'[yellow]out of date[/]' if check and b.changed else ('[green]wrote[/]' if b.changed else 'unchanged')} {b.path}"
+        )
     if check and stale:
         raise typer.Exit(1)
 
@@ -201,7 +272,7 @@ def watch(
     (and those that use what you changed); Ctrl-C to stop."""
     specs = {t.name: t for t in topics.resolve(names, public=True)}
     selection = {n: [ex.name for ex in t.exercises] for n, t in specs.items()}
-    seen: dict[str, tuple[float | None, changes.Snapshot | None]] = {n: (None, None) for n in specs}
+    seen: dict[str, tuple[float | None, changes.Snapshot | None]] = dict.fromkeys(specs, (None, None))
     latest: dict[str, TestResult] = {}
     spares = Spares()  # a student worker per topic, started while the student edits
     console.print(f"watching {', '.join(f'{directory}/{n}.py' for n in specs)}; save a file to check it")
@@ -225,12 +296,18 @@ def watch(
                 report.result_tables(result, console)
                 latest.update({t.name: t for t in result.tests})
                 mine = [t for t in latest.values() if t.topic == n]
-                console.print(f"{n} so far: {sum(t.score for t in mine):g} / "
-                              f"{sum(t.max_score for t in mine if not t.pending):g} judged here")
+                console.print(
+                    f"{n} so far: {sum(t.score for t in mine):g} / "
+                    f"{sum(t.max_score for t in mine if not t.pending):g} judged here"
+                )
                 report.save_last_check(Path.cwd(), result)
                 if path.exists():
-                    spares.prepare(specs[n], path.read_text(errors="replace"), limits=Limits(),
-                                   cache=compile_cache.student_public())
+                    spares.prepare(
+                        specs[n],
+                        path.read_text(errors="replace"),
+                        limits=Limits(),
+                        cache=compile_cache.student_public(),
+                    )
             time.sleep(interval)
     except KeyboardInterrupt:
         console.print("stopped watching")
@@ -249,9 +326,12 @@ def init(
         console.print(f"[green]created[/] {path}", highlight=False)
     if made.kept:
         console.print(f"kept {len(made.kept)} file(s) that were already there (your work is never overwritten)")
-    console.print(f"\nNext: [bold]cd {directory}[/], read lessons/{topics.ORDER[0]}.md, edit "
-                  f"exercises/{topics.ORDER[0]}.py, then [bold]grade check {topics.ORDER[0]}[/] "
-                  f"(stuck? [bold]grade hint {topics.ORDER[0]}.<function>[/])", highlight=False)
+    console.print(
+        f"\nNext: [bold]cd {directory}[/], read lessons/{topics.ORDER[0]}.md, edit "
+        f"exercises/{topics.ORDER[0]}.py, then [bold]grade check {topics.ORDER[0]}[/] "
+        f"(stuck? [bold]grade hint {topics.ORDER[0]}.<function>[/])",
+        highlight=False,
+    )
 
 
 if paths.has_grader():  # the grader's commands: not in the student package
@@ -259,7 +339,8 @@ if paths.has_grader():  # the grader's commands: not in the student package
     app.command("build")(build_)
 
 
-from autograder.service.cli import register as _register_service
+from autograder.service.cli import register as _register_service  # noqa: E402 - after the grader's own commands
+
 _register_service(app)
 
 

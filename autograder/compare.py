@@ -30,8 +30,10 @@ def mismatch(expected: Output, got: Output, rtol: float, atol: float, names: tup
     if got["treedef"] != expected["treedef"]:
         return f"the output's structure is {clip(got['treedef'], 500)}, but the task asks for {expected['treedef']}"
     if len(got["leaves"]) != len(expected["leaves"]):
-        return (f"the output has {len(got['leaves'])} values where its structure, {expected['treedef']}, "
-                f"holds {len(expected['leaves'])}")
+        return (
+            f"the output has {len(got['leaves'])} values where its structure, {expected['treedef']}, "
+            f"holds {len(expected['leaves'])}"
+        )
     for i, (e, g) in enumerate(zip(expected["leaves"], got["leaves"])):
         if (msg := _leaf_mismatch(e, g, rtol, atol)) is not None:
             name = output_name(expected, i, names)
@@ -54,7 +56,7 @@ def output_name(out: Output, i: int, names: tuple[str, ...] = ()) -> str:
         return ""
     top = re.match(r"\[(\d+)\]", path)
     if names and top and int(top[1]) < len(names) and out["treedef"].startswith(("PyTreeDef((", "PyTreeDef([")):
-        name = names[int(top[1])] + path[top.end():]
+        name = names[int(top[1])] + path[top.end() :]
     else:
         name = "output" + path
     return name if len(name) <= MAX_NAME else name[:MAX_NAME] + "..."

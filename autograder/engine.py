@@ -20,17 +20,18 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
 
 from autograder import draws, stubs
 from autograder.answers import Live
-from autograder.checks import ADVISORY, ANALYSING, NEEDS_CORRECT, REGISTRY, TIMED
+from autograder.checks import Check, ordered, waiting_for
+from autograder.context import CheckContext
 from autograder.gate import ClockGate
+from autograder.isolation import Limits
 from autograder.results import Outcome, Result, TestResult
-from autograder.sandbox import Limits
 from autograder.session import GraderError, StudentError, TopicSession, format_error
 from autograder.spares import Spares
 from autograder.spec import Exercise, Topic
@@ -52,9 +53,20 @@ def default_jobs() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
-def grade(submission: Path, topics: list[Topic], *, reference_dir: Path | None = None, public: bool = False,
-          seed: int | None = None, isolate: bool = False, limits: Limits = Limits(), on_test: Listener | None = None,
-          answers: AnswersFor | None = None, jobs: int = 1, spares: Spares | None = None) -> Result:
+def grade(
+    submission: Path,
+    topics: list[Topic],
+    *,
+    reference_dir: Path | None = None,
+    public: bool = False,
+    seed: int | None = None,
+    isolate: bool = False,
+    limits: Limits = Limits(),
+    on_test: Listener | None = None,
+    answers: AnswersFor | None = None,
+    jobs: int = 1,
+    spares: Spares | None = None,
+) -> Result:
     """Grade the `<topic>.py` files found in `submission`.
 
     `reference_dir` holds the reference solutions (`<topic>.py`), run live in a trusted worker;
@@ -74,8 +86,9 @@ def grade(submission: Path, topics: list[Topic], *, reference_dir: Path | None =
     gate, lock = ClockGate(), threading.Lock()
 
     def listener(test: TestResult) -> None:
-        with lock:
-            on_test(test)
+        if on_test is not None:
+            with lock:
+                on_test(test)
 
     def one(topic: Topic) -> tuple[list[TestResult], dict, dict]:  # a topic, or a part of one (`plan`)
         t0 = time.monotonic()
@@ -87,16 +100,29 @@ def grade(submission: Path, topics: list[Topic], *, reference_dir: Path | None =
             topic_tests = failed_topic(topic, f"the submission has no {topic.name}.py")
         else:
             try:
-                topic_tests, platform = grade_topic(topic, module, reference, seed, public=public, isolate=isolate,
-                                                    limits=limits, on_test=listener if on_test else None,
-                                                    answers=answers(topic.name) if answers else None,
-                                                    timings=timings, gate=gate, spares=spares)
+                topic_tests, platform = grade_topic(
+                    topic,
+                    module,
+                    reference,
+                    seed,
+                    public=public,
+                    isolate=isolate,
+                    limits=limits,
+                    on_test=listener if on_test else None,
+                    answers=answers(topic.name) if answers else None,
+                    timings=timings,
+                    gate=gate,
+                    spares=spares,
+                )
             except GraderError:
                 raise
             except Exception as exc:  # noqa: BLE001 - trusted-side work on one submission failed: that topic only
                 print(traceback.format_exc(), file=sys.stderr)
-                topic_tests = failed_topic(topic, f"the grader could not grade {topic.name}.py "
-                                                  f"({type(exc).__name__}: {str(exc)[:300]}); please report it")
+                topic_tests = failed_topic(
+                    topic,
+                    f"the grader could not grade {topic.name}.py "
+                    f"({type(exc).__name__}: {str(exc)[:300]}); please report it",
+                )
         return topic_tests, platform, topic_summary(topic_tests, round(time.monotonic() - t0, 2), timings, platform)
 
     parts = plan(topics, jobs, Path(submission))
@@ -105,18 +131,24 @@ def grade(submission: Path, topics: list[Topic], *, reference_dir: Path | None =
         futures = {id(part): pool.submit(one, part.topic) for part in by_cost}
         graded = [merged(topic, [futures[id(p)].result() for p in parts if p.name == topic.name]) for topic in topics]
     tests = [t for topic_tests, _, _ in graded for t in topic_tests]
-    platform = next((p for _, p, _ in reversed(graded) if p), {})
+    platform: dict = next((p for _, p, _ in reversed(graded) if p), {})
     summary = {topic.name: entry for topic, (_, _, entry) in zip(topics, graded)}
-    extra = {"seed": seed, "mode": "public" if public else "hidden", "platform": platform, "topics": summary,
-             "sandbox": "on" if isolate else "off", "reference": "recorded" if answers else "live", "jobs": jobs}
+    extra = {
+        "seed": seed,
+        "mode": "public" if public else "hidden",
+        "platform": platform,
+        "topics": summary,
+        "sandbox": "on" if isolate else "off",
+        "reference": "recorded" if answers else "live",
+        "jobs": jobs,
+    }
     if not isolate and not public:
-        extra["sandbox_warning"] = ("student code ran without the sandbox: it could read files and reach the "
-                                    "network, and its verdicts are not protected against a hostile submission")
+        extra["sandbox_warning"] = (
+            "student code ran without the sandbox: it could read files and reach the "
+            "network, and its verdicts are not protected against a hostile submission"
+        )
     return Result(tests, time.monotonic() - started, extra)
 
-
-COST_WEIGHTS = {"vmc": 15, "speed": 4, "key_reuse": 2, "compiles": 2}
-"""A check's rough weight in grading time (any other check: 1)."""
 
 SPLIT_MIN_COST = 20
 """The least weight of a part that a spare job slot splits: below it (most topics), a second
@@ -124,12 +156,11 @@ worker's start costs about what the part's halves side by side save (docs/perfor
 
 
 def exercise_costs(topic: Topic, module: Path | None = None) -> dict[str, int]:
-    """Each exercise's rough weight in grading time: its checks' (`COST_WEIGHTS`), zero for a
+    """Each exercise's rough weight in grading time: its checks' (`Check.cost`), zero for a
     stub read off `module` when given (a stub is never called)."""
     names = [ex.name for ex in topic.exercises]
     stubbed = stubs.find(module.read_text(errors="replace"), names) if module and module.is_file() else {}
-    return {ex.name: 0 if ex.name in stubbed else sum(COST_WEIGHTS.get(check, 1) for check in ex.checks)
-            for ex in topic.exercises}
+    return {ex.name: 0 if ex.name in stubbed else sum(check.cost for check in ex.checks) for ex in topic.exercises}
 
 
 def estimated_cost(topic: Topic, module: Path | None = None) -> int:
@@ -165,11 +196,14 @@ def plan(topics: list[Topic], jobs: int, submission: Path) -> list[Part]:
     costs = {t.name: exercise_costs(t, submission / f"{t.name}.py") for t in topics}
     counts = {t.name: 1 for t in topics}
     for _ in range(max(0, jobs - len(topics))):
-        widest = {t.name: max(_deal(costs[t.name], counts[t.name]).values()) for t in topics
-                  if counts[t.name] < sum(1 for c in costs[t.name].values() if c)}
+        widest = {
+            t.name: max(_deal(costs[t.name], counts[t.name]).values())
+            for t in topics
+            if counts[t.name] < sum(1 for c in costs[t.name].values() if c)
+        }
         if not widest or max(widest.values()) < SPLIT_MIN_COST:
             break
-        counts[max(widest, key=widest.get)] += 1
+        counts[max(widest, key=lambda name: widest[name])] += 1
     parts = []
     for topic in topics:
         if counts[topic.name] == 1:
@@ -204,9 +238,12 @@ def merged(topic: Topic, graded: list[tuple[list[TestResult], dict, dict]]) -> t
     order = {ex.name: i for i, ex in enumerate(topic.exercises)}
     tests = sorted((t for part_tests, _, _ in graded for t in part_tests), key=lambda t: order[t.exercise])
     entries = [entry for _, _, entry in graded]
-    timings = {"start": max(e["timings"].get("start", 0.0) for e in entries), "parts": len(graded),
-               "exercises": {name: seconds for e in entries for name, seconds in e["timings"].get("exercises", {}).items()},
-               "compile": {}}
+    timings = {
+        "start": max(e["timings"].get("start", 0.0) for e in entries),
+        "parts": len(graded),
+        "exercises": {name: seconds for e in entries for name, seconds in e["timings"].get("exercises", {}).items()},
+        "compile": {},
+    }
     for e in entries:
         for side, stats in e["timings"].get("compile", {}).items():
             total = timings["compile"].setdefault(side, {"compilations": 0, "seconds": 0.0})
@@ -228,10 +265,21 @@ def topic_summary(tests: list[TestResult], seconds: float, timings: dict, platfo
     }
 
 
-def grade_topic(topic: Topic, module: Path, reference: Path | None, seed: int, *, public: bool, isolate: bool,
-                limits: Limits = Limits(), on_test: Listener | None = None,
-                answers: Live | None = None, timings: dict | None = None,
-                gate: ClockGate | None = None, spares: Spares | None = None) -> tuple[list[TestResult], dict]:
+def grade_topic(
+    topic: Topic,
+    module: Path,
+    reference: Path | None,
+    seed: int,
+    *,
+    public: bool,
+    isolate: bool,
+    limits: Limits = Limits(),
+    on_test: Listener | None = None,
+    answers: Live | None = None,
+    timings: dict | None = None,
+    gate: ClockGate | None = None,
+    spares: Spares | None = None,
+) -> tuple[list[TestResult], dict]:
     """All tests of one topic, from a private copy of the student's module. `timings` (when
     given) receives where the time went: the workers' start, per exercise the reference's
     outputs ("cases") and each check, in seconds, and what each worker compiled, as its JAX
@@ -244,9 +292,18 @@ def grade_topic(topic: Topic, module: Path, reference: Path | None, seed: int, *
         stubbed = stubs.find(private.read_text(errors="replace"), [ex.name for ex in topic.exercises])
         t0 = time.monotonic()
         with gate.shared():
-            session = TopicSession(topic, private, reference, seed, public=public, isolate=isolate, limits=limits,
-                                   answers=answers, needs_reference=needs_reference(topic, stubbed, answers),
-                                   spares=spares)
+            session = TopicSession(
+                topic,
+                private,
+                reference,
+                seed,
+                public=public,
+                isolate=isolate,
+                limits=limits,
+                answers=answers,
+                needs_reference=needs_reference(topic, stubbed, answers),
+                spares=spares,
+            )
         with session:
             timings["start"] = round(time.monotonic() - t0, 3)
             if session.load_error:
@@ -254,8 +311,11 @@ def grade_topic(topic: Topic, module: Path, reference: Path | None, seed: int, *
             tests = []
             for ex in topic.exercises:
                 ex_timings = timings.setdefault("exercises", {}).setdefault(ex.name, {})
-                graded = (stub_tests(topic, ex, stubbed[ex.name]) if ex.name in stubbed
-                          else grade_exercise(session, ex, ex_timings, gate))
+                graded = (
+                    stub_tests(topic, ex, stubbed[ex.name])
+                    if ex.name in stubbed
+                    else grade_exercise(session, ex, ex_timings, gate)
+                )
                 for test in graded:
                     tests.append(test)
                     if on_test:
@@ -270,41 +330,43 @@ def needs_reference(topic: Topic, stubbed: dict[str, str], answers: Live | None)
     analyse programs (elsewhere it would start and sit idle: a second of CPU per topic)."""
     graded = [ex for ex in topic.exercises if ex.name not in stubbed]
     if answers is not None and answers.mode == "replay":
-        return any(ANALYSING & ex.checks.keys() for ex in graded)
+        return any(check.analyses for ex in graded for check in ex.checks)
     return bool(graded)
 
 
-def _gated(session: TopicSession, gate: ClockGate, check: str | None) -> contextlib.AbstractContextManager:
+def _gated(session: TopicSession, gate: ClockGate, check: Check | None) -> contextlib.AbstractContextManager:
     """How a check (None: the reference's outputs) holds the gate: a timed one alone where the
     clock is wall time, everything else shared."""
-    if check in TIMED and session.wall_clock:
+    if check is not None and check.timed and session.wall_clock:
         return gate.exclusive()
     return gate.shared()
 
 
-def grade_exercise(session: TopicSession, ex: Exercise, timings: dict | None = None,
-                   gate: ClockGate | None = None) -> list[TestResult]:
-    """Run the exercise's checks in order: `correct`, `jit`, then the rest as declared; each
-    one's seconds (and the cases') go into `timings`."""
+def grade_exercise(
+    session: TopicSession, ex: Exercise, timings: dict | None = None, gate: ClockGate | None = None
+) -> list[TestResult]:
+    """Run the exercise's checks in order (`checks.ordered`: each after those it requires or
+    reads, else as declared); each one's seconds (and the cases') go into `timings`."""
     timings = {} if timings is None else timings
     gate = gate or ClockGate()
     t0 = time.monotonic()
     with _gated(session, gate, None):
-        run = session.start_exercise(ex)
+        ctx = CheckContext.start(session, ex)
     timings["cases"] = round(time.monotonic() - t0, 3)
     tests = []
     died_in = None
-    for check in ordered_checks(ex):
+    for check in ordered(ex.checks):
         t0 = time.monotonic()
         deaths = session.deaths
+        waiting = waiting_for(check, ctx.findings.passed)
         if died_in:
             outcome = Outcome.fail(f"not run: the function took its process down in the `{died_in}` check")
-        elif check in NEEDS_CORRECT and not run.passed.get("correct"):
-            outcome = Outcome.fail("not judged until the function is correct")
+        elif waiting:
+            outcome = Outcome.fail(waiting)
         else:
             try:
                 with _gated(session, gate, check):
-                    outcome = REGISTRY[check](session, run)
+                    outcome = check.run(ctx)
             except StudentError as exc:
                 outcome = Outcome.fail(str(exc))
             except GraderError:
@@ -312,10 +374,10 @@ def grade_exercise(session: TopicSession, ex: Exercise, timings: dict | None = N
             except Exception as exc:  # noqa: BLE001 - one check's surprise must not lose the result
                 outcome = internal_error(exc)
         if session.deaths > deaths:
-            died_in = check
-        run.passed[check] = outcome.fraction >= 1.0
-        timings[check] = round(time.monotonic() - t0, 3)
-        tests.append(TestResult.of(session.topic.name, ex.name, check, ex.checks[check], outcome, VISIBILITY))
+            died_in = check.name
+        ctx.findings.passed[check.name] = outcome.fraction >= 1.0
+        timings[check.name] = round(time.monotonic() - t0, 3)
+        tests.append(TestResult.of(session.topic.name, ex.name, check.name, check.points, outcome, VISIBILITY))
     return tests
 
 
@@ -325,14 +387,10 @@ def internal_error(exc: Exception) -> Outcome:
     data, and the rest of the run goes on, so that the result stays complete."""
     trace = traceback.format_exc()
     print(trace, file=sys.stderr)
-    return Outcome.fail(f"the grader could not judge this check ({type(exc).__name__}: {exc}); "
-                        "please report it", internal_error=trace[-2000:])
-
-
-def ordered_checks(ex: Exercise) -> list[str]:
-    """`correct` and `jit` first (others depend on them), then the declared order."""
-    first = [c for c in ("correct", "jit") if c in ex.checks]
-    return first + [c for c in ex.checks if c not in first]
+    return Outcome.fail(
+        f"the grader could not judge this check ({type(exc).__name__}: {exc}); please report it",
+        internal_error=trace[-2000:],
+    )
 
 
 def stub_tests(topic: Topic, ex: Exercise, message: str) -> list[TestResult]:
@@ -341,18 +399,22 @@ def stub_tests(topic: Topic, ex: Exercise, message: str) -> list[TestResult]:
     as a call would have (checks that wait for `correct` say that)."""
     raised = format_error({"type": "NotImplementedError", "message": message}, f"{topic.name}.{ex.name}")
     return [
-        TestResult.of(topic.name, ex.name, check, ex.checks[check],
-                      Outcome.fail("not judged until the function is correct" if check in NEEDS_CORRECT else raised,
-                                   stub=True, **({"advisory": True} if check in ADVISORY else {})),
-                      VISIBILITY)
-        for check in ordered_checks(ex)
+        TestResult.of(
+            topic.name,
+            ex.name,
+            check.name,
+            check.points,
+            Outcome.fail(waiting_for(check, {}) or raised, stub=True, **({"advisory": True} if check.advisory else {})),
+            VISIBILITY,
+        )
+        for check in ordered(ex.checks)
     ]
 
 
 def failed_topic(topic: Topic, reason: str) -> list[TestResult]:
     """Every test of a topic at zero, each with the reason (a missing or unimportable module)."""
     return [
-        TestResult.of(topic.name, ex.name, check, ex.checks[check], Outcome.fail(reason), VISIBILITY)
+        TestResult.of(topic.name, ex.name, check.name, check.points, Outcome.fail(reason), VISIBILITY)
         for ex in topic.exercises
-        for check in ordered_checks(ex)
+        for check in ordered(ex.checks)
     ]

@@ -26,44 +26,24 @@ name the student's cell ("cell In [7], line 3"), not the rebuilt module's lines,
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import re
 import sys
 import tempfile
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from autograder import engine, hints, paths, public, topics
-from autograder.source import parse
+from autograder.isolation import bwrap_available
 from autograder.results import Result, TestResult
-from autograder.sandbox import bwrap_available
+from autograder.source import defined_names, functions, parse, statement_end
 
 MODES = ("public", "hidden")
 
 
 def top_level_names(source: str) -> set[str]:
     """Names a cell's source binds at module level (defs, classes, assignments); empty if it does not parse."""
-    tree = parse(source)
-    if tree is None:
-        return set()
-    names: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names |= {t.id for t in targets if isinstance(t, ast.Name)}
-    return names
-
-
-def statement_end(node: ast.stmt, lines: list[str]) -> int:
-    """The line after `node`'s last, counting the indented comments that trail a block (the
-    AST ends a def at its last statement, before a closing `### END SOLUTION`)."""
-    end = node.end_lineno
-    while end < len(lines) and lines[end][:1] in (" ", "\t") and lines[end].strip():
-        end += 1
-    return end
+    return defined_names(parse(source))
 
 
 def assemble(stub: str, cells: list[str], exercises: list[str]) -> str:
@@ -91,14 +71,16 @@ def assemble_with_origins(stub: str, cells: list[str], exercises: list[str]) -> 
     stub_lines = stub.splitlines()
     edits: list[tuple[int, int, list[tuple[str, Origin]]]] = []
     placed: set[int] = set()
-    for node in ast.parse(stub).body:  # in source order, so a shared cell lands at its first exercise
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in chosen:
-            start = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1
-            cell = chosen[node.name]
-            body = [] if cell in placed else [(text, (cell, i + 1))
-                                              for i, text in enumerate(cells[cell].rstrip("\n").splitlines())]
-            edits.append((start, statement_end(node, stub_lines), body))
-            placed.add(cell)
+    for fn in functions(parse(stub)):  # in source order, so a shared cell lands at its first exercise
+        if fn.name in chosen:
+            at = chosen[fn.name]
+            body: list[tuple[str, Origin]] = (
+                []
+                if at in placed
+                else [(text, (at, i + 1)) for i, text in enumerate(cells[at].rstrip("\n").splitlines())]
+            )
+            edits.append((fn.start - 1, statement_end(fn.node, stub_lines), body))
+            placed.add(at)
     for start, end, replacement in reversed(edits):
         lines[start:end] = replacement
     return "\n".join(text for text, _ in lines) + "\n", [origin for _, origin in lines]
@@ -110,6 +92,7 @@ LINE = re.compile(r"\bline (\d+)\b")
 def in_cells(message: str, origins: list[Origin], numbers: list[int]) -> str:
     """`message` with "line N" of the assembled module told as the student's cell and line
     ("cell In [7], line 3"); `numbers[i]` is the execution count of cell i."""
+
     def told(m: re.Match) -> str:
         n = int(m[1])
         origin = origins[n - 1] if 0 < n <= len(origins) else None
@@ -169,8 +152,9 @@ class NotebookGrader:
             with tempfile.TemporaryDirectory(prefix="jaxlings-nb-") as tmp:
                 (Path(tmp) / f"{self.topic.name}.py").write_text(source)
                 if hidden:  # nbgrader autograde, on the course's grader: the live reference
-                    self._results[key] = engine.grade(Path(tmp), [spec], reference_dir=paths.solutions_dir(),
-                                                      isolate=bwrap_available())
+                    self._results[key] = engine.grade(
+                        Path(tmp), [spec], reference_dir=paths.solutions_dir(), isolate=bwrap_available()
+                    )
                 else:  # the student's copy: the public expectations, no reference needed
                     self._results[key] = engine.grade(Path(tmp), [spec], public=True, answers=public.replay)
         return self._results[key]
@@ -209,7 +193,7 @@ class NotebookGrader:
         return test.score
 
 
-@lru_cache(maxsize=None)
+@cache
 def grader(topic: str) -> NotebookGrader:
     """The kernel's one grader of `topic` (what every grade cell and the setup cell use)."""
     return NotebookGrader(topic)

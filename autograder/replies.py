@@ -11,7 +11,8 @@ A reply that does not fit raises `MalformedReply`, which fails the check that se
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -132,8 +133,15 @@ def _hello(reply: dict) -> None:
     for name in ("backend", "device_kind", "jax_version"):
         _typed(platform.get(name), (str,), f"platform.{name}")
     # A student's worker says this too (results.json shows it where no trusted worker ran): bounded.
-    reply["platform"] = {clip(k, 40): clip(v, 200) if isinstance(v, str) else v for k, v in list(platform.items())[:20]
-                         if isinstance(k, str) and (v is None or isinstance(v, (str, int, float, bool)))}
+    reply["platform"] = {
+        clip(k, 40): clip(v, 200) if isinstance(v, str) else v
+        for k, v in list(platform.items())[:20]
+        if isinstance(k, str) and (v is None or isinstance(v, (str, int, float, bool)))
+    }
+
+
+def _timed(reply: dict) -> None:
+    _outs(reply.get("outs"))
 
 
 def _load(reply: dict) -> None:
@@ -145,7 +153,7 @@ SCHEMAS: dict[str, Callable[[dict], None]] = {
     "hello": _hello,
     "load": _load,
     "call": _call,
-    "timed": lambda reply: _outs(reply.get("outs")),
+    "timed": _timed,
     "trace": _trace,
     "analyse": _analyse,
     "prepare": lambda reply: None,
@@ -167,9 +175,11 @@ def check(op: str, reply: Any) -> dict:
             _typed(error.get(name), (str,), f"error.{name}")
         _typed(error.get("where", ""), (str,), "error.where")
         # The one place a worker's error enters the grader: every message built from it is bounded.
-        reply["error"] = {"type": clip(error["type"], 200), "message": clip(error["message"]),
-                          **({"where": clip(error["where"], 500)} if "where" in error else {})}
+        reply["error"] = {
+            "type": clip(error["type"], 200),
+            "message": clip(error["message"]),
+            **({"where": clip(error["where"], 500)} if "where" in error else {}),
+        }
         return reply
     SCHEMAS[op](reply)
     return reply
-

@@ -29,8 +29,13 @@ def result_tables(result: Result, console: Console) -> None:
         table.add_column("message", ratio=1)
         previous = None
         for t in tests:
-            table.add_row(t.exercise if t.exercise != previous else "", t.check, _mark(t),
-                          f"–/{t.max_score:g}" if t.pending else f"{t.score:g}/{t.max_score:g}", escape(t.output))
+            table.add_row(
+                t.exercise if t.exercise != previous else "",
+                t.check,
+                _mark(t),
+                f"–/{t.max_score:g}" if t.pending else f"{t.score:g}/{t.max_score:g}",
+                escape(t.output),
+            )
             previous = t.exercise
         console.print(table)
     waiting = sum(t.max_score for t in result.tests if t.pending)

@@ -116,7 +116,9 @@ class NoHostCallbacks:
         return "no host callbacks"
 
     def judge(self, facts: Facts, ref: Facts) -> str | None:
-        targets = sorted(t for t in facts.get("custom_calls", ()) if any(w in t.lower() for w in HOST_CALLBACK_TARGET_WORDS))
+        targets = sorted(
+            t for t in facts.get("custom_calls", ()) if any(w in t.lower() for w in HOST_CALLBACK_TARGET_WORDS)
+        )
         if targets:
             return f"the jitted function calls back to the host ({', '.join(targets)}); compute with jax.numpy / lax instead"
         return None
@@ -140,9 +142,11 @@ class NoRetrace:
 
     def judge(self, facts: Facts, ref: Facts) -> str | None:
         if facts.get("runs_again") is False:
-            return ("the program exported for these shapes does not compute the function on new values of the same "
-                    "shapes, so every new value would re-trace and compile it; keep arguments that change with the "
-                    "data traced (not static), and do not build a new jitted function per call")
+            return (
+                "the program exported for these shapes does not compute the function on new values of the same "
+                "shapes, so every new value would re-trace and compile it; keep arguments that change with the "
+                "data traced (not static), and do not build a new jitted function per call"
+            )
         return None
 
 
@@ -183,8 +187,11 @@ class InScope:
         scopes = facts.get("scopes") or {}
         if not (scopes.get(self.scope) or {}).get(self.op, 0):
             named = ", ".join(f"`{p}`" for p in sorted(scopes)[:8]) or "none"
-            return _because(f"no `{self.op}` of the compiled program is directly inside the named scope `{self.scope}` "
-                            f"(the scopes it has: {named})", self.why)
+            return _because(
+                f"no `{self.op}` of the compiled program is directly inside the named scope `{self.scope}` "
+                f"(the scopes it has: {named})",
+                self.why,
+            )
         return None
 
 
@@ -263,14 +270,19 @@ class OpsDoNotGrow:
     trusted: ClassVar[bool] = True
 
     def describe(self) -> str:
-        return (f"it does not grow with the input (at the largest case at most x{self.factor:g} + {self.slack} the "
-                "operations of the smallest: a loop stays a loop, a Python loop is unrolled)")
+        return (
+            f"it does not grow with the input (at the largest case at most x{self.factor:g} + {self.slack} the "
+            "operations of the smallest: a loop stays a loop, a Python loop is unrolled)"
+        )
 
     def judge(self, facts: Facts, ref: Facts) -> str | None:
         small, large = facts.get("n_ops_other"), facts.get("n_ops")
         if small is not None and large is not None and large > self.factor * small + self.slack:
-            return _because(f"the compiled program grows with the input ({small} operations for the small case, "
-                            f"{large} for the large one)", self.why)
+            return _because(
+                f"the compiled program grows with the input ({small} operations for the small case, "
+                f"{large} for the large one)",
+                self.why,
+            )
         return None
 
 
@@ -289,8 +301,13 @@ class DataDependentLoop:
     def judge(self, facts: Facts, ref: Facts) -> str | None:
         loops, counted = facts.get("loops", 0), facts.get("counted_loops", 0)
         if loops - counted <= 0:
-            what = ("it has no loop" if not loops else "its loop runs a number of steps fixed before it starts" if loops == 1
-                    else f"each of its {loops} loops runs a number of steps fixed before it starts")
+            what = (
+                "it has no loop"
+                if not loops
+                else "its loop runs a number of steps fixed before it starts"
+                if loops == 1
+                else f"each of its {loops} loops runs a number of steps fixed before it starts"
+            )
             return _because(f"the compiled program has no data-dependent loop ({what})", self.why)
         return None
 
@@ -313,8 +330,11 @@ class Donates:
     trusted: ClassVar[bool] = True
 
     def describe(self) -> str:
-        wanted = f"at least {self.at_least} of its inputs" if self.at_least is not None else \
-            "at least as many of its inputs as the reference's program does"
+        wanted = (
+            f"at least {self.at_least} of its inputs"
+            if self.at_least is not None
+            else "at least as many of its inputs as the reference's program does"
+        )
         return f"it donates {wanted} (`donate_argnums`: the outputs reuse their buffers)"
 
     def judge(self, facts: Facts, ref: Facts) -> str | None:
@@ -324,12 +344,16 @@ class Donates:
         got = facts["donated_inputs"]
         if got < wanted:
             what = "none" if got == 0 else f"only {got}"
-            whose = "" if self.at_least is not None else " (the reference's program donates " \
-                f"{ref.get('donated_inputs')})"
-            return _because(f"the compiled program donates {what} of its {facts.get('n_inputs', '?')} inputs, "
-                            f"at least {wanted} wanted{whose}; jit the function yourself with `donate_argnums` "
-                            "naming the arguments whose buffers the outputs can reuse (a function the grader "
-                            "jits for you donates nothing)", self.why)
+            whose = (
+                "" if self.at_least is not None else f" (the reference's program donates {ref.get('donated_inputs')})"
+            )
+            return _because(
+                f"the compiled program donates {what} of its {facts.get('n_inputs', '?')} inputs, "
+                f"at least {wanted} wanted{whose}; jit the function yourself with `donate_argnums` "
+                "naming the arguments whose buffers the outputs can reuse (a function the grader "
+                "jits for you donates nothing)",
+                self.why,
+            )
         return None
 
 
@@ -493,17 +517,24 @@ class AdvisedNoPmap:
 
     def judge(self, facts: Facts, ref: Facts) -> str | None:
         if _advisory(facts).get("pmap_calls", 0):
-            return ("the function uses jax.pmap, the old per-device API; lay arrays out with "
-                    "jax.device_put and a NamedSharding, or write per-device code with jax.shard_map")
+            return (
+                "the function uses jax.pmap, the old per-device API; lay arrays out with "
+                "jax.device_put and a NamedSharding, or write per-device code with jax.shard_map"
+            )
         return None
 
 
 DEFAULT_JIT_REQUIREMENTS: tuple[Requirement, ...] = (NoHostCallbacks(), NoRetrace())
 
 CLASSES: tuple[type, ...] = tuple(
-    cls for name, cls in list(globals().items())
-    if isinstance(cls, type) and cls.__module__ == __name__ and hasattr(cls, "judge") and not name.startswith("_")
-    and cls is not Requirement)
+    cls
+    for name, cls in list(globals().items())
+    if isinstance(cls, type)
+    and cls.__module__ == __name__
+    and hasattr(cls, "judge")
+    and not name.startswith("_")
+    and cls is not Requirement
+)
 """Every requirement class of this module (a test asks each for its own `describe`)."""
 
 

@@ -24,9 +24,9 @@ from typing import Any
 
 from autograder import __version__
 
-MAX_TEXT = 2000          # characters of one student string in a message
-MAX_MESSAGE = 4000       # characters of one test's message
-MAX_DATA = 16000         # bytes of one test's extra_data, as JSON
+MAX_TEXT = 2000  # characters of one student string in a message
+MAX_MESSAGE = 4000  # characters of one test's message
+MAX_DATA = 16000  # bytes of one test's extra_data, as JSON
 
 
 def clip(text: str, limit: int = MAX_TEXT) -> str:
@@ -40,6 +40,7 @@ def clip(text: str, limit: int = MAX_TEXT) -> str:
 def bounded_data(data: dict[str, Any]) -> dict[str, Any]:
     """`data` if its JSON is at most `MAX_DATA` bytes; else its entries that fit, smallest
     first, and the names of those dropped."""
+
     def size(x: Any) -> int:
         return len(json.dumps(x, default=_jsonable_or_repr))
 
@@ -67,15 +68,15 @@ class Outcome:
     data: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def ok(cls, message: str = "passed", **data: Any) -> "Outcome":
+    def ok(cls, message: str = "passed", **data: Any) -> Outcome:
         return cls(1.0, message, data)
 
     @classmethod
-    def fail(cls, message: str, **data: Any) -> "Outcome":
+    def fail(cls, message: str, **data: Any) -> Outcome:
         return cls(0.0, message, data)
 
     @classmethod
-    def pending(cls, message: str, **data: Any) -> "Outcome":
+    def pending(cls, message: str, **data: Any) -> Outcome:
         """A check that only the grading machine can judge (speed against the reference there):
         in a public run it earns nothing yet, is never shown as passed, and says what was seen."""
         return cls(0.0, f"judged on submission: {message}", {**data, "pending": True})
@@ -95,7 +96,7 @@ class TestResult:
     extra_data: dict[str, Any]
 
     @classmethod
-    def of(cls, topic: str, exercise: str, check: str, points: float, outcome: Outcome, visibility: str) -> "TestResult":
+    def of(cls, topic: str, exercise: str, check: str, points: float, outcome: Outcome, visibility: str) -> TestResult:
         score = round(points * max(0.0, min(1.0, outcome.fraction)), 4)
         return cls(
             name=f"{topic}.{exercise}:{check}",

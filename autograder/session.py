@@ -1,10 +1,10 @@
 """A topic under grading: its two workers, its cases, and the reference's answers.
 
 `TopicSession` owns the trusted reference worker and the untrusted student worker for one
-topic. Checks talk to the student through `student()`, which turns a dead worker into a
+topic. The student's requests go through `student()`, which turns a dead worker into a
 failed check (with the reason) and starts a fresh worker for the next check, as long as the
-topic's time budget lasts. `ExerciseRun` caches, per exercise, the cases of this run and the
-reference's outputs, so that every check of an exercise judges the same cases.
+topic's time budget lasts. Checks never see a session: `autograder.context.CheckContext` gives
+them what they may use of it, one exercise at a time.
 
 What checks need of the reference goes through `answer()`, and every random input through
 `draw()`, so that a public run can be replayed from recorded expectations with no reference
@@ -19,21 +19,19 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
 from autograder import compile_cache, draws, replies
 from autograder.answers import Live, MissingAnswer
-from autograder.compare import mismatch
-from autograder.sandbox import Limits, ReplyBound, Worker, WorkerDied
+from autograder.isolation import Limits, ReplyBound, WorkerDied, WorkerProcess
 from autograder.spares import Spares
-from autograder.spec import Case, Exercise, Topic
+from autograder.spec import Topic
 from autograder.worker import wire
-
 
 REFERENCE_TIMEOUT = 300.0
 STATS_TIMEOUT = 2.0  # seconds a worker has to say what it compiled (`TopicSession.compile_stats`)
@@ -49,29 +47,6 @@ class StudentError(Exception):
     """A student call did not return normally; the message is ready for the student."""
 
 
-@dataclass
-class ExerciseRun:
-    """One exercise in one grading run: its cases, the reference's outputs, the verdicts so far.
-
-    `eager` holds the student's own outputs per case index as `correct` judged them (as
-    written, or jitted where that gave the reference's), which `jit` compares its jitted
-    outputs with, so that jit-ability is judged apart from correctness.
-    `notes` holds what one check finds for a later one (the calls of `key_reuse`, made early by
-    a failing `correct` to say why it fails). `as_written` names the kinds of call (see
-    `TopicSession.student_output`) that no longer try the grader's jit first.
-    """
-
-    exercise: Exercise
-    cases: list[Case]
-    expected: list[dict[str, Any]]
-    passed: dict[str, bool] = field(default_factory=dict)
-    facts: dict[str, Any] | None = None
-    ref_facts: dict[str, Any] | None = None
-    eager: dict[int, dict[str, Any]] = field(default_factory=dict)
-    notes: dict[str, Any] = field(default_factory=dict)
-    as_written: set[str] = field(default_factory=set)
-
-
 class TopicSession:
     """Workers and state for grading one topic of one submission.
 
@@ -79,12 +54,23 @@ class TopicSession:
     the remaining checks of an exercise whose function takes its process down.
     `needs_reference=False` starts the trusted worker only if something asks for it: the engine
     says so when every exercise is a stub (`autograder.stubs`), or, replaying expectations, when
-    no exercise has a check that sends programs to it (`autograder.checks.ANALYSING`).
+    no exercise has a check that sends programs to it (a check whose `analyses` is set, `autograder.checks.base`).
     """
 
-    def __init__(self, topic: Topic, module: Path, reference: Path | None, seed: int, *, public: bool,
-                 isolate: bool, limits: Limits = Limits(), answers: Live | None = None,
-                 needs_reference: bool = True, spares: Spares | None = None) -> None:
+    def __init__(
+        self,
+        topic: Topic,
+        module: Path,
+        reference: Path | None,
+        seed: int,
+        *,
+        public: bool,
+        isolate: bool,
+        limits: Limits = Limits(),
+        answers: Live | None = None,
+        needs_reference: bool = True,
+        spares: Spares | None = None,
+    ) -> None:
         self.topic, self.module, self.reference = topic, module, reference
         self._spares = spares if public and not isolate else None  # never in hidden grading, nor sandboxed
         self.seed, self.public, self.isolate, self.limits = seed, public, isolate, limits
@@ -96,7 +82,7 @@ class TopicSession:
         self._analysis_dir: tempfile.TemporaryDirectory | None = None
         if reference is None and self.answers.mode != "replay":
             raise GraderError(f"grading {topic.name} live needs the reference solutions")
-        self._ref: Worker | None = None
+        self._ref: WorkerProcess | None = None
         if not needs_reference:
             self._stu, self.load_error = self._start_student()
             return
@@ -108,7 +94,7 @@ class TopicSession:
 
     # -- workers -------------------------------------------------------------------------
 
-    def _start_reference(self) -> Worker:
+    def _start_reference(self) -> WorkerProcess:
         """The trusted worker: the reference module live, or, when replaying, an empty module
         that only analyses and runs the student's exported programs."""
         module, name, cache = self.reference, f"reference_{self.topic.name}", compile_cache.reference()
@@ -118,34 +104,46 @@ class TopicSession:
                 self._analysis_dir = tempfile.TemporaryDirectory(prefix="jaxlings-analysis-")
             module, name = Path(self._analysis_dir.name) / "analysis.py", "jaxlings_analysis"
             module.write_text('"""Nothing: this worker only analyses exported programs."""\n')
+        if module is None:  # the constructor refuses a live session without one
+            raise GraderError(f"grading {self.topic.name} live needs the reference solutions")
         return self._start_trusted(module, name, cache, f"the reference for {self.topic.name}")
 
-    def _start_trusted(self, module: Path, name: str, cache: compile_cache.Policy, what: str) -> Worker:
+    def _start_trusted(self, module: Path, name: str, cache: compile_cache.Policy, what: str) -> WorkerProcess:
         """A trusted worker on `module`; GraderError naming `what` when it does not start or import."""
         try:
-            worker = Worker(module, name, env=self.topic.env, limits=self.limits, cache=cache)
+            worker = WorkerProcess(module, name, env=self.topic.env, limits=self.limits, cache=cache)
         except WorkerDied as exc:
             raise GraderError(f"{what} did not start: {exc}") from None
-        if not worker.load_reply["ok"]:
+        loaded = worker.load_reply or {"ok": False, "error": "no reply"}
+        if not loaded["ok"]:
             worker.close()
-            raise GraderError(f"{what} failed to import: {worker.load_reply['error']}")
+            raise GraderError(f"{what} failed to import: {loaded['error']}")
         return worker
 
-    def _start_student(self) -> tuple[Worker | None, str | None]:
+    def _start_student(self) -> tuple[WorkerProcess | None, str | None]:
         """Start the student's worker (the first time, a spare's if `grade watch` has one for
         this topic); (None, reason) when the module cannot be imported."""
         spares, self._spares = self._spares, None
         timeout = min(120.0, self.time_left())
         try:
-            stu = spares and spares.take(self.topic, self.module, limits=self.limits, cache=self._student_cache(),
-                                         timeout=timeout)
-            stu = stu or Worker(self.module, self.topic.name, env=self.topic.env, isolate=self.isolate,
-                                limits=self.limits, start_timeout=timeout, cache=self._student_cache())
+            stu = spares and spares.take(
+                self.topic, self.module, limits=self.limits, cache=self._student_cache(), timeout=timeout
+            )
+            stu = stu or WorkerProcess(
+                self.module,
+                self.topic.name,
+                env=self.topic.env,
+                isolate=self.isolate,
+                limits=self.limits,
+                start_timeout=timeout,
+                cache=self._student_cache(),
+            )
         except WorkerDied as exc:
             return None, f"importing {self.module.name} failed: {exc}"
-        if not stu.load_reply["ok"]:
+        loaded = stu.load_reply or {"ok": False, "error": {"type": "WorkerDied", "message": "no reply"}}
+        if not loaded["ok"]:
             stu.close()
-            return None, f"importing {self.module.name} failed: {format_error(stu.load_reply['error'])}"
+            return None, f"importing {self.module.name} failed: {format_error(loaded['error'])}"
         stu.bound_for = self.reply_bound
         return stu, None
 
@@ -153,13 +151,13 @@ class TopicSession:
         """How large the student's reply to `op` on `fn` may be: twice the largest reply the
         reference gave to the same kind of request (live, or as recorded) plus 1 MiB; None (the
         absolute cap) before the reference answered one. Every student request goes through it
-        (`Worker.request`), so no check keeps more than that per reply it holds. Only replies
+        (`WorkerProcess.request`), so no check keeps more than that per reply it holds. Only replies
         that carry outputs are bounded so: an exported program (`trace`) may rightly be much
         larger than the reference's (a loop unrolled), and has the absolute cap."""
         if op not in REPLY_BOUND_OPS:
             return None
-        seen = [self._answer_sizes.get((op, fn)), self._ref.reply_sizes.get((op, fn)) if self._ref else None]
-        seen = [s for s in seen if s is not None]
+        sizes = [self._answer_sizes.get((op, fn)), self._ref.reply_sizes.get((op, fn)) if self._ref else None]
+        seen = [s for s in sizes if s is not None]
         if not seen:
             return None
         return ReplyBound.after(max(f for f, _ in seen), max(h for _, h in seen), self.limits)
@@ -186,16 +184,16 @@ class TopicSession:
         return compile_cache.reference_view() if self.isolate else compile_cache.NONE
 
     @property
-    def ref(self) -> Worker:
+    def ref(self) -> WorkerProcess:
         """The trusted worker, started here if the session began without it."""
         if self._ref is None:
             self._ref = self._start_reference()
         return self._ref
 
-    _analyser: Worker | None = None
+    _analyser: WorkerProcess | None = None
 
     @property
-    def analyser(self) -> Worker:
+    def analyser(self) -> WorkerProcess:
         """The trusted worker that analyses and runs the STUDENT's exported programs: an empty
         module of its own, started on first use, so that a program that runs away or crashes
         there (`structure`: each analysis has a deadline) restarts only this worker, never the
@@ -206,14 +204,15 @@ class TopicSession:
             self._analyser = self._start_analyser()
         return self._analyser
 
-    def _start_analyser(self) -> Worker:
+    def _start_analyser(self) -> WorkerProcess:
         """Start the analysis worker (`analyser`): an empty module, the trusted side's cache."""
         if self._analysis_dir is None:
             self._analysis_dir = tempfile.TemporaryDirectory(prefix="jaxlings-analysis-")
         module = Path(self._analysis_dir.name) / "analyser.py"
         module.write_text('"""Nothing: this worker only analyses exported programs of a submission."""\n')
-        return self._start_trusted(module, "jaxlings_analyser", compile_cache.reference(),
-                                   f"the program analyser for {self.topic.name}")
+        return self._start_trusted(
+            module, "jaxlings_analyser", compile_cache.reference(), f"the program analyser for {self.topic.name}"
+        )
 
     def restart_analyser(self) -> None:
         """Stop the analysis worker after a student's program took it down or past its deadline;
@@ -274,7 +273,7 @@ class TopicSession:
     def time_left(self) -> float:
         return max(0.0, self.deadline - time.monotonic())
 
-    def student(self) -> Worker:
+    def student(self) -> WorkerProcess:
         """The live student worker, restarted after a death while time is left."""
         if self._stu is not None and self._stu.alive:
             return self._stu
@@ -339,7 +338,9 @@ class TopicSession:
             worker.kill(f"sent a malformed reply ({exc})")
             raise StudentError(f"the worker's reply was malformed: {exc}") from None
         if not reply["ok"]:
-            raise StudentError(format_error(reply["error"], f"{self.topic.name}.{fields['fn']}" if "fn" in fields else None))
+            raise StudentError(
+                format_error(reply["error"], f"{self.topic.name}.{fields['fn']}" if "fn" in fields else None)
+            )
         return reply
 
     def attempt_student(self, op: str, **fields: Any) -> dict[str, Any] | None:
@@ -353,36 +354,6 @@ class TopicSession:
             self.deaths = deaths
             return None
 
-    def student_output(self, run: ExerciseRun, kind: str, args: tuple[Any, ...], expected: dict[str, Any],
-                       rtol: float, atol: float, **request: Any) -> dict[str, Any]:
-        """The student's output of one call of `run`'s function (with `request`'s transforms),
-        as written, or under the grader's `jax.jit` where that gives `expected`.
-
-        Why: called as written, JAX compiles every operation it meets, once per shape, which is
-        most of a hidden grading's time on a CPU; under `jax.jit` the call is one compilation
-        (and the `jit` check's calls then find it compiled). So an exercise that asks for jit
-        (it has a `jit` check) is first called under the grader's jit with its static arguments.
-        When that call fails, takes its process down, or gives anything but `expected` (within
-        `rtol`/`atol`), the function is called as written and that output is the one returned;
-        from then on `run`'s calls of this `kind` ("correct", "grad", ...) go straight to
-        as-written. A function that is right as written is therefore judged right, as before,
-        and a wrong one gets the message of its as-written call; one that is right only under
-        jit (jit is how JAX code runs) is right too. Operator outputs are never jitted.
-        StudentError propagates from the as-written call only.
-        """
-        ex = run.exercise
-        if jit_first(ex) and kind not in run.as_written:
-            reply = self.attempt_student("call", fn=ex.name, args=args, jit=True, static_argnums=ex.static_argnums,
-                                         **request)
-            if reply is not None and mismatch(expected, reply["out"], rtol, atol) is None:
-                return reply["out"]
-            run.as_written.add(kind)
-        return self.call_student("call", fn=ex.name, args=args, operators=ex.operator_outputs, **request)["out"]
-
-    def reference_output(self, **fields: Any) -> dict[str, Any]:
-        """The reference's output for one `call` request (live or recorded)."""
-        return self.answer("call", fields, lambda: self.call_reference("call", **fields)["out"])
-
     def call_reference(self, op: str, **fields: Any) -> dict[str, Any]:
         """One request to the reference's worker; any failure is the grader's, not the student's."""
         if self.answers.mode == "replay":
@@ -395,48 +366,11 @@ class TopicSession:
             raise GraderError(f"the reference {self.topic.name}.{fields.get('fn')} failed: {reply['error']}")
         return reply
 
-    def compare_call(self, args: tuple[Any, ...], rtol: float, atol: float, names: tuple[str, ...] = (),
-                     **request: Any) -> str | None:
-        """Run one request on both sides with the same arguments; what differs, or None (a wrong
-        leaf named with `names`, see `compare.output_name`).
-
-        StudentError propagates (the student's call failed); the reference's failure is a
-        GraderError.
-        """
-        expected = self.reference_output(args=args, **request)
-        got = self.call_student("call", args=args, **request)["out"]
-        return mismatch(expected, got, rtol, atol, names)
-
-    def start_exercise(self, ex: Exercise) -> ExerciseRun:
-        """Draw this run's cases and compute the reference's outputs for them."""
-        cases = self.draw(ex.name, "cases", lambda rng: ex.cases(rng, self.public))
-        expected = [self.reference_output(fn=ex.name, args=c.args, **reference_call(ex)) for c in cases]
-        return ExerciseRun(ex, cases, expected)
-
-    def __enter__(self) -> "TopicSession":
+    def __enter__(self) -> TopicSession:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def jit_first(ex: Exercise) -> bool:
-    """Whether `ex`'s outputs are asked for under the grader's `jax.jit` first: it has a `jit`
-    check (it is meant to jit), and it returns no operators (never jitted)."""
-    return "jit" in ex.checks and not ex.operator_outputs
-
-
-def reference_call(ex: Exercise) -> dict[str, Any]:
-    """How the reference is called for its outputs: under the grader's `jax.jit` (with the
-    exercise's static arguments) where the exercise asks for jit, else as written.
-
-    The reference passes its own `jit` check (its jitted outputs are its outputs), and a jitted
-    call is one compilation, or one load from the compilation cache, per shape, where an
-    un-jitted one compiles or loads every operation it meets. Operators are never jitted.
-    """
-    if jit_first(ex):
-        return {"jit": True, "static_argnums": ex.static_argnums}
-    return {"operators": ex.operator_outputs}
 
 
 def format_error(error: dict[str, str], exercise: str | None = None) -> str:

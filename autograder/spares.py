@@ -4,8 +4,8 @@ A check of a saved file starts a fresh worker for the student's module, so that 
 the previous version survives; most of that start is importing libraries (JAX, and for ising
 NetKet: about 2 s of a 3 s re-check). While the student edits, `grade watch` keeps one spare
 worker per topic started, with the libraries the file imported last time already imported
-(`Worker(preload=..., load_on_request=True)`) and its module file not yet written. The next
-check of that topic copies the saved file in, asks the spare to import it, and grades as
+(`WorkerProcess(preload=..., load_on_request=True)`) and its module file not yet written. The
+next check of that topic copies the saved file in, asks the spare to import it, and grades as
 usual; the spare is then used up, and `grade watch` prepares the next.
 
 Only for public, unsandboxed runs (`grade watch` on the student's own machine): a sandboxed
@@ -21,13 +21,14 @@ import shutil
 import sys
 import tempfile
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError as FutureTimeout
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
 
 from autograder import compile_cache
+from autograder.isolation import Limits, WorkerDied, WorkerProcess
 from autograder.source import parse
-from autograder.sandbox import Limits, Worker, WorkerDied
 from autograder.spec import Topic
 
 
@@ -61,11 +62,11 @@ class Settings:
     cache: compile_cache.Policy
 
     @classmethod
-    def of(cls, topic: Topic, limits: Limits, cache: compile_cache.Policy) -> "Settings":
+    def of(cls, topic: Topic, limits: Limits, cache: compile_cache.Policy) -> Settings:
         return cls(tuple(sorted(topic.env.items())), limits, cache)
 
 
-def _discard(folder: Path, future: Future[Worker]) -> None:
+def _discard(folder: Path, future: Future[WorkerProcess]) -> None:
     """Stop a spare nobody wants any more (its worker removes its folder), or remove the folder
     of one that failed to start; waits until it has done starting."""
     if future.exception() is None:
@@ -81,7 +82,7 @@ class Spares:
     def __init__(self) -> None:
         self._pool = ThreadPoolExecutor(2, thread_name_prefix="spare")
         self._lock = threading.Lock()
-        self._ready: dict[str, tuple[Settings, Path, Future[Worker]]] = {}
+        self._ready: dict[str, tuple[Settings, Path, Future[WorkerProcess]]] = {}
 
     def prepare(self, topic: Topic, source: str, *, limits: Limits, cache: compile_cache.Policy) -> None:
         """Start a spare for `topic` (unless one is waiting), preloading what `source` imports."""
@@ -90,13 +91,22 @@ class Spares:
             if topic.name in self._ready:
                 return
             folder = Path(tempfile.mkdtemp(prefix=f"jaxlings-spare-{topic.name}-"))
-            future = self._pool.submit(Worker, folder / f"{topic.name}.py", topic.name, env=dict(topic.env),
-                                       limits=limits, cache=cache, preload=imported_libraries(source),
-                                       load_on_request=True, owned_dir=folder)
+            future = self._pool.submit(
+                WorkerProcess,
+                folder / f"{topic.name}.py",
+                topic.name,
+                env=dict(topic.env),
+                limits=limits,
+                cache=cache,
+                preload=imported_libraries(source),
+                load_on_request=True,
+                owned_dir=folder,
+            )
             self._ready[topic.name] = (settings, folder, future)
 
-    def take(self, topic: Topic, module: Path, *, limits: Limits, cache: compile_cache.Policy,
-             timeout: float) -> Worker | None:
+    def take(
+        self, topic: Topic, module: Path, *, limits: Limits, cache: compile_cache.Policy, timeout: float
+    ) -> WorkerProcess | None:
         """The spare for `topic` with `module` copied in and imported (its `load_reply` says how
         that went), or None: no spare, other settings, or it died (then it is cleaned up)."""
         with self._lock:

@@ -41,7 +41,7 @@ import numpy as np
 
 from autograder import replies
 from autograder.compare import mismatch
-from autograder.sandbox import WorkerDied
+from autograder.isolation import WorkerDied
 from autograder.session import REFERENCE_TIMEOUT, GraderError, StudentError, TopicSession
 from autograder.worker.wire import Key, Spec
 
@@ -68,6 +68,7 @@ def specs_of(args: tuple, static_argnums: tuple[int, ...] = ()) -> tuple:
     """The arguments as the student's worker may see them: static ones by value, every other
     leaf described (`wire.Spec`): an array by shape and dtype, a typed key by its shape, a
     Python number by its type (JAX traces it as a weakly-typed scalar)."""
+
     def describe(x: Any) -> Any:
         if isinstance(x, (np.ndarray, np.generic)):
             return Spec("array", tuple(int(n) for n in np.shape(x)), np.asarray(x).dtype.name)
@@ -95,12 +96,12 @@ def trace_request(request: dict[str, Any]) -> dict[str, Any]:
         raise GraderError(f"two samples of {request['fn']} of one size differ in shape or static arguments")
     if request.get("args_other") is not None:
         specs["other"] = specs_of(request["args_other"], static)
-    return {"fn": request["fn"], "specs": specs, "static_argnums": static,
-            "transforms": request.get("transforms", [])}
+    return {"fn": request["fn"], "specs": specs, "static_argnums": static, "transforms": request.get("transforms", [])}
 
 
-def traced_facts(session: TopicSession, request: dict[str, Any], rtol: float, atol: float,
-                 verify_against_reference: bool = True) -> tuple[Facts, Facts]:
+def traced_facts(
+    session: TopicSession, request: dict[str, Any], rtol: float, atol: float, verify_against_reference: bool = True
+) -> tuple[Facts, Facts]:
     """(student's facts, reference's facts) for one `trace` request, the student's verified.
 
     `request` holds `fn`, the trusted samples `args`, optional `args_again` (same shapes and
@@ -126,6 +127,7 @@ def reference_facts(session: TopicSession, request: dict[str, Any]) -> tuple[Fac
     """(facts, outputs by run, seconds by run) of the reference's own programs for `request`,
     exported from the same specs and analysed in the reference's worker (live, or as recorded:
     the facts, outputs and times travel in the public expectations, never the programs)."""
+
     def compute() -> dict[str, Any]:
         ref_trace = session.call_reference("trace", **trace_request(request))
         facts, outs, seconds = _analysed(session, ref_trace["programs"], request, student=False)
@@ -138,8 +140,14 @@ def reference_facts(session: TopicSession, request: dict[str, Any]) -> tuple[Fac
     return answer["facts"], answer["outs"], answer.get("seconds", {})
 
 
-def _analysed(session: TopicSession, programs: dict[str, Any], request: dict[str, Any], *, student: bool,
-              reference_seconds: dict[str, float] | None = None) -> tuple[Facts, dict[str, Any], dict[str, float]]:
+def _analysed(
+    session: TopicSession,
+    programs: dict[str, Any],
+    request: dict[str, Any],
+    *,
+    student: bool,
+    reference_seconds: dict[str, float] | None = None,
+) -> tuple[Facts, dict[str, Any], dict[str, float]]:
     """Facts of the `first` program (on `args`), with `n_ops_other` from the `other` one, and
     every run's outputs and seconds by name (the reference's set the student's deadlines). Every program is
     analysed AND run (in the trusted workers) on the trusted samples, so each fact describes a
@@ -154,8 +162,9 @@ def _analysed(session: TopicSession, programs: dict[str, Any], request: dict[str
         if exported not in programs:
             raise StudentError(f"the trace reply has no `{exported}` program")
         t0 = time.monotonic()
-        reply = _analyse(session, programs[exported], request[inputs], student,
-                         reference_seconds=(reference_seconds or {}).get(run))
+        reply = _analyse(
+            session, programs[exported], request[inputs], student, reference_seconds=(reference_seconds or {}).get(run)
+        )
         seconds[run] = round(time.monotonic() - t0, 3)
         outs[run] = reply["out"]
         if run == "first":
@@ -171,18 +180,31 @@ def _verify(expected: dict[str, Any], got: dict[str, Any], rtol: float, atol: fl
     of its leaves: those are compared leaf for leaf, the structure having been judged on the
     function's own calls. `again`: the run of the first program on the second sample of its
     shapes, where a mismatch means the program holds values of its own (re-tracing)."""
-    if got["treedef"] != expected["treedef"] and len(got["leaves"]) == len(expected["leaves"]) \
-            and got["treedef"].startswith("PyTreeDef([") and not expected["treedef"].startswith("PyTreeDef(["):
+    if (
+        got["treedef"] != expected["treedef"]
+        and len(got["leaves"]) == len(expected["leaves"])
+        and got["treedef"].startswith("PyTreeDef([")
+        and not expected["treedef"].startswith("PyTreeDef([")
+    ):
         got = {**got, "treedef": expected["treedef"]}
     if (problem := mismatch(expected, got, rtol, atol)) is not None:
         if again:
-            raise ProgramMismatch("the program exported for these shapes does not compute the function on a second "
-                                  f"input of the same shapes ({problem}): it depends on values it was not given")
+            raise ProgramMismatch(
+                "the program exported for these shapes does not compute the function on a second "
+                f"input of the same shapes ({problem}): it depends on values it was not given"
+            )
         raise ProgramMismatch(f"the exported jitted program does not compute the function ({problem})")
 
 
-def program_layouts(session: TopicSession, fn: str, args: tuple, *, static_argnums: tuple[int, ...] = (),
-                    rtol: float = 0.0, atol: float = 0.0) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+def program_layouts(
+    session: TopicSession,
+    fn: str,
+    args: tuple,
+    *,
+    static_argnums: tuple[int, ...] = (),
+    rtol: float = 0.0,
+    atol: float = 0.0,
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     """(reference's output, reference's layouts, student's layouts) of the jitted `fn` on the
     trusted sample `args`: each side's program, exported from the specs of `args`
     (`specs_of`), is run on `args` in a trusted worker, which describes its outputs'
@@ -213,8 +235,14 @@ def analysis_deadline(session: TopicSession, reference_seconds: float | None) ->
     return min(wanted, session.limits.call_timeout, max(5.0, session.time_left()))
 
 
-def _analyse(session: TopicSession, blob: Any, args: tuple, student: bool, shardings: bool = False,
-             reference_seconds: float | None = None) -> dict[str, Any]:
+def _analyse(
+    session: TopicSession,
+    blob: Any,
+    args: tuple,
+    student: bool,
+    shardings: bool = False,
+    reference_seconds: float | None = None,
+) -> dict[str, Any]:
     """One `analyse` request: a student's program to the analysis worker (`session.analyser`),
     under its deadline (`analysis_deadline`), the reference's to the reference's worker. A
     program refused, crashing or late is the student's failure (StudentError, with the reason;
@@ -228,8 +256,10 @@ def _analyse(session: TopicSession, blob: Any, args: tuple, student: bool, shard
         if not student:
             raise GraderError(f"analysing the reference's exported program failed: {exc}") from None
         session.restart_analyser()
-        raise StudentError(f"running the exported jitted program on the grader's side failed (it may take up to "
-                           f"{timeout:.0f} s): {exc}") from None
+        raise StudentError(
+            f"running the exported jitted program on the grader's side failed (it may take up to "
+            f"{timeout:.0f} s): {exc}"
+        ) from None
     if not reply["ok"]:
         err = reply["error"]
         message = err["message"] if err["type"] == "ProgramRefused" else f"{err['type']}: {err['message']}"
@@ -247,7 +277,12 @@ def _own_jitted_outputs(session: TopicSession, request: dict[str, Any]) -> dict[
     outs = {}
     for run, _, inputs in RUNS:
         if request.get(inputs) is not None:
-            outs[run] = session.call_student("call", fn=request["fn"], args=request[inputs], jit=True,
-                                             static_argnums=request.get("static_argnums", ()),
-                                             transforms=request.get("transforms", []))["out"]
+            outs[run] = session.call_student(
+                "call",
+                fn=request["fn"],
+                args=request[inputs],
+                jit=True,
+                static_argnums=request.get("static_argnums", ()),
+                transforms=request.get("transforms", []),
+            )["out"]
     return outs

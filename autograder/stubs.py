@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 
-from autograder.source import parse
+from autograder.source import Function, functions, parse
 
 ERROR = "NotImplementedError"
 STAR = "*"
@@ -34,11 +34,11 @@ def find(source: str, names: list[str]) -> dict[str, str]:
     if bound.get(ERROR) or bound.get(STAR):
         return {}
     found = {}
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name in names and bound.get(node.name) == 1:
-            message = _stub_message(node, jit_bound=bound.get("jax") == 1)
+    for fn in functions(tree):
+        if not fn.is_async and fn.name in names and bound.get(fn.name) == 1:
+            message = _stub_message(fn, jit_bound=bound.get("jax") == 1)
             if message is not None:
-                found[node.name] = message
+                found[fn.name] = message
     return found
 
 
@@ -73,19 +73,21 @@ def _is_jit(decorator: ast.expr) -> bool:
     """`@jax.jit` or `@jax.jit(keyword=...)`: a wrapper that runs the function when traced."""
     if isinstance(decorator, ast.Call) and not decorator.args:
         decorator = decorator.func
-    return (isinstance(decorator, ast.Attribute) and decorator.attr == "jit"
-            and isinstance(decorator.value, ast.Name) and decorator.value.id == "jax")
+    return (
+        isinstance(decorator, ast.Attribute)
+        and decorator.attr == "jit"
+        and isinstance(decorator.value, ast.Name)
+        and decorator.value.id == "jax"
+    )
 
 
-def _stub_message(fn: ast.FunctionDef, jit_bound: bool) -> str | None:
+def _stub_message(fn: Function, jit_bound: bool) -> str | None:
     """The message a stub raises, or None when `fn` is not a stub. Its decorators, if any, must
     be `jax.jit` (`jit_bound`: `jax` is bound once, by its import), which raises as it traces."""
-    if fn.decorator_list and not (jit_bound and all(_is_jit(d) for d in fn.decorator_list)):
+    decorators = fn.node.decorator_list
+    if decorators and not (jit_bound and all(_is_jit(d) for d in decorators)):
         return None
     body = fn.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-            and isinstance(body[0].value.value, str):
-        body = body[1:]
     if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].cause is not None:
         return None
     exc = body[0].exc

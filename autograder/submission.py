@@ -10,8 +10,8 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 MAX_UNPACKED = 64 << 20
 

@@ -20,7 +20,7 @@ reference `histogram` (2**20 values) went from 3.1 ms to 1.8 ms of CPU per round
 from 7.6 to 2.8 ms, with the calls themselves unchanged. A worker without a region (no memfd) gets the inputs inline.
 
 Two clocks, both the grader's: wall time, and the CPU time the kernel accounts to the worker's
-cgroup (`Worker.cpu_seconds`: every thread and process that ran in it, ended ones included;
+cgroup (`WorkerProcess.cpu_seconds`: every thread and process that ran in it, ended ones included;
 None where the machine gives no cgroup, and the wall clock decides). A student process that
 fakes `time.perf_counter` changes neither; the inputs are fresh for every round, so memoising
 outputs gains nothing. A thread that polls the region sees a round's inputs only inside that
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from autograder import replies
-from autograder.sandbox import Worker
+from autograder.isolation import WorkerProcess
 from autograder.spec import Case
 from autograder.worker import shm
 
@@ -60,8 +60,9 @@ class CallFailed(Exception):
         self.error = error
 
 
-def timed_request(worker: Worker, op: str, timeout: float, *, inputs: Any = None,
-                  **fields: Any) -> tuple[dict[str, Any], float, float | None]:
+def timed_request(
+    worker: WorkerProcess, op: str, timeout: float, *, inputs: Any = None, **fields: Any
+) -> tuple[dict[str, Any], float, float | None]:
     """Send one request and time it to its checked reply: (reply, wall seconds, CPU seconds).
 
     `inputs` (a request field: the case arguments) is written into the worker's shared region
@@ -74,13 +75,13 @@ def timed_request(worker: Worker, op: str, timeout: float, *, inputs: Any = None
     cpu0 = worker.cpu_seconds()
     t0 = time.perf_counter()  # before writing the inputs: the window covers every moment the worker may see them
     placed = region.place(inputs) if region is not None and inputs is not None else None
-    if placed is not None:
+    if placed is not None and region is not None:
         fields.update(cases=placed[0], shm=[placed[1], region.size])
     elif inputs is not None:
         fields["cases"] = inputs
     reply = worker.request(op, timeout, **fields)
     try:
-        if placed is not None:
+        if placed is not None and region is not None:
             _take_outputs(region, placed[1], reply)
         replies.check(op, reply)
     except (replies.MalformedReply, shm.Malformed) as exc:
@@ -108,11 +109,27 @@ def _take_outputs(region: shm.Region, start: int, reply: Any) -> None:
                 leaf["data"], start = region.take(leaf["data"], start)
 
 
-def timed_call(worker: Worker, fn: str, cases: list[Case], *, jit: bool, static_argnums: tuple[int, ...],
-               timeout: float, operators: bool = False) -> Timed:
+def timed_call(
+    worker: WorkerProcess,
+    fn: str,
+    cases: list[Case],
+    *,
+    jit: bool,
+    static_argnums: tuple[int, ...],
+    timeout: float,
+    operators: bool = False,
+) -> Timed:
     """Time `fn` on all of `cases`, one call after another, inputs in to outputs held."""
-    reply, seconds, cpu = timed_request(worker, "timed", timeout, inputs=[c.args for c in cases], fn=fn, jit=jit,
-                                        static_argnums=static_argnums, operators=operators)
+    reply, seconds, cpu = timed_request(
+        worker,
+        "timed",
+        timeout,
+        inputs=[c.args for c in cases],
+        fn=fn,
+        jit=jit,
+        static_argnums=static_argnums,
+        operators=operators,
+    )
     if len(reply["outs"]) != len(cases):
         worker.kill("sent a malformed reply")
         raise CallFailed(f"the worker's reply was malformed: {len(reply['outs'])} outputs for {len(cases)} calls")

@@ -64,15 +64,17 @@ def run_once(mode: str, names: list[str], jobs: int, submission: Path, each: boo
     """One graded run of `submission` (`each`: one engine run per topic, each with a compilation
     cache of its own, their tests and summaries put together): (result, wall seconds)."""
     from autograder import engine, public, topics
+    from autograder.isolation import bwrap_available
     from autograder.results import Result
-    from autograder.sandbox import bwrap_available
 
     def grade(selected: list[str]) -> Result:
         if mode == "check":
-            return engine.grade(submission, topics.resolve(selected, public=True), public=True,
-                                answers=public.replay, jobs=jobs)
-        return engine.grade(submission, topics.resolve(selected), reference_dir=ROOT / "solutions",
-                            isolate=bwrap_available(), jobs=jobs)
+            return engine.grade(
+                submission, topics.resolve(selected, public=True), public=True, answers=public.replay, jobs=jobs
+            )
+        return engine.grade(
+            submission, topics.resolve(selected), reference_dir=ROOT / "solutions", isolate=bwrap_available(), jobs=jobs
+        )
 
     t0 = time.perf_counter()
     if not each:
@@ -121,23 +123,36 @@ def main() -> None:
     parser.add_argument("topics", nargs="*")
     parser.add_argument("--modes", nargs="+", default=["check", "hidden"], choices=["check", "hidden"])
     parser.add_argument("--runs", type=int, default=2, help="runs per mode: the first is cold, the others warm")
-    parser.add_argument("--jobs", type=int, default=None,
-                        help="topics (or parts of one) graded at a time (default: as `grade` would, one per core)")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="topics (or parts of one) graded at a time (default: as `grade` would, one per core)",
+    )
     parser.add_argument("--each", action="store_true", help="each topic in a run of its own, as `grade check TOPIC`")
-    parser.add_argument("--submission", default="solutions", choices=["solutions", "stubs", "half"],
-                        help="what is graded: the solutions (every check runs), the stubs, or half of each topic done")
+    parser.add_argument(
+        "--submission",
+        default="solutions",
+        choices=["solutions", "stubs", "half"],
+        help="what is graded: the solutions (every check runs), the stubs, or half of each topic done",
+    )
     args = parser.parse_args()
-    from autograder import engine, topics
     from worker_start import worker_start
+
+    from autograder import engine, topics
 
     names = args.topics or list(topics.ORDER)
     args.jobs = args.jobs or engine.default_jobs()
     wall, cpu = worker_start(3)
-    print(f"machine: {platform.node()}, {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; a worker's start {wall:.2f} s wall, {cpu:.2f} s "
-          f"CPU (the machine's yardstick, docs/performance.md); jobs {args.jobs}; {args.submission}; seconds")
-    with tempfile.TemporaryDirectory(prefix="jaxlings-bench-cache-") as cache, \
-            tempfile.TemporaryDirectory(prefix="jaxlings-bench-submission-") as folder:
+    print(
+        f"machine: {platform.node()}, {platform.processor() or platform.machine()}, "
+        f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; a worker's start {wall:.2f} s wall, {cpu:.2f} s "
+        f"CPU (the machine's yardstick, docs/performance.md); jobs {args.jobs}; {args.submission}; seconds"
+    )
+    with (
+        tempfile.TemporaryDirectory(prefix="jaxlings-bench-cache-") as cache,
+        tempfile.TemporaryDirectory(prefix="jaxlings-bench-submission-") as folder,
+    ):
         os.environ["JAXLINGS_COMPILE_CACHE"] = cache  # empty: the first run of each mode is cold
         submission = write_submission(args.submission, names, Path(folder))
         for mode in args.modes:
@@ -148,12 +163,17 @@ def main() -> None:
                 result, wall = run_once(mode, names, args.jobs, submission, args.each)
                 busy = machine_busy_seconds() - busy
                 label = f"{mode}, {'cold (empty compilation cache)' if i == 0 else 'warm'}"
-                print(f"\n{label}: {wall:.1f} s for {len(names)} topics, score {result.score:g}/{result.max_score:g}, "
-                      f"load {os.getloadavg()[0]:.1f}, the machine's CPU {busy:.0f} s")
+                print(
+                    f"\n{label}: {wall:.1f} s for {len(names)} topics, score {result.score:g}/{result.max_score:g}, "
+                    f"load {os.getloadavg()[0]:.1f}, the machine's CPU {busy:.0f} s"
+                )
                 print(f"{'topic':<12}{'parts':>6}" + "".join(f"{c:>9}" for c in (*COLUMNS, *COMPILE.values(), "total")))
                 for topic, row in rows(result).items():
-                    print(f"{topic:<12}{row['parts']:>6}"
-                          + "".join(f"{row[c]:>9.2f}" for c in (*COLUMNS, *COMPILE.values(), "total")), flush=True)
+                    print(
+                        f"{topic:<12}{row['parts']:>6}"
+                        + "".join(f"{row[c]:>9.2f}" for c in (*COLUMNS, *COMPILE.values(), "total")),
+                        flush=True,
+                    )
 
 
 if __name__ == "__main__":

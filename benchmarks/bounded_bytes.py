@@ -40,7 +40,7 @@ def main() -> None:
     args = parser.parse_args()
     sys.path.insert(0, os.getcwd())
     from autograder import engine, paths, topics
-    from autograder.sandbox import Limits
+    from autograder.isolation import Limits
 
     source = (Path(args.submissions) / f"{args.name}.py").read_text()
     for item in args.set:
@@ -52,19 +52,34 @@ def main() -> None:
         folder.mkdir()
         (folder / f"{args.name.split('__')[0]}.py").write_text(source)
         before, t0 = vm_hwm(), time.monotonic()
-        result = engine.grade(folder, topics.resolve(args.names), reference_dir=paths.solutions_dir(), public=False,
-                              seed=None, isolate=args.sandbox == "on", limits=Limits(), jobs=1)
+        result = engine.grade(
+            folder,
+            topics.resolve(args.names),
+            reference_dir=paths.solutions_dir(),
+            public=False,
+            seed=None,
+            isolate=args.sandbox == "on",
+            limits=Limits(),
+            jobs=1,
+        )
         after, seconds = vm_hwm(), time.monotonic() - t0
         out = Path(tmp) / "results.json"
         result.write(out)
         size = out.stat().st_size
-    print(json.dumps({
-        "grader": str(Path(engine.__file__).resolve().parent.parent),
-        "points": {t.name: t.score for t in result.tests}, "results_json_bytes": size,
-        "longest_message": max(len(t.output) for t in result.tests),
-        "messages": {t.name: t.output[:400] for t in result.tests},
-        "vm_hwm_mb_before": round(before / 1e6), "vm_hwm_mb_after": round(after / 1e6), "seconds": round(seconds, 1),
-    }))
+    print(
+        json.dumps(
+            {
+                "grader": str(Path(engine.__file__).resolve().parent.parent),
+                "points": {t.name: t.score for t in result.tests},
+                "results_json_bytes": size,
+                "longest_message": max(len(t.output) for t in result.tests),
+                "messages": {t.name: t.output[:400] for t in result.tests},
+                "vm_hwm_mb_before": round(before / 1e6),
+                "vm_hwm_mb_after": round(after / 1e6),
+                "seconds": round(seconds, 1),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

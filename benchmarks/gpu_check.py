@@ -14,7 +14,7 @@ the whole course (the solutions, hidden mode) and prints its time and score.
     .venv/bin/python benchmarks/gpu_check.py [--exercises prng.dropout ...] [--no-course] [--jobs N]
 
 On a machine with one GPU the whole run stays within about 8 minutes. The tests run it on the
-CPU for one exercise (tests/test_gpu_check.py), so that it works the day it meets a GPU.
+CPU for one exercise (tests/core/test_gpu_check.py), so that it works the day it meets a GPU.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from autograder import engine, topics  # noqa: E402
-from autograder.sandbox import bwrap_available  # noqa: E402
+from autograder.isolation import bwrap_available  # noqa: E402
 
 DISPATCH_FLOOR_S = {"gpu": 70e-6, "cpu": 10e-6}
 FLOORS_ENOUGH = 10
@@ -39,7 +39,7 @@ SLOWER = (2, 10)
 
 # Appended to a copy of the reference: each named function does its work `times` times, each copy
 # after the previous one's output exists (the barrier), and returns the last output.
-SLOWDOWN = '''
+SLOWDOWN = """
 
 import jax as _jax
 import jax.numpy as _jnp
@@ -79,12 +79,12 @@ def _slowed(f, times):
         return result
     return slowed
 
-'''
+"""
 
 
 def speed_exercises(selected: list[str]) -> list[tuple[str, str]]:
     """(topic, exercise) of every speed-checked exercise, or of those named."""
-    found = [(t, ex.name) for t in topics.ORDER for ex in topics.load(t).exercises if "speed" in ex.checks]
+    found = [(t, ex.name) for t in topics.ORDER for ex in topics.load(t).exercises if ex.check("speed")]
     if selected:
         unknown = set(selected) - {f"{t}.{e}" for t, e in found}
         if unknown:
@@ -117,14 +117,20 @@ def speed_of(folder: Path, spec, isolate: bool = True) -> dict:
     result = engine.grade(folder, [spec], reference_dir=ROOT / "solutions", isolate=isolate and bwrap_available())
     test = next(t for t in result.tests if t.check == "speed")
     data = dict(test.extra_data)
-    data.update(points=test.score, max_points=test.max_score, message=test.output,
-                backend=result.extra_data["platform"].get("backend", "?"))
+    data.update(
+        points=test.score,
+        max_points=test.max_score,
+        message=test.output,
+        backend=result.extra_data["platform"].get("backend", "?"),
+    )
     return data
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--exercises", nargs="*", default=[], help="TOPIC.EXERCISE names (default: every speed-checked one)")
+    ap.add_argument(
+        "--exercises", nargs="*", default=[], help="TOPIC.EXERCISE names (default: every speed-checked one)"
+    )
     ap.add_argument("--no-course", action="store_true", help="skip the whole-course grading")
     ap.add_argument("--jobs", type=int, default=engine.default_jobs(), help="topics at a time in the whole-course run")
     args = ap.parse_args(argv)
@@ -142,15 +148,25 @@ def main(argv: list[str] | None = None) -> int:
                 note = "" if floors is None or floors >= FLOORS_ENOUGH else "dispatch-bound: grow Speed.size"
                 if ratio is None:
                     note = data["message"][:60]
-                print(f"{topic + '.' + exercise:<30}{version:<17}{ratio if ratio is not None else '-':>8}"
-                      f"{data['points']:>9.3g}/{data['max_points']:<2g}{(f'{ref_ms:.3g} ms' if ref_ms else '-'):>14}"
-                      f"{(f'{floors:.0f}' if floors else '-'):>8}  {note}", flush=True)
+                print(
+                    f"{topic + '.' + exercise:<30}{version:<17}{ratio if ratio is not None else '-':>8}"
+                    f"{data['points']:>9.3g}/{data['max_points']:<2g}{(f'{ref_ms:.3g} ms' if ref_ms else '-'):>14}"
+                    f"{(f'{floors:.0f}' if floors else '-'):>8}  {note}",
+                    flush=True,
+                )
     if not args.no_course:
         t0 = time.monotonic()
-        result = engine.grade(ROOT / "solutions", topics.resolve(None), reference_dir=ROOT / "solutions",
-                              isolate=bwrap_available(), jobs=args.jobs)
-        print(f"\nwhole course, hidden, jobs {args.jobs}: {result.score:g}/{result.max_score:g} in "
-              f"{time.monotonic() - t0:.1f} s on {result.extra_data['platform'].get('device_kind', '?')}")
+        result = engine.grade(
+            ROOT / "solutions",
+            topics.resolve(None),
+            reference_dir=ROOT / "solutions",
+            isolate=bwrap_available(),
+            jobs=args.jobs,
+        )
+        print(
+            f"\nwhole course, hidden, jobs {args.jobs}: {result.score:g}/{result.max_score:g} in "
+            f"{time.monotonic() - t0:.1f} s on {result.extra_data['platform'].get('device_kind', '?')}"
+        )
         for t in result.tests:
             if t.status != "passed":
                 print(f"  not passed: {t.name} {t.score:g}/{t.max_score:g}: {t.output[:120]}")

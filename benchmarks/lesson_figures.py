@@ -45,11 +45,12 @@ FENCE = re.compile(r"^```python\n(.*?)^```\n?", re.S | re.M)  # as autograder.co
 ENV = {  # set before JAX starts in that lesson's process
     "sharding": {"XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu"},
 }
-# The grader's workers run XLA on one CPU thread (autograder/sandbox.py, CPU_TIMING_FLAGS).
+# The grader's workers run XLA on one CPU thread (autograder/isolation/process.py, CPU_TIMING_FLAGS).
 ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 
 
 # -- helpers ----------------------------------------------------------------------------------
+
 
 def say(lesson: str, figure: str, value: str) -> None:
     print(f"{lesson} | {figure} | {value}", flush=True)
@@ -71,6 +72,7 @@ def spread(values: list[float]) -> str:
 def timings(call, reps: int = 20, warmup: int = 1) -> list[float]:
     """Seconds per call of `call()` (which must return something to block on), after `warmup` calls."""
     import jax
+
     for _ in range(warmup):
         jax.block_until_ready(call())
     out = []
@@ -83,6 +85,7 @@ def timings(call, reps: int = 20, warmup: int = 1) -> list[float]:
 
 def once(call) -> float:
     import jax
+
     t = time.perf_counter()
     jax.block_until_ready(call())
     return time.perf_counter() - t
@@ -97,10 +100,13 @@ class Compiles:
 
     def __init__(self):
         import jax
+
         if not Compiles._registered:
+
             def listen(name, secs, **kw):
                 if name == Compiles.NAME:
                     Compiles._count += 1
+
             jax.monitoring.register_event_duration_secs_listener(listen)
             Compiles._registered = True
         self.start = Compiles._count
@@ -114,7 +120,7 @@ def lesson_namespace(name: str) -> dict:
     """Run the lesson's python blocks (as the tests do: in order, as one script), quietly; return its names."""
     code = "\n\n".join(FENCE.findall((LESSONS / f"{name}.md").read_text()))
     module = types.ModuleType(f"lesson_{name}")
-    sys.modules[module.__name__] = module                    # dataclasses look their module up
+    sys.modules[module.__name__] = module  # dataclasses look their module up
     with contextlib.redirect_stdout(io.StringIO()):
         exec(compile(code, str(LESSONS / f"{name}.md"), "exec"), module.__dict__)
     return module.__dict__
@@ -122,16 +128,19 @@ def lesson_namespace(name: str) -> dict:
 
 # -- jit_basics -------------------------------------------------------------------------------
 
+
 def fig_jit_basics() -> None:
     import jax
     import jax.numpy as jnp
+
     L = "jit_basics"
 
     def make_wasteful():
         def wasteful(x):
             for i in range(1000):
-                y = jnp.sin(x) * i        # noqa: F841  computed, never used
+                y = jnp.sin(x) * i  # noqa: F841  computed, never used
             return x + 1
+
         return wasteful
 
     v = jnp.ones(1000)
@@ -175,12 +184,16 @@ def fig_jit_basics() -> None:
         x = jax.random.normal(jax.random.key(0), (n,))
         firsts = []
         for _ in range(3):
-            fast = jax.jit(lambda x: plain_selu(x))          # a fresh function: nothing cached
+            fast = jax.jit(lambda x: plain_selu(x))  # a fresh function: nothing cached
             firsts.append(once(lambda: fast(x)))
         eager, jitted = timings(lambda: plain_selu(x)), timings(lambda: fast(x))
         say(L, f"selu n={n}, eager", spread(eager))
         say(L, f"selu n={n}, jitted", spread(jitted))
-        say(L, f"selu n={n}, gain (median eager / median jitted)", f"x{statistics.median(eager) / statistics.median(jitted):.1f}")
+        say(
+            L,
+            f"selu n={n}, gain (median eager / median jitted)",
+            f"x{statistics.median(eager) / statistics.median(jitted):.1f}",
+        )
         say(L, f"selu n={n}, first jitted call", spread(firsts))
 
     def fn(W, b, x):
@@ -195,23 +208,31 @@ def fig_jit_basics() -> None:
         say(L, f"x @ W + b, n={n} (all n x n), jitted", spread(jitted))
         say(L, f"x @ W + b, n={n}, gain", f"x{statistics.median(eager) / statistics.median(jitted):.2f}")
     one_thread = subprocess.run(
-        [sys.executable, "-c", _AFFINE_ONE_THREAD], capture_output=True, text=True,
-        env={**os.environ, "XLA_FLAGS": ONE_THREAD}, check=True).stdout.strip()
+        [sys.executable, "-c", _AFFINE_ONE_THREAD],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "XLA_FLAGS": ONE_THREAD},
+        check=True,
+    ).stdout.strip()
     say(L, "x @ W + b, n=1024, with one XLA thread (the grader's setting): eager / jitted", one_thread)
 
     x = jnp.ones(1000)
     selu_once = jax.jit(plain_selu)
     say(L, "selu n=1000, jit made once, per call", spread(timings(lambda: selu_once(x), reps=50)))
-    per_call = lambda x: jax.jit(lambda y: plain_selu(y))(x)      # noqa: E731
+    per_call = lambda x: jax.jit(lambda y: plain_selu(y))(x)  # noqa: E731
     c = Compiles()
     t = timings(lambda: per_call(x), reps=5)
     say(L, "selu n=1000, a fresh jitted lambda per call, per call", spread(t))
     say(L, "selu n=1000, a fresh jitted lambda per call, compilations in 6 calls", str(c.n))
-    same_fn = lambda x: jax.jit(plain_selu)(x)                   # noqa: E731
+    same_fn = lambda x: jax.jit(plain_selu)(x)  # noqa: E731
     c = Compiles()
-    say(L, "selu n=1000, jax.jit(plain_selu)(x) inside each call, per call", spread(timings(lambda: same_fn(x), reps=50)))
+    say(
+        L,
+        "selu n=1000, jax.jit(plain_selu)(x) inside each call, per call",
+        spread(timings(lambda: same_fn(x), reps=50)),
+    )
     say(L, "selu n=1000, jax.jit(plain_selu)(x) inside each call, compilations in 51 calls", str(c.n))
-    shapes = [jnp.ones(m) for m in (11, 12, 13)]                  # built first: building compiles too
+    shapes = [jnp.ones(m) for m in (11, 12, 13)]  # built first: building compiles too
     jax.block_until_ready(shapes)
     c = Compiles()
     for s in shapes:
@@ -244,10 +265,12 @@ print(f"{med(lambda: fn(W, b, x)) * 1e3:.1f} ms / {med(lambda: jf(W, b, x)) * 1e
 
 # -- at_updates -------------------------------------------------------------------------------
 
+
 def fig_at_updates() -> None:
     import jax
     import jax.numpy as jnp
     import numpy as np
+
     L = "at_updates"
     x = jnp.asarray(np.random.default_rng(0).integers(0, 256, size=1_000_000).astype(np.int32))
 
@@ -264,8 +287,16 @@ def fig_at_updates() -> None:
 
     cs, ws = cpu_and_wall(scatter)
     cb, wb = cpu_and_wall(per_bin, reps=5)
-    say(L, "histogram of 1e6 values, 256 bins, one .at[x].add(1): CPU time / wall time per call", f"{fmt_s(cs)} / {fmt_s(ws)}")
-    say(L, "the same, a Python loop over the 256 bins (one compare + sum each): CPU / wall", f"{fmt_s(cb)} / {fmt_s(wb)}")
+    say(
+        L,
+        "histogram of 1e6 values, 256 bins, one .at[x].add(1): CPU time / wall time per call",
+        f"{fmt_s(cs)} / {fmt_s(ws)}",
+    )
+    say(
+        L,
+        "the same, a Python loop over the 256 bins (one compare + sum each): CPU / wall",
+        f"{fmt_s(cb)} / {fmt_s(wb)}",
+    )
     say(L, "per-bin loop / scatter-add: ratio of CPU times, of wall times", f"x{cb / cs:.0f}, x{wb / ws:.0f}")
 
     def per_value(x):
@@ -277,11 +308,15 @@ def fig_at_updates() -> None:
     for m in (1_000, 4_000):
         t0 = time.perf_counter()
         jaxpr = jax.make_jaxpr(per_value)(x[:m])
-        say(L, f"a Python loop over {m} values, one .at[x[i]].add(1) each: time to trace it, equations",
-            f"{fmt_s(time.perf_counter() - t0)}, {len(jaxpr.eqns)} equations")
+        say(
+            L,
+            f"a Python loop over {m} values, one .at[x[i]].add(1) each: time to trace it, equations",
+            f"{fmt_s(time.perf_counter() - t0)}, {len(jaxpr.eqns)} equations",
+        )
 
 
 # -- static_args ------------------------------------------------------------------------------
+
 
 def fig_static_args() -> None:
     import random
@@ -289,6 +324,7 @@ def fig_static_args() -> None:
     import jax
     import jax.numpy as jnp
     import numpy as np
+
     L = "static_args"
     x3 = jnp.ones(3)
 
@@ -301,15 +337,18 @@ def fig_static_args() -> None:
     t0 = time.perf_counter()
     for s in range(50):
         jax.block_until_ready(scale_traced(x3, float(s)))
-    say(L, "the same 50 calls, the scale traced: per call including the one compile, compilations",
-        f"{fmt_s((time.perf_counter() - t0) / 50)}, {c.n}")
+    say(
+        L,
+        "the same 50 calls, the scale traced: per call including the one compile, compilations",
+        f"{fmt_s((time.perf_counter() - t0) / 50)}, {c.n}",
+    )
     say(L, "a cached call (traced scale)", spread(timings(lambda: scale_traced(x3, 2.0), reps=200)))
 
     n = 1024
     rng = np.random.default_rng(0)
     A = jnp.asarray(rng.normal(size=(n, n)).astype(np.float32) + n * np.eye(n, dtype=np.float32))
     b = jnp.asarray(rng.normal(size=n).astype(np.float32))
-    x_good = jnp.linalg.solve(A, b)                             # a cached answer that is still good
+    x_good = jnp.linalg.solve(A, b)  # a cached answer that is still good
 
     @jax.jit
     def via_cond(A, b, x_old):
@@ -321,10 +360,16 @@ def fig_static_args() -> None:
         good = jnp.linalg.norm(A @ x_old - b) < 1e-3 * jnp.linalg.norm(b)
         return jnp.where(good, x_old, jnp.linalg.solve(A, b))
 
-    say(L, "1024 x 1024: solve skipped by lax.cond (the cached answer is good), per call",
-        spread(timings(lambda: via_cond(A, b, x_good), reps=30)))
-    say(L, "1024 x 1024: the same choice by jnp.where (the solve always runs), per call",
-        spread(timings(lambda: via_where(A, b, x_good), reps=10)))
+    say(
+        L,
+        "1024 x 1024: solve skipped by lax.cond (the cached answer is good), per call",
+        spread(timings(lambda: via_cond(A, b, x_good), reps=30)),
+    )
+    say(
+        L,
+        "1024 x 1024: the same choice by jnp.where (the solve always runs), per call",
+        spread(timings(lambda: via_where(A, b, x_good), reps=10)),
+    )
 
     def cube(x):
         return x * x * x
@@ -343,11 +388,14 @@ def fig_static_args() -> None:
     for _ in range(100):
         jax.block_until_ready(random_shape_test(cube_jit))
     per = (time.perf_counter() - t0) / 100
-    say(L, "100 calls of random_shape_test(jax.jit(cube)), lengths 1..1000: distinct lengths, compilations, per call",
-        f"{len(lengths)}, {c.n}, {fmt_s(per)}")
+    say(
+        L,
+        "100 calls of random_shape_test(jax.jit(cube)), lengths 1..1000: distinct lengths, compilations, per call",
+        f"{len(lengths)}, {c.n}, {fmt_s(per)}",
+    )
     random.setstate(state)
-    cube_again = jax.jit(lambda x: cube(x))                  # a fresh function: its own, empty cache
-    inputs = [jnp.empty((random.randint(1, 1000),)) for _ in range(100)]   # jnp.empty compiles per length too
+    cube_again = jax.jit(lambda x: cube(x))  # a fresh function: its own, empty cache
+    inputs = [jnp.empty((random.randint(1, 1000),)) for _ in range(100)]  # jnp.empty compiles per length too
     c = Compiles()
     for e in inputs:
         jax.block_until_ready(cube_again(e))
@@ -357,19 +405,22 @@ def fig_static_args() -> None:
 
     arrays = [np.random.default_rng(k).normal(size=m).astype(np.float32) for k, m in enumerate(range(300, 320))]
 
-    def pad_eager(a):                                        # pads with JAX, eagerly
+    def pad_eager(a):  # pads with JAX, eagerly
         return jnp.pad(jnp.asarray(a), (0, 512 - len(a)))
 
     c = Compiles()
     t0 = time.perf_counter()
     for a in arrays:
         jax.block_until_ready(pad_eager(a))
-    say(L, "padding 20 new lengths with jnp.pad, eagerly: compilations, per call",
-        f"{c.n}, {fmt_s((time.perf_counter() - t0) / 20)}")
+    say(
+        L,
+        "padding 20 new lengths with jnp.pad, eagerly: compilations, per call",
+        f"{c.n}, {fmt_s((time.perf_counter() - t0) / 20)}",
+    )
 
     ns = lesson_namespace("static_args")
     sum_of_squares = ns["sum_of_squares"]
-    jax.clear_caches()                                       # the lesson's run compiled some buckets already
+    jax.clear_caches()  # the lesson's run compiled some buckets already
     rng = np.random.default_rng(1)
     stream = [rng.normal(size=int(m)).astype(np.float32) for m in rng.integers(1, 1001, 100)]
     rounds = []
@@ -379,17 +430,22 @@ def fig_static_args() -> None:
         for a in stream:
             jax.block_until_ready(sum_of_squares(a))
         rounds.append((c.n, (time.perf_counter() - t0) / 100))
-    say(L, "the lesson's bucketed sum_of_squares, 100 random lengths in 1..1000: compilations in round 1, round 2",
-        f"{rounds[0][0]}, {rounds[1][0]}")
+    say(
+        L,
+        "the lesson's bucketed sum_of_squares, 100 random lengths in 1..1000: compilations in round 1, round 2",
+        f"{rounds[0][0]}, {rounds[1][0]}",
+    )
     say(L, "the same: per call in round 1, round 2", f"{fmt_s(rounds[0][1])}, {fmt_s(rounds[1][1])}")
 
 
 # -- loops ------------------------------------------------------------------------------------
 
+
 def fig_loops() -> None:
     import jax
     import jax.numpy as jnp
     from jax import lax
+
     L = "loops"
 
     def make_stupid_fn():
@@ -398,6 +454,7 @@ def fig_loops() -> None:
             for _ in range(1000):
                 x = x * x
             return y
+
         return stupid_fn
 
     x = jnp.array([1.1, -1.1])
@@ -429,6 +486,7 @@ def fig_loops() -> None:
             for _ in range(n):
                 x = damp(x)
             return x
+
         return unrolled
 
     def build(f, *args):
@@ -453,7 +511,11 @@ def fig_loops() -> None:
             runs.append(spread(timings(lambda: compiled(arg), reps=20 if arg is x4 else 5)))
         say(L, f"damp, 1000 steps, {name}: run time unrolled | fori_loop", " | ".join(runs))
     *_, compiled = build(make(1000, True, unroll=8), big)
-    say(L, "damp, 1000 steps, 1e6 elements: fori_loop(..., unroll=8) run time", spread(timings(lambda: compiled(big), reps=5)))
+    say(
+        L,
+        "damp, 1000 steps, 1e6 elements: fori_loop(..., unroll=8) run time",
+        spread(timings(lambda: compiled(big), reps=5)),
+    )
 
     A = jax.random.normal(jax.random.key(0), (32, 32))
     A = A @ A.T
@@ -473,15 +535,20 @@ def fig_loops() -> None:
 
     for name, f in (("unrolled", power_unrolled), ("fori_loop", power_rolled)):
         eqns, lines, seconds, compiled = build(f, v0)
-        say(L, f"power iteration 32 x 32, 1000 steps, {name}: trace+compile, HLO lines, run time",
-            f"{seconds:.2f} s, {lines} lines, {spread(timings(lambda: compiled(v0), reps=20))}")
+        say(
+            L,
+            f"power iteration 32 x 32, 1000 steps, {name}: trace+compile, HLO lines, run time",
+            f"{seconds:.2f} s, {lines} lines, {spread(timings(lambda: compiled(v0), reps=20))}",
+        )
 
 
 # -- pytrees ----------------------------------------------------------------------------------
 
+
 def fig_pytrees() -> None:
     import jax
     import jax.numpy as jnp
+
     L = "pytrees"
     big = {f"layer{i}": {"w": jnp.ones((64, 64)), "b": jnp.zeros(64)} for i in range(50)}
     big_grads = jax.tree.map(lambda leaf: 0.01 * leaf, big)
@@ -496,22 +563,27 @@ def fig_pytrees() -> None:
 
 # -- primitives -------------------------------------------------------------------------------
 
+
 def fig_primitives() -> None:
-    ns = lesson_namespace("primitives")                       # the lesson's `inner` primitive, float64
+    ns = lesson_namespace("primitives")  # the lesson's `inner` primitive, float64
     import jax
     import jax.numpy as jnp
+
     L = "primitives"
     inner = ns["inner"]
-    X = jax.random.normal(jax.random.key(0), (64, 10_000), jnp.float64)   # 10 000 vectors of length 64, axis 1
+    X = jax.random.normal(jax.random.key(0), (64, 10_000), jnp.float64)  # 10 000 vectors of length 64, axis 1
     v = jax.random.normal(jax.random.key(1), (64,), jnp.float64)
     batched = jax.jit(jax.vmap(inner, in_axes=(1, None)))
     looped = jax.jit(lambda X, v: jax.lax.map(lambda col: inner(col, v), X.T))
     matvec = jax.jit(lambda X, v: X.T @ v)
     assert jnp.allclose(batched(X, v), looped(X, v)) and jnp.allclose(batched(X, v), matvec(X, v))
-    versions = (("vmap through the batching rule, jitted", batched), ("jax.lax.map over the batch, jitted", looped),
-                ("X.T @ v, jitted", matvec))
+    versions = (
+        ("vmap through the batching rule, jitted", batched),
+        ("jax.lax.map over the batch, jitted", looped),
+        ("X.T @ v, jitted", matvec),
+    )
     times = {name: [] for name, _ in versions}
-    for _ in range(5):                                        # interleaved, so that load hits all three alike
+    for _ in range(5):  # interleaved, so that load hits all three alike
         for name, f in versions:
             times[name] += timings(lambda: f(X, v), reps=20)
     for name, t in times.items():
@@ -520,27 +592,33 @@ def fig_primitives() -> None:
 
 # -- sharding ---------------------------------------------------------------------------------
 
+
 def fig_sharding() -> None:
     ns = lesson_namespace("sharding")
     import jax
+
     L = "sharding"
     assert jax.device_count() == 8
     for name, (found, flops) in ns["results"].items():
         say(L, f"(256, 64) @ (64, 32) on 8 devices, {name}: collectives, FLOPs per device", f"{found}, {flops:,.0f}")
 
     import jax.numpy as jnp
+
     P, NamedSharding, mesh = ns["P"], ns["NamedSharding"], ns["mesh"]
     a = jnp.arange(512.0).reshape(64, 8)
     a_rows = jax.device_put(a, NamedSharding(mesh, P("data", None)))
     unjitted = jax.shard_map(ns["column_fractions"], mesh=mesh, in_specs=P("data", None), out_specs=P("data", None))
     jitted = jax.jit(unjitted)
-    with contextlib.redirect_stdout(io.StringIO()):          # column_fractions prints while it traces
+    with contextlib.redirect_stdout(io.StringIO()):  # column_fractions prints while it traces
         c = Compiles()
         t = timings(lambda: unjitted(a_rows), reps=5)
         per = c.n / 6
         tj = timings(lambda: jitted(a_rows), reps=50)
-    say(L, "column fractions of a (64, 8) array, shard_map called without jit: per call, compilations per call",
-        f"{spread(t)}, {per:.0f}")
+    say(
+        L,
+        "column fractions of a (64, 8) array, shard_map called without jit: per call, compilations per call",
+        f"{spread(t)}, {per:.0f}",
+    )
     say(L, "the same inside jax.jit, per call", spread(tj))
 
     layer, kx, kw, rows, replicated = ns["layer"], ns["kx"], ns["kw"], ns["rows"], ns["replicated"]
@@ -548,7 +626,7 @@ def fig_sharding() -> None:
     big_w = jax.random.normal(kw, (512, 512))
     sx, sw = jax.device_put(big_x, rows), jax.device_put(big_w, replicated)
     one, eight = [], []
-    for _ in range(5):                                        # interleaved, so that load hits both alike
+    for _ in range(5):  # interleaved, so that load hits both alike
         one += timings(lambda: layer(big_x, big_w), reps=5)
         eight += timings(lambda: layer(sx, sw), reps=5)
     say(L, "tanh(x @ w), (2048, 512) @ (512, 512): on one device", spread(one))
@@ -557,11 +635,13 @@ def fig_sharding() -> None:
 
 # -- ising ------------------------------------------------------------------------------------
 
+
 def fig_ising() -> None:
     import jax
     import netket as nk
     import numpy as np
     import optax
+
     L = "ising"
 
     def H_of(n, h=1.0, J=1.0):
@@ -570,7 +650,7 @@ def fig_ising() -> None:
 
     for n in (10, 12):
         H = H_of(n)
-        nk.exact.lanczos_ed(H)                               # compile NetKet's functions for this size first
+        nk.exact.lanczos_ed(H)  # compile NetKet's functions for this size first
         dense = H.to_sparse().toarray()
         t0 = time.perf_counter()
         np.linalg.eigvalsh(dense)
@@ -581,14 +661,17 @@ def fig_ising() -> None:
         t0 = time.perf_counter()
         nk.exact.lanczos_ed(H)
         first = time.perf_counter() - t0
-        if n == 20:                                          # one call is enough (about a minute)
+        if n == 20:  # one call is enough (about a minute)
             say(L, f"N = {n}: Lanczos (lanczos_ed), first call", fmt_s(first))
             continue
         t = [once(lambda: np.asarray(nk.exact.lanczos_ed(H_of(n)))) for _ in range(5)]
-        say(L, f"N = {n}: Lanczos (lanczos_ed), first call | later calls (operator built anew each time)",
-            f"{fmt_s(first)} | {spread(t)}")
+        say(
+            L,
+            f"N = {n}: Lanczos (lanczos_ed), first call | later calls (operator built anew each time)",
+            f"{fmt_s(first)} | {spread(t)}",
+        )
     for n in (12, 14, 20):
-        say(L, f"N = {n}: the dense matrix would take (float64)", f"{(2 ** n) ** 2 * 8 / 1e9:.3g} GB")
+        say(L, f"N = {n}: the dense matrix would take (float64)", f"{(2**n) ** 2 * 8 / 1e9:.3g} GB")
 
     n = 16
     H = H_of(n)
@@ -596,12 +679,18 @@ def fig_ising() -> None:
 
     def run(n_iter, sr=True, n_samples=512, seed=0):
         k_init, k_sampler = jax.random.split(jax.random.key(seed))
-        vstate = nk.vqs.MCState(nk.sampler.MetropolisLocal(H.hilbert), nk.models.RBM(alpha=1),
-                                n_samples=n_samples, seed=k_init, sampler_seed=k_sampler)
+        vstate = nk.vqs.MCState(
+            nk.sampler.MetropolisLocal(H.hilbert),
+            nk.models.RBM(alpha=1),
+            n_samples=n_samples,
+            seed=k_init,
+            sampler_seed=k_sampler,
+        )
         pre = {"preconditioner": nk.optimizer.SR(diag_shift=0.01)} if sr else {}
         t0 = time.perf_counter()
         nk.driver.VMC(H, optax.sgd(learning_rate=0.1), variational_state=vstate, **pre).run(
-            n_iter=n_iter, out=None, show_progress=False)
+            n_iter=n_iter, out=None, show_progress=False
+        )
         jax.block_until_ready(vstate.parameters)
         seconds = time.perf_counter() - t0
         E = nk.vqs.FullSumState(H.hilbert, nk.models.RBM(alpha=1), variables=vstate.variables).expect(H).mean.real
@@ -609,21 +698,28 @@ def fig_ising() -> None:
 
     seconds, _ = run(50)
     say(L, "N = 16, h = J = 1: first VMC run (compiles NetKet's functions), 50 SR steps, 512 samples", fmt_s(seconds))
-    for label, kwargs in (("50 SR steps, 512 samples (the reference's)", dict(n_iter=50)),
-                          ("100 SR steps, 512 samples", dict(n_iter=100)),
-                          ("100 plain SGD steps (no SR), 512 samples", dict(n_iter=100, sr=False)),
-                          ("10 SR steps, 512 samples", dict(n_iter=10)),
-                          ("300 SR steps, 1008 samples", dict(n_iter=300, n_samples=1008))):
+    for label, kwargs in (
+        ("50 SR steps, 512 samples (the reference's)", dict(n_iter=50)),
+        ("100 SR steps, 512 samples", dict(n_iter=100)),
+        ("100 plain SGD steps (no SR), 512 samples", dict(n_iter=100, sr=False)),
+        ("10 SR steps, 512 samples", dict(n_iter=10)),
+        ("300 SR steps, 1008 samples", dict(n_iter=300, n_samples=1008)),
+    ):
         res = [run(seed=s, **kwargs) for s in (1, 2)]
-        say(L, f"N = 16: {label}: time | relative error of the RBM's exact energy (two seeds)",
-            f"{', '.join(fmt_s(r[0]) for r in res)} | {', '.join(f'{r[1]:.1e}' for r in res)}")
+        say(
+            L,
+            f"N = 16: {label}: time | relative error of the RBM's exact energy (two seeds)",
+            f"{', '.join(fmt_s(r[0]) for r in res)} | {', '.join(f'{r[1]:.1e}' for r in res)}",
+        )
 
 
 # -- debugging --------------------------------------------------------------------------------
 
+
 def fig_debugging() -> None:
     import jax
     import jax.numpy as jnp
+
     L = "debugging"
 
     def plain(x):
@@ -636,7 +732,7 @@ def fig_debugging() -> None:
     x = jnp.ones(1000)
     p, c = jax.jit(plain), jax.jit(printing)
     tp, tc = [], []
-    for _ in range(5):                                        # interleaved, 5 x 200 calls each
+    for _ in range(5):  # interleaved, 5 x 200 calls each
         tp += timings(lambda: p(x), reps=200)
         tc += timings(lambda: c(x), reps=200)
     say(L, "tanh(x) * 2 on 1000 elements, jitted: per call", spread(tp))
@@ -650,28 +746,40 @@ FIGURES = {name[4:]: f for name, f in sorted(globals().items()) if name.startswi
 def header() -> None:
     model = "unknown CPU"
     with contextlib.suppress(OSError):
-        model = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+        model = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
     import jax
+
     dev = jax.devices()[0]
-    print(f"# machine: {model}, {len(os.sched_getaffinity(0))} cores available, load average "
-          f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}; Python {platform.python_version()}, jax {jax.__version__}, "
-          f"backend {jax.default_backend()} ({dev.device_kind})", flush=True)
+    print(
+        f"# machine: {model}, {len(os.sched_getaffinity(0))} cores available, load average "
+        f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}; Python {platform.python_version()}, jax {jax.__version__}, "
+        f"backend {jax.default_backend()} ({dev.device_kind})",
+        flush=True,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("lessons", nargs="*", metavar="LESSON",
-                        help=f"some of: {', '.join(sorted(FIGURES))} (default: all)")
+    parser.add_argument(
+        "lessons", nargs="*", metavar="LESSON", help=f"some of: {', '.join(sorted(FIGURES))} (default: all)"
+    )
     parser.add_argument("--runs", type=int, default=1, help="fresh processes per lesson (default 1)")
-    parser.add_argument("--one", help=argparse.SUPPRESS)     # internal: measure one lesson in this process
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: measure one lesson in this process
     args = parser.parse_args(argv)
     if args.one:
         FIGURES[args.one]()
         return 0
     if unknown := sorted(set(args.lessons) - set(FIGURES)):
         parser.error(f"no figures for {', '.join(unknown)}; the lessons: {', '.join(sorted(FIGURES))}")
-    subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
-                    "import lesson_figures; lesson_figures.header()"], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+            "import lesson_figures; lesson_figures.header()",
+        ],
+        check=True,
+    )
     failed = 0
     for lesson in args.lessons or sorted(FIGURES):
         for _ in range(args.runs):

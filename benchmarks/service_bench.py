@@ -10,7 +10,7 @@
 - kill-worker: T times, kill -9 a worker's whole group a random moment into a grade, start
   another; then count submissions that were never graded (must be 0).
 - kill-api: T times, kill -9 the API a random moment after an upload began (it stores, then
-  waits `JAXLINGS_FAULT_REPLY_DELAY` (tests/fault_serve.py) before sending and replying), restart it, send again as
+  waits `JAXLINGS_FAULT_REPLY_DELAY` (tests/helpers/fault_serve.py) before sending and replying), restart it, send again as
   `grade submit` would; count acknowledged or stored submissions never graded (must be 0).
 
 Runs on the embedded default (SQLite, Celery's SQLAlchemy transport), or `--postgres-redis`.
@@ -36,8 +36,20 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from service_helpers import (BROKEN, SOLUTIONS, api, drop_database, graded, kill, new_course,  # noqa: E402
-                             post_zip, postgres_redis_env, state, wait_for, zip_of)
+from helpers.service import (  # noqa: E402
+    BROKEN,
+    SOLUTIONS,
+    api,
+    drop_database,
+    graded,
+    kill,
+    new_course,
+    post_zip,
+    postgres_redis_env,
+    state,
+    wait_for,
+    zip_of,
+)
 
 BUNDLED = {p.name: p.read_bytes() for p in sorted((ROOT / "demo" / "submission").glob("*.py"))}
 
@@ -53,12 +65,19 @@ def throughput(course, n: int) -> dict:
     client = api(course, course.token("throughput"))
     topics = client.get("/api/topics").json()["topics"]
     started = time.monotonic()
-    subs = [post_zip(client, zip_of({**BUNDLED, "prng.py": BUNDLED["prng.py"] + f"# {i}\n".encode()}), topics).json()["id"]
-            for i in range(n)]
+    subs = [
+        post_zip(client, zip_of({**BUNDLED, "prng.py": BUNDLED["prng.py"] + f"# {i}\n".encode()}), topics).json()["id"]
+        for i in range(n)
+    ]
     done = [graded(client, s, 1800) for s in subs]
     elapsed = time.monotonic() - started
-    return {"submissions": n, "seconds": round(elapsed, 1), "per_hour": round(3600 * n / elapsed, 1),
-            "scores": [f"{d['score']:g}/{d['max_score']:g}" for d in done], "statuses": [d["status"] for d in done]}
+    return {
+        "submissions": n,
+        "seconds": round(elapsed, 1),
+        "per_hour": round(3600 * n / elapsed, 1),
+        "scores": [f"{d['score']:g}/{d['max_score']:g}" for d in done],
+        "statuses": [d["status"] for d in done],
+    }
 
 
 def latency(course, clients: int, submits: int, reads: int, budget: float) -> dict:
@@ -96,12 +115,23 @@ def latency(course, clients: int, submits: int, reads: int, budget: float) -> di
     with concurrent.futures.ThreadPoolExecutor(clients) as pool:
         list(pool.map(student, range(clients), timeout=budget + 120))
     ms = lambda xs, q: round(1000 * percentile(xs, q), 1) if xs else None  # noqa: E731
-    return {"clients": clients, "submits": len(submit_times), "reads": len(read_times), "errors": len(errors),
-            "seconds": round(time.monotonic() - started, 1),
-            "submit_ms": {"p50": ms(submit_times, 0.5), "p99": ms(submit_times, 0.99),
-                          "mean": round(1000 * statistics.mean(submit_times), 1) if submit_times else None},
-            "read_ms": {"p50": ms(read_times, 0.5), "p99": ms(read_times, 0.99),
-                        "mean": round(1000 * statistics.mean(read_times), 1) if read_times else None}}
+    return {
+        "clients": clients,
+        "submits": len(submit_times),
+        "reads": len(read_times),
+        "errors": len(errors),
+        "seconds": round(time.monotonic() - started, 1),
+        "submit_ms": {
+            "p50": ms(submit_times, 0.5),
+            "p99": ms(submit_times, 0.99),
+            "mean": round(1000 * statistics.mean(submit_times), 1) if submit_times else None,
+        },
+        "read_ms": {
+            "p50": ms(read_times, 0.5),
+            "p99": ms(read_times, 0.99),
+            "mean": round(1000 * statistics.mean(read_times), 1) if read_times else None,
+        },
+    }
 
 
 def kill_worker(course, trials: int) -> dict:
@@ -110,21 +140,27 @@ def kill_worker(course, trials: int) -> dict:
     at = (SOLUTIONS / "at_updates.py").read_bytes()
     subs = [post_zip(client, zip_of({"at_updates.py": at + f"# {i}\n".encode()})).json()["id"] for i in range(trials)]
     killed_mid_grade = 0
-    for trial in range(trials):
+    for _ in range(trials):
         before = {s: state(client, s)["attempts"] for s in subs}
         worker = course.worker()
         try:
-            claimed = wait_for(lambda: _claimed_since(client, before), 180, "the new worker to claim a job")
+            claimed = wait_for(
+                lambda before=before: _claimed_since(client, before), 180, "the new worker to claim a job"
+            )
             time.sleep(random.uniform(0.5, 8.0))
             killed_mid_grade += state(client, claimed)["status"] == "grading"
         finally:
             kill(worker)
     course.worker()
     finals = [graded(client, s, 1800) for s in subs]
-    return {"trials": trials, "killed_mid_grade": killed_mid_grade, "submissions": len(subs),
-            "graded": sum(f["status"] == "done" for f in finals),
-            "lost": sum(f["status"] != "done" for f in finals),
-            "attempts": sorted(f["attempts"] for f in finals)}
+    return {
+        "trials": trials,
+        "killed_mid_grade": killed_mid_grade,
+        "submissions": len(subs),
+        "graded": sum(f["status"] == "done" for f in finals),
+        "lost": sum(f["status"] != "done" for f in finals),
+        "attempts": sorted(f["attempts"] for f in finals),
+    }
 
 
 def _claimed_since(client, before: dict[int, int]) -> int | None:
@@ -145,14 +181,14 @@ def kill_api(course, trials: int) -> dict:
         server = course.serve(faults=True, JAXLINGS_FAULT_REPLY_DELAY="1.5")
         data = zip_of({"prng.py": BROKEN + f"# {trial}\n"})
         reply: list = []
-        sender = threading.Thread(target=lambda: reply.append(_try_post(course, token, data)))
+        sender = threading.Thread(target=lambda reply=reply, data=data: reply.append(_try_post(course, token, data)))
         sender.start()
         time.sleep(random.uniform(0.0, 2.0))
         kill(server)
         sender.join(30)
         if isinstance(reply[0], httpx.Response) and reply[0].status_code == 202:
             acknowledged.add(reply[0].json()["id"])
-        course.serve()                              # restarted; the student sends again
+        course.serve()  # restarted; the student sends again
         again = post_zip(api(course, token), data).json()
         stored_unanswered += not isinstance(reply[0], httpx.Response) and again["duplicate"]
         retried_same += again["duplicate"]
@@ -161,9 +197,14 @@ def kill_api(course, trials: int) -> dict:
     course.serve()
     client = api(course, token)
     finals = [graded(client, s, 600) for s in sorted(acknowledged)]
-    return {"trials": trials, "stored_before_the_kill_without_reply": stored_unanswered,
-            "resent_found_stored": retried_same, "submissions": len(acknowledged),
-            "graded": sum(f["status"] == "done" for f in finals), "lost": sum(f["status"] != "done" for f in finals)}
+    return {
+        "trials": trials,
+        "stored_before_the_kill_without_reply": stored_unanswered,
+        "resent_found_stored": retried_same,
+        "submissions": len(acknowledged),
+        "graded": sum(f["status"] == "done" for f in finals),
+        "lost": sum(f["status"] != "done" for f in finals),
+    }
 
 
 def _try_post(course, token: str, data: bytes):
@@ -185,13 +226,17 @@ def main() -> int:
     parser.add_argument("--postgres-redis", action="store_true")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    figures: dict = {"machine": f"{platform.node()}: {platform.processor() or platform.machine()}, "
-                                f"{os.cpu_count()} CPUs, Python {platform.python_version()}",
-                     "backend": "postgresql+redis" if args.postgres_redis else "sqlite (embedded default)"}
-    phases = {"throughput": lambda c: throughput(c, args.submissions),
-              "latency": lambda c: latency(c, args.clients, args.submits, args.reads, args.budget),
-              "kill-worker": lambda c: kill_worker(c, args.trials),
-              "kill-api": lambda c: kill_api(c, args.trials)}
+    figures: dict = {
+        "machine": f"{platform.node()}: {platform.processor() or platform.machine()}, "
+        f"{os.cpu_count()} CPUs, Python {platform.python_version()}",
+        "backend": "postgresql+redis" if args.postgres_redis else "sqlite (embedded default)",
+    }
+    phases = {
+        "throughput": lambda c: throughput(c, args.submissions),
+        "latency": lambda c: latency(c, args.clients, args.submits, args.reads, args.budget),
+        "kill-worker": lambda c: kill_worker(c, args.trials),
+        "kill-api": lambda c: kill_api(c, args.trials),
+    }
     for name in args.phases.split(","):
         with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as tmp:
             extra = postgres_redis_env() if args.postgres_redis else {}

@@ -40,11 +40,11 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-import raw_clients  # noqa: E402
-from service_helpers import SOLUTIONS, free_port, kill, wait_for, zip_of  # noqa: E402
+from helpers import raw_clients  # noqa: E402
+from helpers.service import SOLUTIONS, free_port, kill, wait_for, zip_of  # noqa: E402
 
-ANSWER_WITHIN = 10.0       # a normal request with no answer within this is an error
-HOSTILE_FROM = "127.0.0.2" # the hostile clients' address (the normal ones come from 127.0.0.1)
+ANSWER_WITHIN = 10.0  # a normal request with no answer within this is an error
+HOSTILE_FROM = "127.0.0.2"  # the hostile clients' address (the normal ones come from 127.0.0.1)
 
 
 class Server:
@@ -52,8 +52,13 @@ class Server:
 
     def __init__(self, root: Path, folder: Path, args: tuple[str, ...], students: int):
         self.root, self.folder, self.port = root, folder, free_port()
-        self.env = {**os.environ, "PYTHONPATH": str(root), "JAXLINGS_DATA_DIR": str(folder / "data"),
-                    "JAXLINGS_PORT": str(self.port), "JAXLINGS_SANDBOX": "auto"}
+        self.env = {
+            **os.environ,
+            "PYTHONPATH": str(root),
+            "JAXLINGS_DATA_DIR": str(folder / "data"),
+            "JAXLINGS_PORT": str(self.port),
+            "JAXLINGS_SANDBOX": "auto",
+        }
         roster = folder / "roster.csv"
         roster.write_text("login\n" + "".join(f"student{i}\n" for i in range(students + 1)))
         self._grade("course", "add-students", str(roster), "--out", str(folder / "tokens.csv"))
@@ -62,8 +67,14 @@ class Server:
         self.instructor = self._grade("course", "add-instructor", "prof").split()[-1]
         self.imported = self._python("import autograder; print(autograder.__file__)").strip()
         self.log = open(folder / "serve.log", "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "autograder", "serve", *args], cwd=root, env=self.env,
-                                     stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "autograder", "serve", *args],
+            cwd=root,
+            env=self.env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         wait_for(self._answers, 90, f"grade serve {' '.join(args)} in {root}")
 
     @property
@@ -71,12 +82,19 @@ class Server:
         return f"http://127.0.0.1:{self.port}"
 
     def _python(self, code: str) -> str:
-        return subprocess.run([sys.executable, "-c", code], cwd=self.root, env=self.env, check=True,
-                              capture_output=True, text=True).stdout
+        return subprocess.run(
+            [sys.executable, "-c", code], cwd=self.root, env=self.env, check=True, capture_output=True, text=True
+        ).stdout
 
     def _grade(self, *args: str) -> str:
-        return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=self.root, check=True,
-                              env={**self.env, "COLUMNS": "500"}, capture_output=True, text=True).stdout
+        return subprocess.run(
+            [sys.executable, "-m", "autograder", *args],
+            cwd=self.root,
+            check=True,
+            env={**self.env, "COLUMNS": "500"},
+            capture_output=True,
+            text=True,
+        ).stdout
 
     def _answers(self) -> bool:
         if self.proc.poll() is not None:
@@ -98,8 +116,11 @@ def percentile(values: list[float], q: float) -> float:
 
 def normal_client(server: Server, token: str, submission: int, until: float) -> list[tuple[int, float]]:
     """(status, seconds) of each read, in turn, until `until` (0: no answer in time)."""
-    asks = [("/api/health", {}), (f"/api/submissions/{submission}", {"Authorization": f"Bearer {token}"}),
-            ("/api/gradebook.csv", {"Authorization": f"Bearer {server.instructor}"})]
+    asks = [
+        ("/api/health", {}),
+        (f"/api/submissions/{submission}", {"Authorization": f"Bearer {token}"}),
+        ("/api/gradebook.csv", {"Authorization": f"Bearer {server.instructor}"}),
+    ]
     seen = []
     with httpx.Client(base_url=server.url, timeout=ANSWER_WITHIN) as client:
         while time.monotonic() < until:
@@ -117,14 +138,22 @@ def normal_load(server: Server, submissions: list[int], seconds: float) -> dict:
     """The normal clients for `seconds`: count, errors, latency percentiles (ms)."""
     until = time.monotonic() + seconds
     with concurrent.futures.ThreadPoolExecutor(len(submissions)) as pool:
-        runs = list(pool.map(lambda i: normal_client(server, server.tokens[i + 1], submissions[i], until),
-                             range(len(submissions))))
+        runs = list(
+            pool.map(
+                lambda i: normal_client(server, server.tokens[i + 1], submissions[i], until), range(len(submissions))
+            )
+        )
     seen = [r for run in runs for r in run]
     ok = [s for status, s in seen if status == 200]
-    return {"requests": len(seen), "per_s": round(len(seen) / seconds, 1), "errors": len(seen) - len(ok),
-            "p50_ms": round(1000 * percentile(ok, 0.5), 1),
-            "p99_ms": round(1000 * percentile(ok, 0.99), 1), "max_ms": round(1000 * max(ok, default=float("nan")), 1),
-            "error_statuses": sorted({status for status, _ in seen if status != 200})}
+    return {
+        "requests": len(seen),
+        "per_s": round(len(seen) / seconds, 1),
+        "errors": len(seen) - len(ok),
+        "p50_ms": round(1000 * percentile(ok, 0.5), 1),
+        "p99_ms": round(1000 * percentile(ok, 0.99), 1),
+        "max_ms": round(1000 * max(ok, default=float("nan")), 1),
+        "error_statuses": sorted({status for status, _ in seen if status != 200}),
+    }
 
 
 def hostile(server: Server, args, cap: float) -> list[concurrent.futures.Future]:
@@ -132,11 +161,19 @@ def hostile(server: Server, args, cap: float) -> list[concurrent.futures.Future]
     pool = concurrent.futures.ThreadPoolExecutor(args.slow + args.idle + args.endless + args.drip)
     auth = {"Authorization": f"Bearer {server.tokens[0]}"}
     where = dict(cap=cap, source=HOSTILE_FROM)
-    jobs = [("slow body", pool.submit(raw_clients.slow_body, server.port, "/api/submissions?topics=prng", auth,
-                                      length=200_000, **where)) for _ in range(args.slow)]
+    jobs = [
+        (
+            "slow body",
+            pool.submit(
+                raw_clients.slow_body, server.port, "/api/submissions?topics=prng", auth, length=200_000, **where
+            ),
+        )
+        for _ in range(args.slow)
+    ]
     jobs += [("idle", pool.submit(raw_clients.idle, server.port, **where)) for _ in range(args.idle)]
-    jobs += [("endless header", pool.submit(raw_clients.endless_header, server.port, **where))
-             for _ in range(args.endless)]
+    jobs += [
+        ("endless header", pool.submit(raw_clients.endless_header, server.port, **where)) for _ in range(args.endless)
+    ]
     jobs += [("drip header", pool.submit(raw_clients.drip_header, server.port, **where)) for _ in range(args.drip)]
     pool.shutdown(wait=False)
     return jobs
@@ -147,11 +184,17 @@ def ends(jobs) -> dict:
     kinds: dict[str, list] = {}
     for kind, future in jobs:
         kinds.setdefault(kind, []).append(future.result())
-    return {kind: {"closed": sum(o.closed for o in outs), "of": len(outs),
-                   "median_s": round(statistics.median(o.seconds for o in outs if o.closed), 1)
-                   if any(o.closed for o in outs) else None,
-                   "statuses": sorted({o.status for o in outs if o.status is not None})}
-            for kind, outs in kinds.items()}
+    return {
+        kind: {
+            "closed": sum(o.closed for o in outs),
+            "of": len(outs),
+            "median_s": round(statistics.median(o.seconds for o in outs if o.closed), 1)
+            if any(o.closed for o in outs)
+            else None,
+            "statuses": sorted({o.status for o in outs if o.status is not None}),
+        }
+        for kind, outs in kinds.items()
+    }
 
 
 def measure(system: str, args) -> dict:
@@ -163,39 +206,56 @@ def measure(system: str, args) -> dict:
             submissions = []
             for i in range(args.normal):
                 data = zip_of({"prng.py": (SOLUTIONS / "prng.py").read_bytes() + f"# {i}\n".encode()})
-                reply = httpx.post(f"{server.url}/api/submissions", params={"topics": ["prng"]}, content=data,
-                                   headers={"Authorization": f"Bearer {server.tokens[i + 1]}",
-                                            "Content-Type": "application/zip"}, timeout=30)
+                reply = httpx.post(
+                    f"{server.url}/api/submissions",
+                    params={"topics": ["prng"]},
+                    content=data,
+                    headers={"Authorization": f"Bearer {server.tokens[i + 1]}", "Content-Type": "application/zip"},
+                    timeout=30,
+                )
                 reply.raise_for_status()
                 submissions.append(reply.json()["id"])
             quiet = normal_load(server, submissions, args.quiet)
             cap = max(args.hold, args.seconds + 5)
             jobs = hostile(server, args, cap)
-            time.sleep(2.0)                       # the hostile clients' headers are in
+            time.sleep(2.0)  # the hostile clients' headers are in
             attacked = normal_load(server, submissions, args.seconds)
-            return {"system": system, "imported": server.imported, "quiet": quiet, "attacked": attacked,
-                    "hostile_ends": ends(jobs), "hostile_cap_s": cap}
+            return {
+                "system": system,
+                "imported": server.imported,
+                "quiet": quiet,
+                "attacked": attacked,
+                "hostile_ends": ends(jobs),
+                "hostile_cap_s": cap,
+            }
         finally:
             server.stop()
 
 
 def table(results: list[dict], args) -> str:
-    lines = [f"{args.slow} slow-body + {args.idle} idle + {args.endless} endless-header + {args.drip} drip-header "
-             f"clients beside {args.normal} normal ones (measured {args.seconds:g} s; the hostile ones give up after "
-             f"{max(args.hold, args.seconds + 5):g} s)", "",
-             "| system | load | requests | per s | errors | p50 ms | p99 ms | max ms |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"{args.slow} slow-body + {args.idle} idle + {args.endless} endless-header + {args.drip} drip-header "
+        f"clients beside {args.normal} normal ones (measured {args.seconds:g} s; the hostile ones give up after "
+        f"{max(args.hold, args.seconds + 5):g} s)",
+        "",
+        "| system | load | requests | per s | errors | p50 ms | p99 ms | max ms |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in results:
         for load in ("quiet", "attacked"):
             m = r[load]
             errors = f"{m['errors']}" + (f" ({', '.join(map(str, m['error_statuses']))})" if m["errors"] else "")
-            lines.append(f"| {r['system']} | {load} | {m['requests']} | {m['per_s']} | {errors} | {m['p50_ms']} | "
-                         f"{m['p99_ms']} | {m['max_ms']} |")
+            lines.append(
+                f"| {r['system']} | {load} | {m['requests']} | {m['per_s']} | {errors} | {m['p50_ms']} | "
+                f"{m['p99_ms']} | {m['max_ms']} |"
+            )
     lines += ["", "| system | hostile | closed by the server | median s | statuses |", "|---|---|---|---|---|"]
     for r in results:
         for kind, e in r["hostile_ends"].items():
-            lines.append(f"| {r['system']} | {kind} | {e['closed']} of {e['of']} | {e['median_s']} | "
-                         f"{', '.join(map(str, e['statuses'])) or '-'} |")
+            lines.append(
+                f"| {r['system']} | {kind} | {e['closed']} of {e['of']} | {e['median_s']} | "
+                f"{', '.join(map(str, e['statuses'])) or '-'} |"
+            )
     return "\n".join(lines)
 
 
@@ -209,11 +269,15 @@ def main() -> None:
     parser.add_argument("--normal", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=20.0, help="the attacked phase (under the 30 s body deadline)")
     parser.add_argument("--quiet", type=float, default=10.0, help="the phase without hostile clients")
-    parser.add_argument("--hold", type=float, default=45.0,
-                        help="the hostile clients give up after this (past the 30 s body deadline)")
-    parser.add_argument("--baseline", type=Path,
-                        help="for the `before` system: a checkout of the tree before these limits "
-                             "(e.g. `git worktree add ../baseline e551914`)")
+    parser.add_argument(
+        "--hold", type=float, default=45.0, help="the hostile clients give up after this (past the 30 s body deadline)"
+    )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="for the `before` system: a checkout of the tree before these limits "
+        "(e.g. `git worktree add ../baseline e551914`)",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     if "before" in args.systems.split(",") and not (args.baseline and (args.baseline / "autograder").is_dir()):

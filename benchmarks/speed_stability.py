@@ -47,14 +47,15 @@ ROOT = _tree()
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from autograder import topics  # noqa: E402
 from gpu_check import speed_of  # noqa: E402
+
+from autograder import topics  # noqa: E402
 
 # Appended to a copy of the reference: the named function does its work `times` times, each
 # copy on inputs equal to the given ones at run time (every leaf of every argument) that XLA
 # cannot prove equal, all made before the first call (which may donate the given ones); every
 # copy's output feeds the result, so none is dead code.
-SLOWDOWN = '''
+SLOWDOWN = """
 
 import jax as _jax
 import jax.numpy as _jnp
@@ -89,10 +90,10 @@ def _slowed(f, times):
         return result
     return slowed
 
-'''
+"""
 
 # `affine` twice in NumPy (the issue's twin): NumPy runs eagerly, so both products are computed.
-NUMPY_AFFINE = '''
+NUMPY_AFFINE = """
 
 import numpy as _np
 
@@ -101,7 +102,7 @@ def affine(x, W, b):
     x, W, b = _np.asarray(x), _np.asarray(W), _np.asarray(b)
     first, second = x @ W, x @ W
     return first + b + 0 * second[:1]
-'''
+"""
 
 
 def variants(topic: str, exercise: str, folder: Path, names: list[str]) -> dict[str, Path]:
@@ -131,8 +132,7 @@ def _hog() -> None:
         pass
 
 
-def spec_for(name: str, before: bool, size: int | None = None, all_checks: bool = False,
-             full: float | None = None):
+def spec_for(name: str, before: bool, size: int | None = None, all_checks: bool = False, full: float | None = None):
     """The topic spec holding just `name`, with early stopping off for `before`, the CPU
     workload of `size` where given (to try a size before setting it in the topic's spec), the
     band starting at `full` where given (to try a band), and unless `all_checks` only the
@@ -141,14 +141,18 @@ def spec_for(name: str, before: bool, size: int | None = None, all_checks: bool 
     (spec,) = topics.resolve([name])
 
     def changed(speed):
-        return dataclasses.replace(speed, margin=float("inf") if before else speed.margin,
-                                   size=speed.size if size is None else {**speed.size, "cpu": size},
-                                   full=speed.full if full is None else full)
+        return dataclasses.replace(
+            speed,
+            margin=float("inf") if before else speed.margin,
+            size=speed.size if size is None else {**speed.size, "cpu": size},
+            full=speed.full if full is None else full,
+        )
 
     def checks(ex):
-        return ex.checks if all_checks else {c: p for c, p in ex.checks.items() if c in ("correct", "speed")}
+        kept = ex.checks if all_checks else tuple(c for c in ex.checks if c.name in ("correct", "speed"))
+        return tuple(changed(c) if c.name == "speed" else c for c in kept)
 
-    exercises = tuple(dataclasses.replace(ex, speed=changed(ex.speed), checks=checks(ex)) for ex in spec.exercises)
+    exercises = tuple(dataclasses.replace(ex, checks=checks(ex)) for ex in spec.exercises)
     return dataclasses.replace(spec, exercises=exercises)
 
 
@@ -169,32 +173,40 @@ def main() -> None:
     ap.add_argument("--versions", default="reference,x2,x10", help="comma-separated: reference, xN, numpy x2")
     ap.add_argument("--tree", help="grade with this checkout's grader (read before the imports)")
     ap.add_argument("--full", type=float, help="the band's start (default: the topic's)")
-    ap.add_argument("--all-checks", action="store_true",
-                    help="grade every check of the exercise, not only correct and speed")
+    ap.add_argument(
+        "--all-checks", action="store_true", help="grade every check of the exercise, not only correct and speed"
+    )
     args = ap.parse_args()
     topic, exercise = args.exercise.split(".")
     spec = spec_for(args.exercise, args.before, args.size, args.all_checks, args.full)
     hogs = [mp.Process(target=_hog, daemon=True) for _ in range(args.hogs)]
     for h in hogs:
         h.start()
-    size = next(ex.speed.size_for("cpu") for ex in spec.exercises if ex.name == exercise)
-    print(f"{args.exercise} (CPU size {size}): {args.runs} gradings per version, {args.hogs} hogs, "
-          f"{'no early stop' if args.before else 'early stop'}, "
-          f"{'two at a time' if args.side_by_side else 'one at a time'}, grader {ROOT}")
+    size = next(ex.check("speed").size_for("cpu") for ex in spec.exercises if ex.name == exercise)
+    print(
+        f"{args.exercise} (CPU size {size}): {args.runs} gradings per version, {args.hogs} hogs, "
+        f"{'no early stop' if args.before else 'early stop'}, "
+        f"{'two at a time' if args.side_by_side else 'one at a time'}, grader {ROOT}"
+    )
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for label, folder in variants(topic, exercise, Path(tmp), args.versions.split(",")).items():
                 t0 = time.monotonic()
                 with ThreadPoolExecutor(2 if args.side_by_side else 1) as pool:
-                    runs = list(pool.map(lambda _: points_ratio_rounds(folder, spec), range(args.runs)))
+                    runs = list(pool.map(lambda _, folder=folder: points_ratio_rounds(folder, spec), range(args.runs)))
                 points = sorted({p for p, _, _ in runs})
                 ratios = [r for _, r, _ in runs if r is not None]
                 rounds = [n for _, _, n in runs]
-                summary = (f"min {min(ratios):.3f} / median {statistics.median(ratios):.3f} / max {max(ratios):.3f}"
-                           if ratios else "no ratio (timed out)")
-                print(f"{label:16s} points {points}; ratio {summary}; rounds {min(rounds)}-{max(rounds)} "
-                      f"(median {statistics.median(rounds):g}); {(time.monotonic() - t0) / args.runs:.1f} s per grading",
-                      flush=True)
+                summary = (
+                    f"min {min(ratios):.3f} / median {statistics.median(ratios):.3f} / max {max(ratios):.3f}"
+                    if ratios
+                    else "no ratio (timed out)"
+                )
+                print(
+                    f"{label:16s} points {points}; ratio {summary}; rounds {min(rounds)}-{max(rounds)} "
+                    f"(median {statistics.median(rounds):g}); {(time.monotonic() - t0) / args.runs:.1f} s per grading",
+                    flush=True,
+                )
     finally:
         for h in hogs:
             h.terminate()

@@ -50,8 +50,11 @@ LOOPS = MODULES + ORDERS + SHORTCUTS
 @functools.cache
 def _module(name: str):
     """The module (loaded once: a fresh load would compile its jitted step again)."""
-    path = ROOT / "solutions" / "training.py" if name == "reference" else \
-        ROOT / "tests" / "submissions" / f"training__{name}.py"
+    path = (
+        ROOT / "solutions" / "training.py"
+        if name == "reference"
+        else ROOT / "tests" / "submissions" / f"training__{name}.py"
+    )
     found = importlib.util.spec_from_file_location(f"training_{name}", path)
     module = importlib.util.module_from_spec(found)
     found.loader.exec_module(module)
@@ -68,11 +71,15 @@ def _ordered(order: str, seed: int):
         for i in range(steps):
             b = {"reversed": blocks - 1 - i % blocks, "offset": (i + 3) % blocks}.get(order, i % blocks)
             if order in ("epoch_shuffle", "row_shuffle") and i % blocks == 0:
-                rows = rng.permutation(n) if order == "row_shuffle" else \
-                    (rng.permutation(blocks)[:, None] * batch_size + np.arange(batch_size)).ravel()
-            take = rows[b * batch_size:(b + 1) * batch_size]
+                rows = (
+                    rng.permutation(n)
+                    if order == "row_shuffle"
+                    else (rng.permutation(blocks)[:, None] * batch_size + np.arange(batch_size)).ravel()
+                )
+            take = rows[b * batch_size : (b + 1) * batch_size]
             params, opt_leaves, _ = ref.train_step(params, opt_leaves, x[take], y[take])
         return params
+
     return fit
 
 
@@ -84,8 +91,10 @@ def _readout(params, x, y, ridge: float = 0.0, hidden=None):
     features = np.tanh(np.asarray(x, np.float64) @ hidden["kernel"] + hidden["bias"])
     design = np.hstack([features, np.ones((len(features), 1))])
     w = np.linalg.solve(design.T @ design + ridge * np.eye(design.shape[1]), design.T @ np.asarray(y, np.float64))
-    return {"hidden": {k: jnp.asarray(v, jnp.float32) for k, v in hidden.items()},
-            "out": {"kernel": jnp.asarray(w[:-1], jnp.float32), "bias": jnp.asarray(w[-1], jnp.float32)}}
+    return {
+        "hidden": {k: jnp.asarray(v, jnp.float32) for k, v in hidden.items()},
+        "out": {"kernel": jnp.asarray(w[:-1], jnp.float32), "bias": jnp.asarray(w[-1], jnp.float32)},
+    }
 
 
 def _shortcut(name: str, seed: int, reference: dict):
@@ -106,6 +115,7 @@ def _shortcut(name: str, seed: int, reference: dict):
             step = rng.normal(size=start.shape)
             hidden[k] = start + step * np.linalg.norm(moved - start) / np.linalg.norm(step)
         return _readout(params, x, y, hidden=hidden)
+
     return fit
 
 
@@ -121,7 +131,7 @@ def _run(fit, params, x, y, steps, batch) -> dict:
 
 def measure(loops: list[str], seeds: int) -> dict[str, dict[str, list[float]]]:
     """loop -> {"final", "initial", "drift"}: per seed, as the check computes them."""
-    opts = spec.TOPIC.exercise("fit").options["trains"]
+    opts = spec.TOPIC.exercise("fit").check("trains")
     reference, modules = _module("reference"), {name: _module(name) for name in loops if name in MODULES}
     table = {name: {"final": [], "initial": [], "drift": [], "seconds": 0.0} for name in loops}
     for seed in range(seeds):
@@ -130,8 +140,13 @@ def measure(loops: list[str], seeds: int) -> dict[str, dict[str, list[float]]]:
         ref_pairs, _ = layers_of(_run(reference.fit, params, x, y, steps, batch), opts.layers, x.shape[1], y.shape[1])
         ref_params = {n: {"kernel": k, "bias": b} for n, (k, b) in zip(opts.layers, ref_pairs)}
         for name in loops:
-            fit = modules[name].fit if name in modules else _ordered(name, seed) if name in ORDERS else \
-                _shortcut(name, seed, ref_params)
+            fit = (
+                modules[name].fit
+                if name in modules
+                else _ordered(name, seed)
+                if name in ORDERS
+                else _shortcut(name, seed, ref_params)
+            )
             t0 = time.perf_counter()
             pairs, _ = layers_of(_run(fit, params, x, y, steps, batch), opts.layers, x.shape[1], y.shape[1])
             row = table[name]
@@ -151,15 +166,20 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=200)
     parser.add_argument("--loops", default=",".join(LOOPS))
     args = parser.parse_args()
-    opts = spec.TOPIC.exercise("fit").options["trains"]
-    print(f"bounds: loss below {opts.max_loss:g} (Trains.max_loss), drift below {opts.max_drift:g} (Trains.max_drift); "
-          f"{args.seeds} seeds per loop; min / median / max")
+    opts = spec.TOPIC.exercise("fit").check("trains")
+    print(
+        f"bounds: loss below {opts.max_loss:g} (Trains.max_loss), drift below {opts.max_drift:g} (Trains.max_drift); "
+        f"{args.seeds} seeds per loop; min / median / max"
+    )
     for name, row in measure(args.loops.split(","), args.seeds).items():
         by_loss = sum(1 for v in row["final"] if v < opts.max_loss)
         passes = sum(1 for v, d in zip(row["final"], row["drift"]) if v < opts.max_loss and d < opts.max_drift)
-        print(f"{name:19s} loss {_spread(row['final'])}  initial {_spread(row['initial'], '.3f')}  "
-              f"drift {_spread(row['drift'], '.3f')}  below the loss bound {by_loss:3d}, passes {passes:3d} "
-              f"of {len(row['final'])}  ({row['seconds']:.0f} s)", flush=True)
+        print(
+            f"{name:19s} loss {_spread(row['final'])}  initial {_spread(row['initial'], '.3f')}  "
+            f"drift {_spread(row['drift'], '.3f')}  below the loss bound {by_loss:3d}, passes {passes:3d} "
+            f"of {len(row['final'])}  ({row['seconds']:.0f} s)",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

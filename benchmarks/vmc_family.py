@@ -66,11 +66,13 @@ def main() -> None:
     import jax
 
     ref = _reference()
-    opts = spec.TOPIC.exercise("vmc_ground_state").options["vmc"]
+    opts = spec.TOPIC.exercise("vmc_ground_state").check("vmc")
     points = [tuple(float(v) for v in p.split(":")) for p in args.points.split(",")] if args.points else grid(opts)
     sizes = [int(v) for v in args.sizes.split(",")] if args.sizes else list(opts.rings)
-    print(f"max_error {opts.max_error:g}; {args.keys} keys per point; hidden family: n in {opts.rings}, "
-          f"h/J in {opts.ratio}, J in {opts.coupling}; public instance (n, h, J) {opts.public}")
+    print(
+        f"max_error {opts.max_error:g}; {args.keys} keys per point; hidden family: n in {opts.rings}, "
+        f"h/J in {opts.ratio}, J in {opts.coupling}; public instance (n, h, J) {opts.public}"
+    )
     for n in sizes:
         for g, J in points:
             h = g * J
@@ -79,20 +81,34 @@ def main() -> None:
                 errors.append(error(_params(ref.vmc_ground_state(n, h, J, jax.random.key(1000 * n + k))), n, h, J))
             good = [e for e in errors if e < opts.max_error]
             stalls = len(errors) - len(good)
-            fit = (f"median {statistics.median(good):.2e}, worst {max(good):.2e} (x{opts.max_error / max(good):.1f} "
-                   "below the bound)") if good else "no run below the bound"
-            print(f"n={n:2d} h/J={g:.3g} J={J:.3g}: {fit}, stalls {stalls} of {len(errors)} (worst {max(errors):.2e}, "
-                  f"best {min(errors):.2e}); {(time.process_time() - t0) / len(errors):.2f} s CPU a run", flush=True)
+            fit = (
+                (
+                    f"median {statistics.median(good):.2e}, worst {max(good):.2e} (x{opts.max_error / max(good):.1f} "
+                    "below the bound)"
+                )
+                if good
+                else "no run below the bound"
+            )
+            print(
+                f"n={n:2d} h/J={g:.3g} J={J:.3g}: {fit}, stalls {stalls} of {len(errors)} (worst {max(errors):.2e}, "
+                f"best {min(errors):.2e}); {(time.process_time() - t0) / len(errors):.2f} s CPU a run",
+                flush=True,
+            )
     if args.transfer:
         n, h, J = opts.public
         public = _params(ref.vmc_ground_state(n, h, J, jax.random.key(0)))
-        print(f"public instance {opts.public}: its own error {error(public, n, h, J):.2e}; its parameters have "
-              f"{public[0].shape[0]} spins, hidden rings {opts.rings}: refused by shape")
+        print(
+            f"public instance {opts.public}: its own error {error(public, n, h, J):.2e}; its parameters have "
+            f"{public[0].shape[0]} spins, hidden rings {opts.rings}: refused by shape"
+        )
         for m in sizes:
             trained = _params(ref.vmc_ground_state(m, h, J, jax.random.key(1)))
             worst = min(error(trained, m, g * Jh, Jh) for g, Jh in points)
-            print(f"  trained at n={m}, the public couplings, evaluated on the family's points: best {worst:.2e} "
-                  f"(x{worst / opts.max_error:.1f} the bound)", flush=True)
+            print(
+                f"  trained at n={m}, the public couplings, evaluated on the family's points: best {worst:.2e} "
+                f"(x{worst / opts.max_error:.1f} the bound)",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

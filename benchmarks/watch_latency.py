@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def with_function(module: str, donor: str, name: str) -> str:
     """`module` with its top-level function `name` replaced by `donor`'s."""
+
     def span(source: str) -> tuple[int, int]:
         node = next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == name)
         return node.lineno - 1, node.end_lineno
@@ -41,8 +42,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--topic", default="prng")
     ap.add_argument("--saves", type=int, default=3)
-    ap.add_argument("--think", type=float, default=5.0,
-                    help="seconds from a verdict to the next save (a student reads the verdict; at least 1.1: a new mtime)")
+    ap.add_argument(
+        "--think",
+        type=float,
+        default=5.0,
+        help="seconds from a verdict to the next save (a student reads the verdict; at least 1.1: a new mtime)",
+    )
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     from autograder import topics
@@ -54,9 +59,14 @@ def main() -> None:
         target.parent.mkdir()
         text = (ROOT / "exercises" / f"{args.topic}.py").read_text()
         target.write_text(text)
-        proc = subprocess.Popen([sys.executable, "-m", "autograder", "watch", args.topic, "--interval", "0.1"],
-                                cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                env={**os.environ, "COLUMNS": "200"})
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "autograder", "watch", args.topic, "--interval", "0.1"],
+            cwd=tmp,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "COLUMNS": "200"},
+        )
         lines: queue.Queue[str] = queue.Queue()
         threading.Thread(target=lambda: [lines.put(line) for line in proc.stdout], daemon=True).start()
 

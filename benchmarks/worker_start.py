@@ -23,10 +23,12 @@ IMPORTS = ("ml_dtypes", "jax", "flax.nnx, optax", "netket")
 
 def import_seconds(module: str) -> float:
     """Wall seconds of `import module` in a fresh interpreter, less the interpreter's own start."""
+
     def run(code: str) -> float:
         t0 = time.perf_counter()
         subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
         return time.perf_counter() - t0
+
     return run(f"import numpy; import {module}") - run("import numpy")
 
 
@@ -40,14 +42,16 @@ def main() -> None:
     for module in IMPORTS:
         print(f"import {module:<16} {statistics.median(import_seconds(module) for _ in range(3)):.2f} s")
     wall, cpu = worker_start(args.runs)
-    print(f"worker start: wall {wall:.2f} s, CPU {cpu:.2f} s (median of {args.runs}; CPU from the worker's cgroup, "
-          "nan without one)")
+    print(
+        f"worker start: wall {wall:.2f} s, CPU {cpu:.2f} s (median of {args.runs}; CPU from the worker's cgroup, "
+        "nan without one)"
+    )
 
 
 def worker_start(runs: int) -> tuple[float, float]:
     """Median wall and CPU seconds of a worker's start on an empty module: the machine's speed
     in the unit that dominates a grading's fixed cost (`bench.py` prints it as its yardstick)."""
-    from autograder.sandbox import Worker
+    from autograder.isolation import WorkerProcess
 
     with tempfile.TemporaryDirectory() as tmp:
         module = Path(tmp) / "empty_module.py"
@@ -55,7 +59,7 @@ def worker_start(runs: int) -> tuple[float, float]:
         walls, cpus = [], []
         for _ in range(runs):
             t0 = time.perf_counter()
-            worker = Worker(module, "empty_module")
+            worker = WorkerProcess(module, "empty_module")
             walls.append(time.perf_counter() - t0)
             worker.close()
             cpus.append(worker.cpu_seconds() or float("nan"))

@@ -59,30 +59,41 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="jaxlings-demo-") as tmp:
         data = Path(tmp)
         port = free_port()
-        env = {**os.environ, "JAXLINGS_DATA_DIR": str(data), "JAXLINGS_PORT": str(port),
-               "JAXLINGS_SANDBOX": os.environ.get("JAXLINGS_SANDBOX", "auto"),
-               "JAXLINGS_CONFIG": str(data / "client.json")}
+        env = {
+            **os.environ,
+            "JAXLINGS_DATA_DIR": str(data),
+            "JAXLINGS_PORT": str(port),
+            "JAXLINGS_SANDBOX": os.environ.get("JAXLINGS_SANDBOX", "auto"),
+            "JAXLINGS_CONFIG": str(data / "client.json"),
+        }
         url = f"http://127.0.0.1:{port}"
         roster = data / "roster.csv"
         roster.write_text("login,name\ndemo,Demo Student\n")
-        subprocess.run(GRADE + ["course", "add-students", str(roster), "--out", str(data / "tokens.csv")],
-                       env=env, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            GRADE + ["course", "add-students", str(roster), "--out", str(data / "tokens.csv")],
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         token = next(csv.DictReader(open(data / "tokens.csv")))["token"]
-        instructor = subprocess.run(GRADE + ["course", "add-instructor", "demo-instructor"], env=env, check=True,
-                                    capture_output=True, text=True).stdout.strip()
+        instructor = subprocess.run(
+            GRADE + ["course", "add-instructor", "demo-instructor"], env=env, check=True, capture_output=True, text=True
+        ).stdout.strip()
         log = open(data / "service.log", "wb")
-        server = subprocess.Popen(GRADE + ["serve", "--with-worker"], env=env, stdout=log, stderr=subprocess.STDOUT,
-                                  start_new_session=True)
+        server = subprocess.Popen(
+            GRADE + ["serve", "--with-worker"], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         try:
             wait_until_up(url, server)
             print(f"service up at {url} (SQLite in {data}, one worker)")
             subprocess.run(GRADE + ["login", "--server", url, "--token", token], env=env, check=True)
-            submitted = subprocess.run(GRADE + ["submit", "--dir", str(ROOT / "demo" / "submission"), "--wait",
-                                                "--timeout", "600"], env=env)
+            submitted = subprocess.run(
+                GRADE + ["submit", "--dir", str(ROOT / "demo" / "submission"), "--wait", "--timeout", "600"], env=env
+            )
             print(f"\ngradebook: {url}/gradebook (instructor token: {instructor})")
             print(f"the student's page: {url}/me (token: {token})")
             return submitted.returncode
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure: show the service's log, then stop it
             print(f"demo failed: {exc}\n--- service log ---\n{(data / 'service.log').read_text()[-4000:]}")
             return 1
         finally:

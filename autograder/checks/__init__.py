@@ -1,51 +1,51 @@
-"""The checks: one module each, all with the signature `run(session, run) -> Outcome`.
+"""The checks: one module each, each a typed `Check` class (see `autograder.checks.base`).
 
-`REGISTRY` maps a check name (as used in a topic spec's `Exercise.checks` and in result names
-`<topic>.<exercise>:<check>`) to its function. `correct` always runs first; the checks in
-`NEEDS_CORRECT` are judged only once `correct` has passed (a fast function that computes the
-wrong thing earns nothing). `key_reuse` is not among them: a reused key is the usual reason a
-PRNG function is wrong, so it reports one on a wrong function too (see its module). The others
-(`correct`, `jit`, `vmc`, `trains`, `key_reuse`) call the function themselves, so a stub fails them with
-"not implemented yet".
+A topic's spec configures them per exercise as instances, e.g.
+`checks=(Correct(2), Jit(1, requirements=(...)), Speed(2, size={...}), KeyReuse())`. The class
+declares everything the rest of the grader needs (its name, summary, what it requires, whether
+it is timed, analyses programs or is advisory, its cost), so the engine, the planner, the clock
+gate, the course builder and the public expectations all read the same object.
+
+Every module of this package is imported here, so that every check is registered
+(`base.KINDS`) however a spec imports it: a new check is a new module, nothing else.
 """
 
 from __future__ import annotations
 
-import sys
-from typing import Callable
+import importlib
+import pkgutil
 
-from autograder.checks import compiles, correct, grad, jit, key_reuse, prints, sharding, speed, trains, vmap, vmc
-from autograder.results import Outcome
-from autograder.session import ExerciseRun, TopicSession
+from autograder.checks.base import KINDS, Check, SpecError, ordered, waiting_for
+from autograder.checks.compiles import Compiles
+from autograder.checks.correct import Correct
+from autograder.checks.grad import Grad
+from autograder.checks.jit import Jit
+from autograder.checks.key_reuse import KeyReuse
+from autograder.checks.prints import Prints
+from autograder.checks.sharding import Sharding
+from autograder.checks.speed import Speed
+from autograder.checks.trains import Trains
+from autograder.checks.vmap import Vmap
+from autograder.checks.vmc import Vmc
 
-Check = Callable[[TopicSession, ExerciseRun], Outcome]
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
 
-REGISTRY: dict[str, Check] = {
-    "correct": correct.run,
-    "jit": jit.run,
-    "speed": speed.run,
-    "key_reuse": key_reuse.run,
-    "grad": grad.run,
-    "vmap": vmap.run,
-    "compiles": compiles.run,
-    "sharding": sharding.run,
-    "prints": prints.run,
-    "vmc": vmc.run,
-    "trains": trains.run,
-}
-
-TIMED = frozenset({"speed", "compiles", "vmc"})
-"""Checks whose verdict reads the grader's clock (`autograder.gate` runs them alone where it is wall time)."""
-NEEDS_CORRECT = frozenset({"speed", "grad", "vmap", "sharding", "prints", "compiles"})
-
-ANALYSING = frozenset(name for name, check in REGISTRY.items()
-                      if getattr(sys.modules[check.__module__], "ANALYSES", False))
-"""Checks that send the student's exported programs to the trusted worker, in public runs too
-(`autograder.structure`): a public run starts that worker beside the student's only for these;
-any other use starts it when first asked (`TopicSession.ref`)."""
-
-ADVISORY = frozenset(name for name, check in REGISTRY.items() if getattr(sys.modules[check.__module__], "ADVISORY", False))
-"""Checks that report facts the student's process could fake: shown, worth no points."""
-
-SUMMARIES: dict[str, str] = {name: sys.modules[check.__module__].SUMMARY for name, check in REGISTRY.items()}
-"""Check name -> what it asks, in one line for students (each check module's `SUMMARY`)."""
+__all__ = [
+    "KINDS",
+    "Check",
+    "Compiles",
+    "Correct",
+    "Grad",
+    "Jit",
+    "KeyReuse",
+    "Prints",
+    "Sharding",
+    "SpecError",
+    "Speed",
+    "Trains",
+    "Vmap",
+    "Vmc",
+    "ordered",
+    "waiting_for",
+]

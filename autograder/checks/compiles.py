@@ -1,5 +1,5 @@
-"""`compiles`: a stream of calls (`Stream.make`) gives the reference's outputs and compiles at
-most `Stream.max_compiles` times: static arguments, padding to buckets and caching done right.
+"""`compiles`: a stream of calls (`Compiles.make`) gives the reference's outputs and compiles at
+most `Compiles.max_compiles` times: static arguments, padding to buckets and caching done right.
 
 Every timed request carries its own inputs. Each side's worker jits (or takes) the function
 once and clears JAX's caches (`prepare`, which carries no argument); the grader then sends the
@@ -54,55 +54,30 @@ Any count past its allowance fails the check.
 from __future__ import annotations
 
 import statistics
-import time
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
+from autograder.checks.base import Check
 from autograder.compare import mismatch, shapes
+from autograder.context import CheckContext, Side, StudentError
 from autograder.results import Outcome
-from autograder.sandbox import Worker
-from autograder.session import ExerciseRun, StudentError, TopicSession
-from autograder.spec import Case, Exercise, Stream
+from autograder.spec import Case, Exercise, StreamSampler
 
-SUMMARY = "a stream of calls gives the right outputs with no more compilations than allowed."
-"""What the check asks, in one line for students (notebooks, reports)."""
-
-
-def describe(ex, ctx) -> str:
-    """What the check asks of `ex`, for its docstring's Graded list (`autograder.course.graded`)."""
-    opts: Stream = ex.options["compiles"]
-    forgiven = max(1, opts.max_compiles // 4)
-    return (f"a stream of {opts.calls} calls, {ctx.jitted(opts.jit, stream=True)}, gives the reference's outputs "
-            f"and compiles at most {opts.max_compiles} time{'s' if opts.max_compiles != 1 else ''} (counted by JAX's "
-            f"compilation events and by the grader's clock: each slow call runs again after the stream, and a "
-            f"call whose first run takes a compilation's time more than its replay, or whose replay alone takes "
-            f"half a compilation's, counts as one; {forgiven} such call{'s' if forgiven != 1 else ''} forgiven; and "
-            f"the time those calls spend compiling may add up to at most {budget(opts.max_compiles, forgiven):g} of "
-            "the reference's compilations, so a function whose operations compile one by one, without jit, fails).")
+if TYPE_CHECKING:
+    from autograder.course.graded import Context as Words
 
 FALLBACK_THRESHOLD = 0.005  # seconds, where the reference gives no cached or no compiling call
 WEIGHT_SLACK = 1.25  # of the allowance, for the counted calls' weight in reference compilations (`budget`)
 
 
-def timed_step(call: Callable[..., dict], worker: Worker, fn: str, args: tuple) -> tuple[dict, float, str]:
-    """One call of the prepared stream, its arguments sent with it, timed by the grader: (the
-    reply, its seconds, "cpu" or "wall"). The window runs from sending the request to holding
-    the reply, so the arguments' decoding and transfer to the device are inside it."""
-    cpu0, t0 = worker.cpu_seconds(), time.perf_counter()
-    reply = call("step", fn=fn, args=args)
-    wall, cpu1 = time.perf_counter() - t0, worker.cpu_seconds()
-    if cpu0 is None or cpu1 is None:
-        return reply, wall, "wall"
-    return reply, cpu1 - cpu0, "cpu"
-
-
-def reference_steps(call: Callable[..., dict], worker: Worker, setup: dict, cases: list[Case]) -> dict:
+def reference_steps(side: Side, setup: dict, cases: list[Case]) -> dict:
     """The reference's stream, prepared (`setup`: no arguments) and run call by call: {"outs",
     "counts" (as its worker reports them: truthful), "seconds" (per call), "clock"}. Its outputs
     are kept: every student call is compared with them as it arrives."""
-    call("prepare", **setup)
+    side.call("prepare", **setup)
     outs, counts, seconds, clocks = [], [], [], set()
     for case in cases:
-        reply, t, clock = timed_step(call, worker, setup["fn"], case.args)
+        reply, t, clock = side.step(setup["fn"], case.args)
         outs.append(reply["out"])
         counts.append(reply["counts"])
         seconds.append(t)
@@ -139,20 +114,21 @@ def counted(first: list[float], replay: dict[int, float], drop: float, steady: f
 def compile_seconds(ref: dict) -> list[float | None]:
     """What compiling cost the reference on each call of the stream, None where it compiled
     nothing: the call's time less its cached calls' median (its cached baseline)."""
-    compiling, cached = split(ref)
+    _, cached = split(ref)
     base = statistics.median(cached) if cached else 0.0
     return [max(t - base, t / 2) if c > 0 else None for t, (c, _) in zip(ref["seconds"], ref["counts"])]
 
 
-def weighed(first: list[float], replay: dict[int, float], compiling: list[int], steady: float,
-            ref: dict) -> dict[int, float]:
+def weighed(
+    first: list[float], replay: dict[int, float], compiling: list[int], steady: float, ref: dict
+) -> dict[int, float]:
     """Each counted call (`counted`) weighed in the reference's compilations: what compiling cost
     it (its first run's excess over its replay, or the whole first run where the replay took
     over `steady` and so tells nothing of the call's own work) over what compiling cost the
     reference on the same call (the median of its compilations where it compiled nothing
     there). A call that compiles as the reference's weighs about 1; one that compiles every
     operation of a function run eagerly, each a program of its own, weighs the number of its
-    operations' compilations' worth (measured: 2 to 8, `Stream`'s exercises)."""
+    operations' compilations' worth (measured: 2 to 8, `Compiles`' exercises)."""
     per_call = compile_seconds(ref)
     known = [s for s in per_call if s is not None]
     if not known:
@@ -161,7 +137,8 @@ def weighed(first: list[float], replay: dict[int, float], compiling: list[int], 
     weights = {}
     for i in compiling:
         cost = first[i] - replay[i] if replay[i] <= steady else first[i]
-        weights[i] = cost / (per_call[i] if per_call[i] is not None else typical)
+        own = per_call[i]
+        weights[i] = cost / (own if own is not None else typical)
     return weights
 
 
@@ -174,18 +151,17 @@ def budget(max_compiles: int, forgiven: int) -> float:
     return WEIGHT_SLACK * max_compiles + forgiven / 2
 
 
-def student_steps(session: TopicSession, ex: Exercise, setup: dict, cases: list[Case], expected: list,
-                  drop: float) -> dict | str:
+def student_steps(ctx: CheckContext, setup: dict, cases: list[Case], expected: list, drop: float) -> dict | str:
     """The student's stream, judged on arrival: each call's output is compared with the
     reference's as soon as it comes back and then dropped; after the stream, every call slower
     than `drop` runs again (its arguments sent again: a call may donate them), compared too.
     What was wrong (a message), or the figures: {"seconds" (first runs), "replay" ({index:
     seconds}), "counts" (as the worker reports them), "replay_compiles", "clock"}."""
-    worker, fn = session.student(), setup["fn"]
-    session.call_student("prepare", **setup)
+    ex, side, fn = ctx.exercise, ctx.student, setup["fn"]
+    side.call("prepare", **setup)
     seconds, counts, clocks = [], [], set()
     for i, case in enumerate(cases):
-        reply, t, clock = timed_step(session.call_student, worker, fn, case.args)
+        reply, t, clock = side.step(fn, case.args)
         if (problem := mismatch(expected[i], reply["out"], ex.rtol, ex.atol, ex.outputs)) is not None:
             return f"call {i + 1} of the stream {shapes(case.args)}: {problem}"
         seconds.append(t)
@@ -193,69 +169,138 @@ def student_steps(session: TopicSession, ex: Exercise, setup: dict, cases: list[
         clocks.add(clock)
     replay, replay_compiles = {}, 0
     for i in [i for i, t in enumerate(seconds) if t > drop]:
-        reply, t, clock = timed_step(session.call_student, worker, fn, cases[i].args)
+        reply, t, clock = side.step(fn, cases[i].args)
         if (problem := mismatch(expected[i], reply["out"], ex.rtol, ex.atol, ex.outputs)) is not None:
             return f"replayed call {i + 1} of the stream {shapes(cases[i].args)}: {problem}"
         replay[i] = t
         replay_compiles += reply["counts"][0]
         clocks.add(clock)
-    return {"seconds": seconds, "replay": replay, "counts": counts, "replay_compiles": replay_compiles,
-            "clock": "wall" if "wall" in clocks else "cpu"}
+    return {
+        "seconds": seconds,
+        "replay": replay,
+        "counts": counts,
+        "replay_compiles": replay_compiles,
+        "clock": "wall" if "wall" in clocks else "cpu",
+    }
 
 
-def run(session: TopicSession, run: ExerciseRun) -> Outcome:
-    ex = run.exercise
-    opts: Stream = ex.options["compiles"]
-    cases = session.draw(ex.name, "compiles", lambda rng: opts.make(rng, opts.calls))
-    setup = {"fn": ex.name, "jit": opts.jit, "static_argnums": ex.static_argnums}
+@dataclass(frozen=True, kw_only=True)
+class Compiles(Check):
+    """`Compiles(points, make=..., max_compiles=n, calls=100, jit=False)`: a stream of calls,
+    `make(rng, calls)`, whose outputs must match the reference's and whose compilations must
+    number at most `max_compiles`. `jit=False` calls the function as written (it manages its own
+    jit). JAX's caches are cleared before the stream starts; each call's arguments travel with
+    that call and are put on the device (`jax.device_put`, which compiles nothing) inside its
+    timed window, so that nothing of the stream is known before its clock runs and the
+    compilations counted are the function's own. The count the student's process reports is
+    advisory; the trusted one is read off the grader's clock, call by call and weighed in the
+    reference's compilations (see the module docstring)."""
 
-    def reference() -> dict:
-        with session.student_paused():
-            return reference_steps(session.call_reference, session.ref, setup, cases)
+    make: StreamSampler = field(compare=False)
+    max_compiles: int
+    calls: int = 100
+    jit: bool = False
 
-    ref = session.answer("steps", {**setup, "cases": [c.args for c in cases]}, reference)
-    drop, steady = thresholds(ref)
-    try:
-        got = student_steps(session, ex, setup, cases, ref["outs"], drop)
-    except StudentError as exc:
-        return Outcome.fail(f"a stream of {len(cases)} calls: {exc}")
-    if isinstance(got, str):
-        return Outcome.fail(got)
-    replay = got["replay"]
-    compiling = counted(got["seconds"], replay, drop, steady)
-    reported = sum(c for c, _ in got["counts"])
-    forgiven = max(1, opts.max_compiles // 4)
-    cached = split(ref)[1]
-    clock = got["clock"]
-    data = {"calls": len(cases), "compiles": len(compiling), "max_compiles": opts.max_compiles,
-            "reference_compiles": sum(c for c, _ in ref["counts"]), "threshold_ms": round(drop * 1e3, 3),
-            "steady_threshold_ms": round(steady * 1e3, 3), "clock": clock,
-            "seconds": round(sum(got["seconds"]), 4), "reference_seconds": round(sum(ref["seconds"]), 4),
+    name = "compiles"
+    summary = "a stream of calls gives the right outputs with no more compilations than allowed."
+    requires = ("correct",)
+    after = ("jit",)
+    timed = True
+    cost = 2
+
+    def describe(self, ex: Exercise, words: Words) -> str:
+        forgiven = max(1, self.max_compiles // 4)
+        return (
+            f"a stream of {self.calls} calls, {words.jitted(self.jit, stream=True)}, gives the reference's "
+            f"outputs and compiles at most {self.max_compiles} time{'s' if self.max_compiles != 1 else ''} "
+            "(counted by JAX's compilation events and by the grader's clock: each slow call runs again after the "
+            "stream, and a call whose first run takes a compilation's time more than its replay, or whose replay "
+            f"alone takes half a compilation's, counts as one; {forgiven} such call"
+            f"{'s' if forgiven != 1 else ''} forgiven; and the time those calls spend compiling may add up to at "
+            f"most {budget(self.max_compiles, forgiven):g} of the reference's compilations, so a function whose "
+            "operations compile one by one, without jit, fails)."
+        )
+
+    def run(self, ctx: CheckContext) -> Outcome:
+        ex = ctx.exercise
+        cases = ctx.draw("compiles", lambda rng: self.make(rng, self.calls))
+        setup = {"fn": ex.name, "jit": self.jit, "static_argnums": ex.static_argnums}
+
+        def reference() -> dict:
+            with ctx.reference.alone():
+                return reference_steps(ctx.reference, setup, cases)
+
+        ref = ctx.answer("steps", {**setup, "cases": [c.args for c in cases]}, reference)
+        drop, steady = thresholds(ref)
+        try:
+            got = student_steps(ctx, setup, cases, ref["outs"], drop)
+        except StudentError as exc:
+            return Outcome.fail(f"a stream of {len(cases)} calls: {exc}")
+        if isinstance(got, str):
+            return Outcome.fail(got)
+        return self.verdict(cases, ref, got, drop, steady)
+
+    def verdict(self, cases: list[Case], ref: dict, got: dict, drop: float, steady: float) -> Outcome:
+        """The three counts against their allowances (see the module docstring)."""
+        replay = got["replay"]
+        compiling = counted(got["seconds"], replay, drop, steady)
+        reported = sum(c for c, _ in got["counts"])
+        forgiven = max(1, self.max_compiles // 4)
+        cached = split(ref)[1]
+        clock = got["clock"]
+        data: dict[str, Any] = {
+            "calls": len(cases),
+            "compiles": len(compiling),
+            "max_compiles": self.max_compiles,
+            "reference_compiles": sum(c for c, _ in ref["counts"]),
+            "threshold_ms": round(drop * 1e3, 3),
+            "steady_threshold_ms": round(steady * 1e3, 3),
+            "clock": clock,
+            "seconds": round(sum(got["seconds"]), 4),
+            "reference_seconds": round(sum(ref["seconds"]), 4),
             "compiling_calls": [i + 1 for i in compiling],
             "reference_compiling_calls": [i + 1 for i, (c, _) in enumerate(ref["counts"]) if c > 0],
             "call_ms": [round(t * 1e3, 3) for t in got["seconds"]],
             "replay_ms": [round(replay[i] * 1e3, 3) if i in replay else None for i in range(len(cases))],
             "reference_call_ms": [round(t * 1e3, 3) for t in ref["seconds"]],
-            "advisory": {"compiles": reported, "traces": sum(t for _, t in got["counts"]),
-                         "replay_compiles": got["replay_compiles"]}}
-    weights = weighed(got["seconds"], replay, compiling, steady, ref)
-    weight, allowed = sum(weights.values()), budget(opts.max_compiles, forgiven)
-    data.update(weight=round(weight, 2), weight_budget=round(allowed, 2),
-                call_weights=[[i + 1, round(w, 2)] for i, w in weights.items()])
-    if reported > opts.max_compiles:
-        return Outcome.fail(f"{len(cases)} calls compiled {reported} times; at most {opts.max_compiles} allowed", **data)
-    if len(compiling) > opts.max_compiles + forgiven:
-        typical = f"; the reference's cached calls take {statistics.median(cached) * 1e3:.2f} ms" if cached else ""
-        return Outcome.fail(f"{len(compiling)} of the {len(cases)} calls took as long as a compilation (a first run "
-                            f"over its replay by more than {drop * 1e3:.1f} ms of {clock} time, or a replay over "
-                            f"{steady * 1e3:.1f} ms{typical}); at most {opts.max_compiles} compilations are allowed, "
-                            "whether or not JAX's events count them", **data)
-    if weight > allowed:
-        heaviest = max(weights, key=weights.get)
-        return Outcome.fail(f"the {len(compiling)} calls that took a compilation's time spent as long compiling as "
-                            f"{weight:.1f} of the reference's compilations on the same calls (at most {allowed:g}; "
-                            f"call {heaviest + 1} alone {weights[heaviest]:.1f}): more programs than calls, as when "
-                            "every operation compiles on its own (the function runs without jit), whether or not JAX's "
-                            "events count them", **data)
-    return Outcome.ok(f"{len(cases)} calls, {reported} compilations (at most {opts.max_compiles}); "
-                      f"{len(compiling)} calls took a compilation's time", **data)
+            "advisory": {
+                "compiles": reported,
+                "traces": sum(t for _, t in got["counts"]),
+                "replay_compiles": got["replay_compiles"],
+            },
+        }
+        weights = weighed(got["seconds"], replay, compiling, steady, ref)
+        weight, allowed = sum(weights.values()), budget(self.max_compiles, forgiven)
+        data.update(
+            weight=round(weight, 2),
+            weight_budget=round(allowed, 2),
+            call_weights=[[i + 1, round(w, 2)] for i, w in weights.items()],
+        )
+        if reported > self.max_compiles:
+            return Outcome.fail(
+                f"{len(cases)} calls compiled {reported} times; at most {self.max_compiles} allowed", **data
+            )
+        if len(compiling) > self.max_compiles + forgiven:
+            typical = f"; the reference's cached calls take {statistics.median(cached) * 1e3:.2f} ms" if cached else ""
+            return Outcome.fail(
+                f"{len(compiling)} of the {len(cases)} calls took as long as a compilation (a first "
+                f"run over its replay by more than {drop * 1e3:.1f} ms of {clock} time, or a replay "
+                f"over {steady * 1e3:.1f} ms{typical}); at most {self.max_compiles} compilations are "
+                "allowed, whether or not JAX's events count them",
+                **data,
+            )
+        if weight > allowed:
+            heaviest = max(weights, key=lambda i: weights[i])
+            return Outcome.fail(
+                f"the {len(compiling)} calls that took a compilation's time spent as long compiling "
+                f"as {weight:.1f} of the reference's compilations on the same calls (at most "
+                f"{allowed:g}; call {heaviest + 1} alone {weights[heaviest]:.1f}): more programs than "
+                "calls, as when every operation compiles on its own (the function runs without jit), "
+                "whether or not JAX's events count them",
+                **data,
+            )
+        return Outcome.ok(
+            f"{len(cases)} calls, {reported} compilations (at most {self.max_compiles}); "
+            f"{len(compiling)} calls took a compilation's time",
+            **data,
+        )

@@ -14,7 +14,7 @@ points of a PRNG exercise rest on `correct`, whose exact comparison with the ref
 draws already fails a function that reuses a key (its numbers are not the reference's).
 
 Reuse is the usual reason such a function is wrong, so this check is not one of those that wait
-for `correct` (`NEEDS_CORRECT`): on a wrong function it still makes its calls and reports a reused
+for `correct` (it does not `require` it): on a wrong function it still makes its calls and reports a reused
 key (a `correct` that fails on values makes them first, through `probe`, and names the reuse in
 its own message); a wrong function that reuses nothing is "not judged until the function is
 correct", as before.
@@ -22,73 +22,96 @@ correct", as before.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from autograder.checks.base import Check
 from autograder.checks.jit import trace_facts
 from autograder.compare import shapes
+from autograder.context import CheckContext, KeyProbe, StudentError
 from autograder.results import Outcome
-from autograder.session import ExerciseRun, StudentError, TopicSession
+from autograder.spec import Exercise
 
-ADVISORY = True
-"""Reported, never scored: topic specs give this check 0 points (checked when a topic loads)."""
+if TYPE_CHECKING:
+    from autograder.course.graded import Context as Words
 
 LEGACY_KEY_PRIMITIVES = ("random_unwrap", "random_wrap")
 
-SUMMARY = "advice, no points: never use a PRNG key twice (jax.debug_key_reuse), and keep keys typed."
-"""What the check asks, in one line for students (notebooks, reports)."""
+
+@dataclass(frozen=True)
+class KeyReuse(Check):
+    """`KeyReuse()`: advice, no points (it is `advisory`: a topic that gives it points fails to load)."""
+
+    points: float = 0
+
+    name = "key_reuse"
+    summary = "advice, no points: never use a PRNG key twice (jax.debug_key_reuse), and keep keys typed."
+    after = ("correct", "jit")
+    advisory = True
+    cost = 2
+
+    def describe(self, ex: Exercise, words: Words) -> str:
+        return (
+            "called directly and under `jax.jit` with `jax.debug_key_reuse(True)`, no key is used twice, and keys "
+            f"stay typed (no {' or '.join(f'`{p}`' for p in LEGACY_KEY_PRIMITIVES)} in the jaxpr)."
+        )
+
+    def run(self, ctx: CheckContext) -> Outcome:
+        correct = ctx.findings.passed.get("correct", False)
+        if found := probe(ctx):
+            message = found.message
+            if found.reused and not correct:
+                message = (
+                    "a PRNG key is used twice, which is why the values are not the reference's (a reused key "
+                    f"repeats its random numbers): {message}"
+                )
+            return Outcome.fail(message, advisory=True)
+        if not correct:
+            return Outcome.fail("not judged until the function is correct", advisory=True)
+        try:
+            facts, _ = trace_facts(ctx)
+        except StudentError as exc:
+            return Outcome.fail(f"could not trace the function: {exc}", advisory=True)
+        primitives = facts.get("advisory", {}).get("primitives", {})
+        if found_legacy := sorted(p for p in LEGACY_KEY_PRIMITIVES if primitives.get(p)):
+            return Outcome.fail(
+                f"the jaxpr uses {', '.join(found_legacy)}: raw uint32 keys hide reuse from JAX's "
+                "checker; keep keys typed and use split / fold_in",
+                advisory=True,
+            )
+        return Outcome.ok("every key is used once", advisory=True)
 
 
-def describe(ex, ctx) -> str:
-    """What the check asks of `ex`, for its docstring's Graded list (`autograder.course.graded`)."""
-    return ("called directly and under `jax.jit` with `jax.debug_key_reuse(True)`, no key is used twice, and keys "
-            f"stay typed (no {' or '.join(f'`{p}`' for p in LEGACY_KEY_PRIMITIVES)} in the jaxpr).")
-
-
-def probe(session: TopicSession, run: ExerciseRun) -> tuple[str, bool] | None:
-    """The calls under the checker: None when all of them returned, else the first failure's
-    message and whether it is a reused key (a `KeyReuseError`). Made once per run (`run.notes`)."""
-    if "key_reuse" not in run.notes:
-        ex = run.exercise
-        run.notes["key_reuse"] = None
-        for jit, case in [(False, case) for case in run.cases[:1]] + [(True, case) for case in run.cases]:
+def probe(ctx: CheckContext) -> KeyProbe | None:
+    """The calls under the checker: None when all of them returned, else the first failure
+    (`KeyProbe`). Made once per exercise (`Findings.key_probe`)."""
+    findings = ctx.findings
+    if not findings.probed:
+        ex = ctx.exercise
+        findings.probed = True
+        for jit, case in [(False, case) for case in ctx.cases[:1]] + [(True, case) for case in ctx.cases]:
             try:
                 if jit:
-                    session.call_student("check_keys", fn=ex.name, args=case.args, static_argnums=ex.static_argnums)
+                    ctx.student.call("check_keys", fn=ex.name, args=case.args, static_argnums=ex.static_argnums)
                 else:
-                    session.call_student("call", fn=ex.name, args=case.args, key_reuse=True)
+                    ctx.student.call("call", fn=ex.name, args=case.args, key_reuse=True)
             except StudentError as exc:
                 mode = "under jax.jit" if jit else "called directly"
-                run.notes["key_reuse"] = (f"{mode}, {case.label} {shapes(case.args)}: {exc}",
-                                          str(exc).startswith("KeyReuseError"))
+                findings.key_probe = KeyProbe(
+                    f"{mode}, {case.label} {shapes(case.args)}: {exc}", str(exc).startswith("KeyReuseError")
+                )
                 break
-    return run.notes["key_reuse"]
+    return findings.key_probe
 
 
-def reuse_note(session: TopicSession, run: ExerciseRun) -> str:
+def reuse_note(ctx: CheckContext) -> str:
     """For `correct`'s message when the values are wrong: a sentence naming a reused key, or ""."""
-    if "key_reuse" not in run.exercise.checks:
+    if ctx.exercise.check("key_reuse") is None:
         return ""
-    found = probe(session, run)
-    if not found or not found[1]:
+    found = probe(ctx)
+    if not found or not found.reused:
         return ""
-    return (". A likely cause: a PRNG key is used twice, and a reused key repeats its random numbers (see this "
-            "exercise's key_reuse check, and \"Never use a key twice\" in the lesson)")
-
-
-def run(session: TopicSession, run: ExerciseRun) -> Outcome:
-    correct = run.passed.get("correct", False)
-    if found := probe(session, run):
-        message, reused = found
-        if reused and not correct:
-            message = ("a PRNG key is used twice, which is why the values are not the reference's (a reused key repeats "
-                       f"its random numbers): {message}")
-        return Outcome.fail(message, advisory=True)
-    if not correct:
-        return Outcome.fail("not judged until the function is correct", advisory=True)
-    try:
-        facts, _ = trace_facts(session, run)
-    except StudentError as exc:
-        return Outcome.fail(f"could not trace the function: {exc}", advisory=True)
-    primitives = facts.get("advisory", {}).get("primitives", {})
-    if found := sorted(p for p in LEGACY_KEY_PRIMITIVES if primitives.get(p)):
-        return Outcome.fail(f"the jaxpr uses {', '.join(found)}: raw uint32 keys hide reuse from JAX's checker; keep "
-                            "keys typed and use split / fold_in", advisory=True)
-    return Outcome.ok("every key is used once", advisory=True)
+    return (
+        ". A likely cause: a PRNG key is used twice, and a reused key repeats its random numbers (see this "
+        'exercise\'s key_reuse check, and "Never use a key twice" in the lesson)'
+    )

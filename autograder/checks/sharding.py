@@ -16,52 +16,67 @@ shardings, which the trusted side runs on a mesh whose one axis it calls "device
 
 from __future__ import annotations
 
-import ast
 import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from autograder.checks.base import Check
 from autograder.compare import output_name, shapes
+from autograder.context import CheckContext, StudentError
 from autograder.results import Outcome
-from autograder.session import ExerciseRun, StudentError, TopicSession
-from autograder.spec import Case
-from autograder.structure import program_layouts
+from autograder.source import literal
+from autograder.spec import Case, Exercise
 
-ANALYSES = True  # sends programs to the trusted worker (`autograder.checks.ANALYSING`)
-SUMMARY = "every output is laid out over the devices as the reference's is."
-"""What the check asks, in one line for students (notebooks, reports)."""
+if TYPE_CHECKING:
+    from autograder.course.graded import Context as Words
 
 
-def describe(ex, ctx) -> str:
-    """What the check asks of `ex`, for its docstring's Graded list (`autograder.course.graded`)."""
-    each = f"each of {ctx.outputs()} is" if len(ex.outputs) > 1 else f"{ctx.outputs()} is"
-    return (f"on a fresh input of each size, {each} laid out over the devices as the reference's (the blocks each "
-            "dimension is split into, replication), read from the exported program run by the grader.")
+@dataclass(frozen=True)
+class Sharding(Check):
+    """`Sharding(points)`: every output is laid out over the devices as the reference's is."""
+
+    name = "sharding"
+    summary = "every output is laid out over the devices as the reference's is."
+    requires = ("correct",)
+    after = ("jit",)
+    analyses = True
+
+    def describe(self, ex: Exercise, words: Words) -> str:
+        each = f"each of {words.outputs()} is" if len(ex.outputs) > 1 else f"{words.outputs()} is"
+        return (
+            f"on a fresh input of each size, {each} laid out over the devices as the reference's (the blocks each "
+            "dimension is split into, replication), read from the exported program run by the grader."
+        )
+
+    def run(self, ctx: CheckContext) -> Outcome:
+        ex = ctx.exercise
+        got: list[dict] = []
+        cases = samples(ctx)
+        for case in cases:
+            try:
+                out, expected, got = ctx.program_layouts(
+                    ex.name, case.args, static_argnums=ex.static_argnums, rtol=ex.rtol, atol=ex.atol
+                )
+            except StudentError as exc:
+                return Outcome.fail(f"{case.label} {shapes(case.args)}: {exc}")
+            if len(got) != len(expected):
+                return Outcome.fail(f"{case.label}: {len(got)} output layouts, the task has {len(expected)} outputs")
+            for i, (e, g) in enumerate(zip(expected, got)):
+                if _blocks(e) != _blocks(g):
+                    what = f"`{name}`" if (name := output_name(out, i, ex.outputs)) else "the output"
+                    return Outcome.fail(
+                        f"{case.label}: {what} is laid out as {_describe(g)}, but the task asks for {_describe(e)}",
+                        expected=e,
+                        got=g,
+                    )
+        return Outcome.ok(f"outputs laid out as asked on {len(cases)} cases", shardings=got)
 
 
-def samples(session: TopicSession, run: ExerciseRun) -> list[Case]:
+def samples(ctx: CheckContext) -> list[Case]:
     """One fresh sample per size of the exercise, drawn for this check (kind "layouts")."""
-    ex = run.exercise
-    drawn = session.draw(ex.name, "layouts", lambda rng: [ex.sample(rng, size) for size in ex.sizes])
+    ex = ctx.exercise
+    drawn = ctx.draw("layouts", lambda rng: [ex.sample(rng, size) for size in ex.sizes])
     return [Case(c.args, f"a new random case of size {size}") for c, size in zip(drawn, ex.sizes)]
-
-
-def run(session: TopicSession, run: ExerciseRun) -> Outcome:
-    ex = run.exercise
-    got: list[dict] = []
-    cases = samples(session, run)
-    for case in cases:
-        try:
-            out, expected, got = program_layouts(session, ex.name, case.args, static_argnums=ex.static_argnums,
-                                                 rtol=ex.rtol, atol=ex.atol)
-        except StudentError as exc:
-            return Outcome.fail(f"{case.label} {shapes(case.args)}: {exc}")
-        if len(got) != len(expected):
-            return Outcome.fail(f"{case.label}: {len(got)} output layouts, the task has {len(expected)} outputs")
-        for i, (e, g) in enumerate(zip(expected, got)):
-            if _blocks(e) != _blocks(g):
-                what = f"`{name}`" if (name := output_name(out, i, ex.outputs)) else "the output"
-                return Outcome.fail(f"{case.label}: {what} is laid out as {_describe(g)}, "
-                                    f"but the task asks for {_describe(e)}", expected=e, got=g)
-    return Outcome.ok(f"outputs laid out as asked on {len(cases)} cases", shardings=got)
 
 
 def _blocks(s: dict) -> object:
@@ -71,10 +86,11 @@ def _blocks(s: dict) -> object:
     if s.get("spec") is None or not isinstance(s.get("mesh"), dict):
         return s
     try:
-        entries = ast.literal_eval(s["spec"])
+        entries = literal(s["spec"])
         mesh = s["mesh"]
-        splits = tuple(1 if e is None else mesh[e] if isinstance(e, str) else math.prod(mesh[a] for a in e)
-                       for e in entries)
+        splits = tuple(
+            1 if e is None else mesh[e] if isinstance(e, str) else math.prod(mesh[a] for a in e) for e in entries
+        )
     except (ValueError, SyntaxError, TypeError, KeyError):
         return s
     return {"splits": splits, "replicated": s.get("replicated"), "devices": s.get("devices")}
@@ -82,6 +98,8 @@ def _blocks(s: dict) -> object:
 
 def _describe(s: dict) -> str:
     if s.get("spec") is None:
-        return f"{s['kind']} ({'replicated' if s.get('replicated') else 'not replicated'}) on {s.get('devices')} devices"
+        return (
+            f"{s['kind']} ({'replicated' if s.get('replicated') else 'not replicated'}) on {s.get('devices')} devices"
+        )
     layout = f"PartitionSpec{s['spec']} over mesh {s['mesh']}"
     return layout + (" (replicated: every device holds all of it)" if s.get("replicated") else "")

@@ -19,109 +19,198 @@ while work happens elsewhere). Points follow the exercise's band (`Speed.score`)
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+import numpy as np
+
+from autograder.checks.base import Check, SpecError
 from autograder.compare import mismatch
+from autograder.context import CallFailed, CheckContext, GraderError, StudentError, Timed, WorkerDied
 from autograder.results import Outcome
-from autograder.sandbox import WorkerDied
-from autograder.session import ExerciseRun, GraderError, StudentError, TopicSession
-from autograder.spec import Speed
-from autograder.timing import CallFailed, Timed, timed_call
+from autograder.spec import Case, Exercise, StreamSampler
+
+if TYPE_CHECKING:
+    from autograder.course.graded import Context as Words
 
 WARMUP_TIMEOUT = 10.0
 MIN_TIMEOUT = 5.0
-
-SUMMARY = "as fast as the reference on a large workload: full points up to the band's start, none past its end."
-"""What the check asks, in one line for students (notebooks, reports)."""
-
-
-def describe(ex, ctx) -> str:
-    """What the check asks of `ex`, for its docstring's Graded list (`autograder.course.graded`)."""
-    speed = ex.speed
-    how = ctx.jitted(speed.jit, note="as written if it fails `jit`" if "jit" in ex.checks else "")
-    return (f"{how}, timed against the reference on {ctx.workload(speed)}: full points up to x{ctx.num(speed.full)} "
-            f"the reference's time, none from x{ctx.num(speed.zero)}, log-linear between (on a CPU the clock is CPU "
-            f"time, and a wall time past x{ctx.num(speed.zero)} scores 0 too).")
-
-
 PUBLIC_ROUNDS = 5
 
 
-def run(session: TopicSession, run: ExerciseRun) -> Outcome:
-    if session.public:
-        return own_time(session, run)
-    ex, speed = run.exercise, run.exercise.speed
-    backend = session.platform["backend"]
-    size = speed.size_for(backend)
-    jit = speed.jit and (run.passed.get("jit", False) or "jit" not in ex.checks)
-    opts = {"static_argnums": ex.static_argnums}
-    ref_times: list[Timed] = []
-    stu_times: list[Timed] = []
-    rep = 0
-    while rep <= speed.min_reps or (rep <= speed.max_reps and sum(t.seconds for t in ref_times) < speed.budget):
-        rep += 1
-        cases = session.draw(ex.name, "speed", lambda rng: speed.stream(rng, size) if speed.stream
-                             else [ex.sample(rng, size)])
-        warm = rep == 1
-        student_first = rep % 2 == 0 and bool(ref_times)
-        if student_first:  # alternate who goes first: neither side always runs in the other's wake
-            stu = _student_round(session, ex, cases, jit, opts, _limit(False, ref_times[-1], speed), size=size)
+@dataclass(frozen=True, kw_only=True)
+class Speed(Check):
+    """`Speed(points, size={"cpu": ..., "gpu": ...}, ...)`: how the check times the exercise
+    against the reference.
+
+    `size` (per backend: "cpu", "gpu", ...) is passed to the exercise's sampler to build a
+    workload big enough that one call costs far more than dispatch (about 70 us on the grading
+    GPU, 10 us on a CPU) and than the rest of the timed window (the request, the inputs' views
+    and the outputs' copies: about 1 ms of CPU time per round here), so that twice the
+    reference's work reads well past `full` (`benchmarks/speed_stability.py`). Points: full at
+    `ratio <= full`, none at `ratio >= zero`, and
+    log-linear in between. The check times at least `min_reps` rounds, and more (up to
+    `max_reps`) while the reference's share of the timed work stays under `budget` seconds:
+    the more rounds, the surer the best time. Past `min_reps` it stops as soon as the verdict
+    is decided with `margin` to spare: a best-time ratio at or under `full / margin` (full
+    marks), or at or over `zero * margin` (none). So `budget` is only ever spent on an
+    undecided ratio, near a band's edge, where more rounds matter most: a right function
+    usually stops at `min_reps` (3 s was 1 s until a reference timed against itself read x1.59
+    on `prng.noisy_walk`, 90 ms a round, after the 11 rounds that 1 s allowed, on a noisy
+    host). Stopping sooner than `min_reps` was tried and dropped: after 5 rounds on a loaded
+    machine the best times are not settled yet, and a version twice as slow as the reference
+    read x1.18 (median of 20) instead of x1.65.
+
+    A round times one call on `sample(rng, size)`, or, with `stream`, the whole sequence of
+    calls `stream(rng, size)` (for functions whose cost is in how they handle many calls).
+    `jit=False` times the functions as written (for functions that jit internally).
+    """
+
+    size: dict[str, int]
+    full: float = 1.25
+    zero: float = 10.0
+    min_reps: int = 11
+    max_reps: int = 61
+    budget: float = 3.0
+    margin: float = 1.25
+    stream: StreamSampler | None = field(default=None, compare=False)
+    jit: bool = True
+
+    name = "speed"
+    summary = "as fast as the reference on a large workload: full points up to the band's start, none past its end."
+    requires = ("correct",)
+    after = ("jit",)
+    timed = True
+    cost = 4
+
+    def fits(self, exercise: Exercise) -> None:
+        if "cpu" not in self.size:
+            raise SpecError("Speed: option 'size' must give the CPU's workload (a \"cpu\" entry)")
+        if not 1 <= self.full < self.zero:
+            raise SpecError(f"Speed: the band must have 1 <= full < zero (got full {self.full:g}, zero {self.zero:g})")
+
+    def size_for(self, backend: str) -> int:
+        """The workload size for `backend`, falling back to the CPU's."""
+        return self.size.get(backend, self.size["cpu"])
+
+    def decided(self, ratio: float, wall_ratio: float) -> bool:
+        """Whether a best-time `ratio` (and the wall-time one, the guard against idling) already
+        decides the verdict with `margin` to spare (see the class's docstring)."""
+        full_marks = ratio * self.margin <= self.full and wall_ratio * self.margin < self.zero
+        return full_marks or ratio >= self.zero * self.margin or wall_ratio >= self.zero * self.margin
+
+    def score(self, ratio: float) -> float:
+        """Fraction of the points earned at time ratio `ratio` (student / reference)."""
+        return band_score(ratio, self.full, self.zero)
+
+    def describe(self, ex: Exercise, words: Words) -> str:
+        how = words.jitted(self.jit, note="as written if it fails `jit`" if ex.check("jit") else "")
+        return (
+            f"{how}, timed against the reference on {words.workload(self)}: full points up to "
+            f"x{words.num(self.full)} the reference's time, none from x{words.num(self.zero)}, log-linear between "
+            f"(on a CPU the clock is CPU time, and a wall time past x{words.num(self.zero)} scores 0 too)."
+        )
+
+    def jitted(self, ctx: CheckContext) -> bool:
+        """Whether the student's function is timed under the grader's jit: where the workload is
+        jitted, unless the exercise has a `jit` check that failed (then as written)."""
+        return self.jit and (ctx.findings.passed.get("jit", False) or ctx.exercise.check("jit") is None)
+
+    def run(self, ctx: CheckContext) -> Outcome:
+        if ctx.public:
+            return self.own_time(ctx)
+        ex, backend = ctx.exercise, ctx.backend
+        size = self.size_for(backend)
+        jit = self.jitted(ctx)
+        ref_times: list[Timed] = []
+        stu_times: list[Timed] = []
+        rep = 0
+        while rep <= self.min_reps or (rep <= self.max_reps and sum(t.seconds for t in ref_times) < self.budget):
+            rep += 1
+            cases = ctx.draw("speed", lambda rng: self.stream(rng, size) if self.stream else [ex.sample(rng, size)])
+            warm = rep == 1
+            student_first = rep % 2 == 0 and bool(ref_times)
+            if student_first:  # alternate who goes first: neither side always runs in the other's wake
+                stu = _student_round(ctx, cases, jit, self.limit(False, ref_times[-1]), size=size)
+                if isinstance(stu, Outcome):
+                    return stu
+            try:
+                ref = ctx.reference.timed(ex.name, cases, jit=self.jit, timeout=120.0, static_argnums=ex.static_argnums)
+            except (WorkerDied, CallFailed) as exc:
+                raise GraderError(
+                    f"the reference {ctx.topic_name}.{ex.name} failed on the speed workload: {exc}"
+                ) from None
+            if not student_first:
+                stu = _student_round(ctx, cases, jit, self.limit(warm, ref), size=size)
+                if isinstance(stu, Outcome):
+                    return stu
+            assert isinstance(stu, Timed)  # each branch above returned a failed round
+            for expected, got in zip(ref.outs, stu.outs):
+                if (problem := mismatch(expected, got, ex.rtol, ex.atol, ex.outputs)) is not None:
+                    return Outcome.fail(f"on the speed workload (size {size}) the timed output is wrong: {problem}")
+            if not warm:  # the times only: a round's outputs are judged, then dropped (the grader's memory)
+                ref_times.append(Timed(ref.seconds, ref.cpu_seconds, []))
+                stu_times.append(Timed(stu.seconds, stu.cpu_seconds, []))
+                if len(ref_times) >= self.min_reps and self.decided(*ratios(backend, ref_times, stu_times)):
+                    break
+        return verdict(self, ref_times, stu_times, size, backend)
+
+    def own_time(self, ctx: CheckContext) -> Outcome:
+        """A public run: the speed check needs the reference timed on the grading machine, so it
+        is judged on submission; the student sees their own time on the largest public case."""
+        case = ctx.cases[-1]
+        jit = self.jitted(ctx)
+        times = []
+        for _ in range(PUBLIC_ROUNDS + 1):
+            stu = _student_round(ctx, [case], jit, 60.0, workload=case.label)
             if isinstance(stu, Outcome):
                 return stu
-        try:
-            with session.student_paused():
-                ref = timed_call(session.ref, ex.name, cases, jit=speed.jit, timeout=120.0, **opts)
-        except (WorkerDied, CallFailed) as exc:
-            raise GraderError(f"the reference {session.topic.name}.{ex.name} failed on the speed workload: {exc}") from None
-        if not student_first:
-            stu = _student_round(session, ex, cases, jit, opts, _limit(warm, ref, speed), size=size)
-            if isinstance(stu, Outcome):
-                return stu
-        for expected, got in zip(ref.outs, stu.outs):
-            if (problem := mismatch(expected, got, ex.rtol, ex.atol, ex.outputs)) is not None:
-                return Outcome.fail(f"on the speed workload (size {size}) the timed output is wrong: {problem}")
-        if not warm:  # the times only: a round's outputs are judged, then dropped (the grader's memory)
-            ref_times.append(Timed(ref.seconds, ref.cpu_seconds, []))
-            stu_times.append(Timed(stu.seconds, stu.cpu_seconds, []))
-            if len(ref_times) >= speed.min_reps and speed.decided(*ratios(backend, ref_times, stu_times)):
-                break
-    return verdict(speed, ref_times, stu_times, size, backend)
+            times.append(stu.seconds)
+        best = min(times[1:])
+        return Outcome.pending(
+            f"{best * 1e3:.3g} ms per call on this machine ({case.label}, wall time, best of "
+            f"{PUBLIC_ROUNDS}); the grader times it against the reference on a larger workload on "
+            f"the grading machine: full marks up to x{self.full:g} the reference's time, none from "
+            f"x{self.zero:g}",
+            student_ms=round(best * 1e3, 4),
+        )
+
+    def limit(self, warm: bool, ref: Timed) -> float:
+        """How long the student's round may take: generous for the warm-up (it compiles)."""
+        return max(WARMUP_TIMEOUT, 20 * ref.seconds) if warm else max(MIN_TIMEOUT, 4 * self.zero * ref.seconds)
 
 
-def own_time(session: TopicSession, run: ExerciseRun) -> Outcome:
-    """A public run: the speed check needs the reference timed on the grading machine, so it is
-    judged on submission; the student sees their own time on the largest public case."""
-    ex, speed = run.exercise, run.exercise.speed
-    case = run.cases[-1]
-    jit = speed.jit and (run.passed.get("jit", False) or "jit" not in ex.checks)
-    times = []
-    for _ in range(PUBLIC_ROUNDS + 1):
-        stu = _student_round(session, ex, [case], jit, {"static_argnums": ex.static_argnums}, 60.0, workload=case.label)
-        if isinstance(stu, Outcome):
-            return stu
-        times.append(stu.seconds)
-    best = min(times[1:])
-    return Outcome.pending(f"{best * 1e3:.3g} ms per call on this machine ({case.label}, wall time, best of "
-                           f"{PUBLIC_ROUNDS}); the grader times it against the reference on a larger workload on the "
-                           f"grading machine: full marks up to x{speed.full:g} the reference's time, none from "
-                           f"x{speed.zero:g}", student_ms=round(best * 1e3, 4))
+def band_score(ratio: float, full: float, zero: float) -> float:
+    """The fraction of a time band's points at time ratio `ratio` (student / reference): all of
+    them up to `full`, none from `zero`, log-linear between."""
+    if ratio <= full:
+        return 1.0
+    if ratio >= zero:
+        return 0.0
+    return float(1.0 - np.log(ratio / full) / np.log(zero / full))
 
 
-def _limit(warm: bool, ref: Timed, speed: Speed) -> float:
-    """How long the student's round may take: generous for the warm-up (it compiles)."""
-    return max(WARMUP_TIMEOUT, 20 * ref.seconds) if warm else max(MIN_TIMEOUT, 4 * speed.zero * ref.seconds)
-
-
-def _student_round(session: TopicSession, ex, cases: list, jit: bool, opts: dict, limit: float, *,
-                   size: int | None = None, workload: str | None = None) -> Timed | Outcome:
+def _student_round(
+    ctx: CheckContext,
+    cases: list[Case],
+    jit: bool,
+    limit: float,
+    *,
+    size: int | None = None,
+    workload: str | None = None,
+) -> Timed | Outcome:
     """The student's timed round, or the failing Outcome when it did not complete; the speed
     workload of `size`, or the public case called `workload`."""
+    ex = ctx.exercise
     try:
-        return timed_call(session.student(), ex.name, cases, jit=jit, timeout=limit, **opts)
+        return ctx.student.timed(ex.name, cases, jit=jit, timeout=limit, static_argnums=ex.static_argnums)
     except (WorkerDied, StudentError, CallFailed) as exc:
         what = workload or f"the speed workload (size {size})"
-        return Outcome.fail(f"the timed call on {what} did not finish well within {limit:.0f} s: {exc}",
-                            **({} if size is None else {"size": size}))
+        return Outcome.fail(
+            f"the timed call on {what} did not finish well within {limit:.0f} s: {exc}",
+            **({} if size is None else {"size": size}),
+        )
 
 
 def clock_for(backend: str, times: list[Timed]) -> tuple[str, Callable[[Timed], float]]:
@@ -145,11 +234,21 @@ def verdict(speed: Speed, ref_times: list[Timed], stu_times: list[Timed], size: 
     t_ref, t_stu = min(map(pick, ref_times)), min(map(pick, stu_times))
     ratio, wall_ratio = ratios(backend, ref_times, stu_times)
     data = {
-        "ratio": round(ratio, 3), "clock": clock, "reference_ms": round(t_ref * 1e3, 4), "student_ms": round(t_stu * 1e3, 4),
-        "wall_ratio": round(wall_ratio, 3), "size": size, "backend": backend, "reps": len(ref_times),
+        "ratio": round(ratio, 3),
+        "clock": clock,
+        "reference_ms": round(t_ref * 1e3, 4),
+        "student_ms": round(t_stu * 1e3, 4),
+        "wall_ratio": round(wall_ratio, 3),
+        "size": size,
+        "backend": backend,
+        "reps": len(ref_times),
     }
     if wall_ratio >= speed.zero:
-        return Outcome.fail(f"the timed call took x{wall_ratio:.1f} the reference's wall time (none from x{speed.zero:g})", **data)
-    text = (f"{t_stu * 1e3:.3g} ms vs reference {t_ref * 1e3:.3g} ms ({clock} time on {backend}, inputs in to outputs "
-            f"out; x{ratio:.2f}; full marks up to x{speed.full:g}, none from x{speed.zero:g})")
+        return Outcome.fail(
+            f"the timed call took x{wall_ratio:.1f} the reference's wall time (none from x{speed.zero:g})", **data
+        )
+    text = (
+        f"{t_stu * 1e3:.3g} ms vs reference {t_ref * 1e3:.3g} ms ({clock} time on {backend}, inputs in to outputs "
+        f"out; x{ratio:.2f}; full marks up to x{speed.full:g}, none from x{speed.zero:g})"
+    )
     return Outcome(round(speed.score(ratio), 3), text, data)

@@ -40,31 +40,73 @@ datasets and the reference's recorded runs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
+from autograder.checks.base import Check
+from autograder.checks.vmc import student_run
+from autograder.context import REFERENCE_TIMEOUT, CallFailed, CheckContext, GraderError, WorkerDied
 from autograder.results import Outcome
-from autograder.sandbox import WorkerDied
-from autograder.session import REFERENCE_TIMEOUT, ExerciseRun, GraderError, StudentError, TopicSession, format_error
-from autograder.spec import Trains
-from autograder.timing import CallFailed, timed_call
+from autograder.spec import Case, Exercise
 
-SUMMARY = ("your training loop, run on a dataset and initial parameters the grader draws, returns parameters whose "
-           "loss (computed by the grader) is below the bound on every run, and which lie where the task's training "
-           "ends (near the reference loop's).")
-"""What the check asks, in one line for students (notebooks, reports)."""
+if TYPE_CHECKING:
+    from autograder.course.graded import Context as Words
 
 
-def describe(ex, ctx) -> str:
-    """What the check asks of `ex`, for its docstring's Graded list (`autograder.course.graded`)."""
-    opts: Trains = ex.options["trains"]
-    return (f"called as written, {opts.runs} runs, each on a dataset and initial parameters the grader draws "
-            f"({ctx.case_args(opts.size)}). The grader computes the mean squared error of the parameters you return "
-            f"on the whole dataset itself: every run's must be below {ctx.num(opts.max_loss)} (the targets have "
+@dataclass(frozen=True, kw_only=True)
+class Trains(Check):
+    """`Trains(points, size=256, max_loss=0.2, max_drift=0.7, runs=2, layers=(...), ...)`: a
+    training loop `f(params, x, y, steps, batch_size, ...)` that returns the trained parameters
+    of a multilayer perceptron.
+
+    The check draws `runs` cases from the exercise's sampler at `size` (each its own dataset
+    and initial parameters, made by the grader), runs the reference's loop and then the
+    student's on each, and computes the mean squared error of the returned parameters on the
+    case's `x` and `y` (arguments `x_arg` and `y_arg`; the initial parameters are `params_arg`)
+    itself, with NumPy: the network is `layers` in order, each `x @ kernel + bias`, with `tanh`
+    between them. Every run's loss must be below `max_loss`, and its parameters must lie near
+    the end of the reference's trajectory from the same initial parameters: their distance from
+    the reference's, as a fraction of the distance the reference's travelled, below `max_drift`
+    (a fit that takes no optimizer steps ends elsewhere). A run past `max(min_timeout,
+    timeout_factor·T_ref)` is stopped.
+    """
+
+    size: int = 256
+    max_loss: float = 0.2
+    max_drift: float = 0.7
+    runs: int = 2
+    layers: tuple[str, ...] = ("hidden", "out")
+    params_arg: int = 0
+    x_arg: int = 1
+    y_arg: int = 2
+    timeout_factor: float = 20.0
+    min_timeout: float = 60.0
+
+    name = "trains"
+    summary = (
+        "your training loop, run on a dataset and initial parameters the grader draws, returns parameters "
+        "whose loss (computed by the grader) is below the bound on every run, and which lie where the task's "
+        "training ends (near the reference loop's)."
+    )
+    cost = 4
+
+    def describe(self, ex: Exercise, words: Words) -> str:
+        return (
+            f"called as written, {self.runs} runs, each on a dataset and initial parameters the grader draws "
+            f"({words.case_args(self.size)}). The grader computes the mean squared error of the parameters you return "
+            f"on the whole dataset itself: every run's must be below {words.num(self.max_loss)} (the targets have "
             f"variance 1, so predicting their mean scores about 1). The parameters must also be where training "
             f"ends: the reference's loop runs from the same initial parameters, and yours must end within "
-            f"{ctx.num(opts.max_drift)} of the distance it travelled from them (any batch order the task allows "
-            f"does; a fit that takes no optimizer steps does not). A run past max({opts.min_timeout:g} s, "
-            f"{opts.timeout_factor:g}x the reference's) is stopped.")
+            f"{words.num(self.max_drift)} of the distance it travelled from them (any batch order the task allows "
+            f"does; a fit that takes no optimizer steps does not). A run past max({self.min_timeout:g} s, "
+            f"{self.timeout_factor:g}x the reference's) is stopped."
+        )
+
+    def run(self, ctx: CheckContext) -> Outcome:
+        return train_runs(self, ctx)
 
 
 def expected_structure(layers: tuple[str, ...]) -> str:
@@ -77,8 +119,10 @@ def layers_of(out: dict, layers: tuple[str, ...], n_in: int, n_out: int) -> tupl
     """[(kernel, bias), ...] in `layers` order from an exported output; or why not."""
     structure = expected_structure(layers)
     if out["treedef"] != structure:
-        return None, (f"the output's structure is {out['treedef'][:300]}, but the task asks for the trained "
-                      f"parameters as a nested dict: {structure}")
+        return None, (
+            f"the output's structure is {out['treedef'][:300]}, but the task asks for the trained "
+            f"parameters as a nested dict: {structure}"
+        )
     if any(leaf["kind"] != "array" for leaf in out["leaves"]):
         return None, "the parameters must be numeric arrays"
     leaves = iter(np.asarray(leaf["data"]) for leaf in out["leaves"])
@@ -89,8 +133,10 @@ def layers_of(out: dict, layers: tuple[str, ...], n_in: int, n_out: int) -> tupl
         if kernel.dtype.kind not in "fc" or bias.dtype.kind not in "fc":
             return None, f"the parameters of `{name}` must be floating-point arrays"
         if kernel.ndim != 2 or kernel.shape[0] != width or bias.shape != kernel.shape[1:]:
-            return None, (f"`{name}` has a kernel of shape {kernel.shape} and a bias of shape {bias.shape}; "
-                          f"a layer fed {width} features needs kernel ({width}, k) and bias (k,)")
+            return None, (
+                f"`{name}` has a kernel of shape {kernel.shape} and a bias of shape {bias.shape}; "
+                f"a layer fed {width} features needs kernel ({width}, k) and bias (k,)"
+            )
         width = kernel.shape[1]
     if width != n_out:
         return None, f"the network outputs {width} values per row, the targets have {n_out}"
@@ -132,52 +178,58 @@ def _diagnosis(initial: float, loss: float) -> str:
     if not np.isfinite(loss) or loss > 2 * initial:
         return "the loss grew: do the updates go downhill?"
     if abs(loss - initial) <= 0.05 * initial:
-        return ("the loss barely moved from the initial parameters': are the updates applied, and does the "
-                "optimizer's state (its step count, its moments) carry over from one step to the next?")
+        return (
+            "the loss barely moved from the initial parameters': are the updates applied, and does the "
+            "optimizer's state (its step count, its moments) carry over from one step to the next?"
+        )
     return "the loss went down, but not far enough: every step should use the optimizer the task gives"
 
 
-def run(session: TopicSession, run: ExerciseRun) -> Outcome:
-    ex = run.exercise
-    opts: Trains = ex.options["trains"]
-    losses: list[float] = []
-    drifts: list[float] = []
+def train_runs(opts: Trains, ctx: CheckContext) -> Outcome:
+    """`opts.runs` runs of the reference's loop and the student's, each on a case of its own."""
+    ex = ctx.exercise
+    losses: list[float | None] = []
+    drifts: list[float | None] = []
     ref_losses: list[float] = []
     initial_losses: list[float] = []
     seconds: list[float] = []
     ref_seconds: list[float] = []
     failures: list[str] = []
-    data: dict = {"losses": losses, "reference_losses": ref_losses, "initial_losses": initial_losses,
-                  "max_loss": opts.max_loss, "drifts": drifts, "max_drift": opts.max_drift, "seconds": seconds,
-                  "reference_seconds": ref_seconds}
+    data: dict[str, Any] = {
+        "losses": losses,
+        "reference_losses": ref_losses,
+        "initial_losses": initial_losses,
+        "max_loss": opts.max_loss,
+        "drifts": drifts,
+        "max_drift": opts.max_drift,
+        "seconds": seconds,
+        "reference_seconds": ref_seconds,
+    }
     for i in range(opts.runs):
-        case = session.draw(ex.name, "trains", lambda rng: ex.sample(rng, opts.size))
+        case = ctx.draw("trains", lambda rng: ex.sample(rng, opts.size))
         x, y = np.asarray(case.args[opts.x_arg]), np.asarray(case.args[opts.y_arg])
         which = f"run {i + 1} of {opts.runs} ({_what(case.args, opts)})"
         start = _initial(case.args[opts.params_arg], opts.layers)
         initial = mlp_loss(start, x, y)
-        ref = _reference_run(session, ex.name, case, which)
+        ref = _reference_run(ctx, case, which)
         ref_pairs, problem = layers_of(ref["out"], opts.layers, x.shape[1], y.shape[1])
         ref_loss = mlp_loss(ref_pairs, x, y) if ref_pairs else float("inf")
         if problem or not ref_loss < opts.max_loss:
-            raise GraderError(f"the reference {session.topic.name}.{ex.name} does not train, {which}: "
-                              f"{problem or f'loss {ref_loss:.4g}, bound {opts.max_loss:g}'}")
-        limit = min(max(opts.min_timeout, opts.timeout_factor * ref["seconds"]), max(1.0, session.time_left()))
-        try:
-            stu = timed_call(session.student(), ex.name, [case], jit=False, static_argnums=(), timeout=limit)
-        except StudentError as exc:
-            return Outcome.fail(f"{which}: {exc}", **data)
-        except CallFailed as exc:
-            reason = format_error(exc.error, f"{session.topic.name}.{ex.name}") if exc.error else str(exc)
-            return Outcome.fail(f"{which}: {reason}", **data)
-        except WorkerDied as exc:
-            return Outcome.fail(f"{which} did not finish within {limit:.0f} s (the reference took "
-                                f"{ref['seconds']:.1f} s): {exc}", **data)
+            raise GraderError(
+                f"the reference {ctx.topic_name}.{ex.name} does not train, {which}: "
+                f"{problem or f'loss {ref_loss:.4g}, bound {opts.max_loss:g}'}"
+            )
+        limit = min(max(opts.min_timeout, opts.timeout_factor * ref["seconds"]), max(1.0, ctx.time_left()))
+        stu = student_run(ctx, case, limit, which, ref["seconds"], data)
+        if isinstance(stu, Outcome):
+            return stu
         pairs, problem = layers_of(stu.outs[0], opts.layers, x.shape[1], y.shape[1])
-        if not problem and _shapes(pairs) != _shapes(ref_pairs):
-            problem = (f"the parameters have shapes {_shapes(pairs)} (kernel, bias per layer), the task's model "
-                       f"{_shapes(ref_pairs)}: train the model you were given")
-        if problem:
+        if pairs is not None and ref_pairs is not None and _shapes(pairs) != _shapes(ref_pairs):
+            problem = (
+                f"the parameters have shapes {_shapes(pairs)} (kernel, bias per layer), the task's model "
+                f"{_shapes(ref_pairs)}: train the model you were given"
+            )
+        if problem or pairs is None or ref_pairs is None:
             return Outcome.fail(f"{which}: {problem}", **data)
         loss, off = mlp_loss(pairs, x, y), drift(pairs, ref_pairs, start)
         losses.append(round(loss, 6) if np.isfinite(loss) else None)  # None: infinite or NaN (JSON has neither)
@@ -187,28 +239,40 @@ def run(session: TopicSession, run: ExerciseRun) -> Outcome:
         seconds.append(round(stu.seconds, 3))
         ref_seconds.append(round(ref["seconds"], 3))
         if not loss < opts.max_loss:
-            failures.append(f"{which}: the loss of the parameters you return is {loss:.4g} (from {initial:.4g} at "
-                            f"the initial parameters; the reference's loop reaches {ref_loss:.2g}), not below "
-                            f"{opts.max_loss:g}; {_diagnosis(initial, loss)}")
+            failures.append(
+                f"{which}: the loss of the parameters you return is {loss:.4g} (from {initial:.4g} at "
+                f"the initial parameters; the reference's loop reaches {ref_loss:.2g}), not below "
+                f"{opts.max_loss:g}; {_diagnosis(initial, loss)}"
+            )
         elif not off < opts.max_drift:
-            failures.append(f"{which}: the loss is low ({loss:.2g}), but the parameters you return are not where "
-                            f"training ends: their distance from the reference loop's, which started from the same "
-                            f"parameters, is {off:.2f} times the distance that loop travelled (at most "
-                            f"{opts.max_drift:g}; the batch orders the task allows end within about 0.5). Train "
-                            "with the task's step, `steps` times, on minibatches of `batch_size` rows, from a "
-                            "fresh optimizer state: a fit by other means ends elsewhere")
+            failures.append(
+                f"{which}: the loss is low ({loss:.2g}), but the parameters you return are not where "
+                f"training ends: their distance from the reference loop's, which started from the same "
+                f"parameters, is {off:.2f} times the distance that loop travelled (at most "
+                f"{opts.max_drift:g}; the batch orders the task allows end within about 0.5). Train "
+                "with the task's step, `steps` times, on minibatches of `batch_size` rows, from a "
+                "fresh optimizer state: a fit by other means ends elsewhere"
+            )
     if failures:
         return Outcome.fail("; ".join(failures), **data)
-    return Outcome.ok(f"{opts.runs} runs: losses {_listed(losses)} (from {_listed(initial_losses)} at the initial "
-                      f"parameters; the reference's {_listed(ref_losses)}), all below {opts.max_loss:g}; distances "
-                      f"from the reference loop's parameters {_listed(drifts)} of the distance it travelled, all "
-                      f"below {opts.max_drift:g}", **data)
+    return Outcome.ok(
+        f"{opts.runs} runs: losses {_listed(losses)} (from {_listed(initial_losses)} at the initial "
+        f"parameters; the reference's {_listed(ref_losses)}), all below {opts.max_loss:g}; distances "
+        f"from the reference loop's parameters {_listed(drifts)} of the distance it travelled, all "
+        f"below {opts.max_drift:g}",
+        **data,
+    )
 
 
 def _what(args: tuple, opts: Trains) -> str:
     x, y = np.asarray(args[opts.x_arg]), np.asarray(args[opts.y_arg])
-    rest = [str(a) for i, a in enumerate(args) if i not in (opts.params_arg, opts.x_arg, opts.y_arg)
-            and isinstance(a, (int, float)) and not isinstance(a, bool)]
+    rest = [
+        str(a)
+        for i, a in enumerate(args)
+        if i not in (opts.params_arg, opts.x_arg, opts.y_arg)
+        and isinstance(a, (int, float))
+        and not isinstance(a, bool)
+    ]
     return f"x {x.dtype}{list(x.shape)}, y {y.dtype}{list(y.shape)}" + (f", {', '.join(rest)}" if rest else "")
 
 
@@ -216,17 +280,19 @@ def _shapes(pairs: list) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
     return [(tuple(kernel.shape), tuple(bias.shape)) for kernel, bias in pairs]
 
 
-def _listed(values: list[float]) -> str:
+def _listed(values: Sequence[float | None]) -> str:
     return ", ".join("inf" if v is None else f"{v:.3g}" for v in values)
 
 
-def _reference_run(session: TopicSession, fn: str, case, which: str) -> dict:
+def _reference_run(ctx: CheckContext, case: Case, which: str) -> dict:
     """The reference's run on `case`: its output and wall time (live, or recorded)."""
+    fn = ctx.exercise.name
+
     def compute() -> dict:
         try:
-            ref = timed_call(session.ref, fn, [case], jit=False, static_argnums=(), timeout=REFERENCE_TIMEOUT)
+            ref = ctx.reference.timed(fn, [case], jit=False, timeout=REFERENCE_TIMEOUT)
         except (WorkerDied, CallFailed) as exc:
-            raise GraderError(f"the reference {session.topic.name}.{fn} failed, {which}: {exc}") from None
+            raise GraderError(f"the reference {ctx.topic_name}.{fn} failed, {which}: {exc}") from None
         return {"seconds": ref.seconds, "out": ref.outs[0]}
 
-    return session.answer("trains", {"fn": fn, "args": case.args}, compute)
+    return ctx.answer("trains", {"fn": fn, "args": case.args}, compute)

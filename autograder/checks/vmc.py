@@ -28,23 +28,26 @@ reference's (so a function that does its real work on the first call and memoise
 nothing). Runs with different keys must not return identical parameters. A case on which the
 reference itself misses the ground state (a few keys in a hundred) is no test: another is drawn.
 A right VMC of the student's stalls from such keys too, so one missed run of the student's is
-run again on a fresh case (`SECOND_CHANCES`); a second miss fails the accuracy half.
+run again on a fresh case (`SECOND_CHANCES`); a second miss fails the accuracy half. A public
+run gives no second chance: its recording holds the reference's runs on the public cases only,
+not on a fresh one (asking for one stopped `grade check` with "out of date").
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
-from autograder.checks.speed import clock_for
+from autograder.checks.base import Check
+from autograder.checks.speed import band_score, clock_for
+from autograder.context import REFERENCE_TIMEOUT, CallFailed, CheckContext, GraderError, StudentError, Timed, WorkerDied
 from autograder.results import Outcome
-from autograder.sandbox import WorkerDied
-from autograder.session import REFERENCE_TIMEOUT, ExerciseRun, GraderError, StudentError, TopicSession, format_error
-from autograder.spec import Case, Key, Speed, Vmc
-from autograder.timing import CallFailed, Timed, timed_call
+from autograder.spec import Case, Exercise, Key
 
-SUMMARY = ("the RBM your VMC run returns has the ground-state energy (computed exactly, relative error within the "
-           "bound) on fresh keys; half the points for that, half for the time against the reference's.")
-"""What the check asks, in one line for students (notebooks, reports)."""
+if TYPE_CHECKING:
+    from autograder.course.graded import Context as Words
 
 MAX_HIDDEN_PER_SPIN = 8  # the exact sum costs 2**n * hidden units; more than alpha = 8 is refused
 CHUNK = 4096  # configurations per block of the exact sum
@@ -52,23 +55,139 @@ REFERENCE_DRAWS = 3  # cases drawn for one run before a reference that misses th
 SECOND_CHANCES = 1  # a student's missed runs run again on a fresh case (a right VMC stalls from ~1 key in 80)
 
 
-def describe(ex, ctx) -> str:
-    """What the check asks of `ex`, for its docstring's Graded list (`autograder.course.graded`)."""
-    opts: Vmc = ex.options["vmc"]
-    rings = ", ".join(str(n) for n in opts.rings)
-    n, h, J = opts.public
-    return (f"called as written, {opts.runs} runs on a ring the grader draws for the grading: n from {{{rings}}}, J "
-            f"between {ctx.num(opts.coupling[0])} and {ctx.num(opts.coupling[1])}, h/J between "
-            f"{ctx.num(opts.ratio[0])} and {ctx.num(opts.ratio[1])}; each run with a fresh `key` (the first run compiles; "
-            f"a public run, `grade check`, uses n = {n}, h = {ctx.num(h)}, J = {ctx.num(J)}, which hidden grading "
+@dataclass(frozen=True, kw_only=True)
+class Vmc(Check):
+    """`Vmc(points, rings=..., ratio=..., coupling=..., public=..., ...)`: a variational Monte
+    Carlo run `f(n, h, J, key)` for the transverse-field Ising ring, returning the parameters of
+    its RBM (`nk.models.RBM`).
+
+    Each grading draws its instance from a family, shared by its runs (and so is NetKet's
+    compilation): a ring size from `rings`, J uniform in `coupling` and h/J uniform in `ratio`
+    (the exercise's sampler, `sample(rng, n)`); each run has a fresh key. A public run uses
+    `public`, (n, h, J) with a fresh key: an instance hidden grading never draws, so that the
+    reference's answer to it, which ships with the public expectations, answers no hidden run.
+    The check runs the reference and the student `runs` times each (the first run compiles),
+    computes each returned RBM's energy exactly in the grader, and asks for a relative error
+    below `max_error` on every run. Half the points are for that accuracy, half for the time:
+    CPU time (wall time on a GPU) of each run against the reference's, full at `ratio <= full`,
+    none at `ratio >= zero`. A run past `max(min_timeout, 2·zero·T_ref)` is stopped.
+    """
+
+    rings: tuple[int, ...] = (16,)
+    ratio: tuple[float, float] = (1.0, 1.0)
+    coupling: tuple[float, float] = (1.0, 1.0)
+    public: tuple[int, float, float] = (12, 2.0, 1.0)
+    max_error: float = 2e-3
+    runs: int = 2
+    full: float = 2.0
+    zero: float = 10.0
+    min_timeout: float = 60.0
+
+    name = "vmc"
+    summary = (
+        "the RBM your VMC run returns has the ground-state energy (computed exactly, relative error within "
+        "the bound) on fresh keys; half the points for that, half for the time against the reference's."
+    )
+    timed = True
+    cost = 15
+
+    def describe(self, ex: Exercise, words: Words) -> str:
+        rings = ", ".join(str(n) for n in self.rings)
+        n, h, J = self.public
+        return (
+            f"called as written, {self.runs} runs on a ring the grader draws for the grading: n from {{{rings}}}, J "
+            f"between {words.num(self.coupling[0])} and {words.num(self.coupling[1])}, h/J between "
+            f"{words.num(self.ratio[0])} and {words.num(self.ratio[1])}; each run with a fresh `key` (the first run compiles; "
+            f"a public run, `grade check`, uses n = {n}, h = {words.num(h)}, J = {words.num(J)}, which hidden grading "
             f"never draws). The grader computes the energy of the RBM you return exactly, over all 2**n "
             f"configurations (at most alpha = {MAX_HIDDEN_PER_SPIN} hidden units per spin), against the exact ground "
-            f"state's: half the points for a relative error below {ctx.num(opts.max_error)} on every run (one run that "
+            f"state's: half the points for a relative error below {words.num(self.max_error)} on every run (one run that "
             f"misses is run again on a fresh key, as a right VMC can stall from an unlucky key); the other "
-            f"half, only then, for the time of the worse run against the reference's: full up to x{ctx.num(opts.full)}, "
-            f"none from x{ctx.num(opts.zero)}, log-linear between (on a CPU the clock is CPU time, and a wall time past "
-            f"x{ctx.num(opts.zero)} gets no time points). A run past max({opts.min_timeout:g} s, {2 * opts.zero:g}x the "
-            "reference's) is stopped; runs with different keys must not return identical parameters.")
+            f"half, only then, for the time of the worse run against the reference's: full up to x{words.num(self.full)}, "
+            f"none from x{words.num(self.zero)}, log-linear between (on a CPU the clock is CPU time, and a wall time past "
+            f"x{words.num(self.zero)} gets no time points). A run past max({self.min_timeout:g} s, {2 * self.zero:g}x the "
+            "reference's) is stopped; runs with different keys must not return identical parameters."
+        )
+
+    def run(self, ctx: CheckContext) -> Outcome:
+        backend = ctx.backend
+        refs: list[Timed] = []
+        stus: list[Timed] = []
+        errors: list[float] = []
+        ref_errors: list[float] = []
+        instances: list[list] = []  # (n, h, J) of each judged run
+        redrawn = 0
+        second_chances: list[str] = []  # the student's runs that missed and were run again on a fresh case
+        instance = _instance(ctx, self)
+        i = 0
+        while i < self.runs:
+            case, ref, ref_error, misses = _case_the_reference_solves(ctx, self, i, instance)
+            redrawn += misses
+            n, h, J = case.args[:3]
+            exact = exact_energy(n, h, J)
+            which = _which(self, i, case)
+            structure = ref.outs[0]["treedef"]
+            limit = min(max(self.min_timeout, 2 * self.zero * ref.seconds), max(1.0, ctx.time_left()))
+            stu = student_run(ctx, case, limit, which, ref.seconds)
+            if isinstance(stu, Outcome):
+                return stu
+            params, problem = rbm_of(stu.outs[0], structure, n)
+            if problem or params is None:
+                return Outcome.fail(f"{which}: {problem}")
+            energy = rbm_energy(*params, h, J)
+            error = abs(energy - exact) / abs(exact)
+            if not error < self.max_error and len(second_chances) < SECOND_CHANCES and not ctx.public:
+                second_chances.append(f"{which}: relative error {error:.2e}")
+                continue
+            refs.append(ref)
+            stus.append(stu)
+            errors.append(error)
+            ref_errors.append(ref_error)
+            instances.append([n, h, J])
+            data = {
+                "errors": errors,
+                "reference_errors": ref_errors,
+                "instances": instances,
+                "energy": energy,
+                "exact_energy": exact,
+                "max_error": self.max_error,
+                "redrawn": redrawn,
+                "second_chances": second_chances,
+            }
+            if not error < self.max_error:
+                again = f" (a fresh case after {second_chances[0]})" if second_chances else ""
+                return Outcome.fail(
+                    f"{which}{again}: the returned RBM's energy is {energy:.6f}, the exact ground state's "
+                    f"{exact:.6f}: relative error {error:.2e}, more than {self.max_error:g} (the reference "
+                    f"reaches {ref_error:.1e}). Optimise longer or better: stochastic reconfiguration, "
+                    "enough samples, a learning rate that converges"
+                    + (
+                        " (the grader runs one missed run again on a fresh key; `grade check` cannot)"
+                        if ctx.public
+                        else ""
+                    ),
+                    **data,
+                )
+            i += 1
+        if len(stus) > 1 and all(
+            np.array_equal(a["data"], b["data"]) for a, b in zip(stus[0].outs[0]["leaves"], stus[1].outs[0]["leaves"])
+        ):
+            return Outcome.fail(
+                "two runs with different keys returned identical parameters: take every random choice "
+                "(the initial parameters, the Markov chains) from the key",
+                **data,
+            )
+        if ctx.public:
+            times = ", ".join(f"{s.seconds:.2f} s" for s in stus)
+            return Outcome.pending(
+                f"relative energy error {', '.join(f'{e:.1e}' for e in errors)} on {len(stus)} runs "
+                f"(below {self.max_error:g}: the accuracy half would pass); your runs took {times} "
+                f"(wall time, this machine); the time half is judged against the reference's on the "
+                f"grading machine: full up to x{self.full:g}, none from x{self.zero:g}",
+                **data,
+                student_seconds=[round(s.seconds, 3) for s in stus],
+            )
+        return _with_time(self, backend, refs, stus, data)
 
 
 def exact_energy(n: int, h: float, J: float) -> float:
@@ -99,8 +218,8 @@ def rbm_energy(visible: np.ndarray, hidden: np.ndarray, kernel: np.ndarray, h: f
     configs = np.arange(2**n)
     log_psi = np.empty(2**n, dtype=np.result_type(visible, hidden, kernel, np.float64))
     for start in range(0, 2**n, CHUNK):
-        s = 1.0 - 2.0 * ((configs[start:start + CHUNK, None] >> np.arange(n)) & 1)
-        log_psi[start:start + CHUNK] = s @ visible + _log_cosh(s @ kernel + hidden).sum(axis=1)
+        s = 1.0 - 2.0 * ((configs[start : start + CHUNK, None] >> np.arange(n)) & 1)
+        log_psi[start : start + CHUNK] = s @ visible + _log_cosh(s @ kernel + hidden).sum(axis=1)
     psi = np.exp(log_psi - np.max(np.real(log_psi)))  # scaled: the largest |psi| is 1
     weight = np.abs(psi) ** 2
     s = 1.0 - 2.0 * ((configs[:, None] >> np.arange(n)) & 1)
@@ -115,89 +234,54 @@ def rbm_of(out: dict, structure: str, n: int) -> tuple[tuple[np.ndarray, np.ndar
     parameters ({"Dense": {"bias", "kernel"}, "visible_bias"}: leaves in that order) for a ring
     of `n` spins; or why not."""
     if out["treedef"] != structure:
-        return None, (f"the output's structure is {out['treedef']}, but the task asks for the RBM's parameters, "
-                      f"`vstate.parameters`: {structure}")
+        return None, (
+            f"the output's structure is {out['treedef']}, but the task asks for the RBM's parameters, "
+            f"`vstate.parameters`: {structure}"
+        )
     if any(leaf["kind"] != "array" for leaf in out["leaves"]):
         return None, "the parameters must be numeric arrays"
     hidden, kernel, visible = (np.asarray(leaf["data"]) for leaf in out["leaves"])
     if kernel.ndim != 2 or visible.shape != kernel.shape[:1] or hidden.shape != kernel.shape[1:]:
-        return None, (f"parameters of shapes kernel {kernel.shape}, bias {hidden.shape}, visible_bias {visible.shape} "
-                      "are not an RBM's: kernel (n, hidden), bias (hidden,), visible_bias (n,)")
+        return None, (
+            f"parameters of shapes kernel {kernel.shape}, bias {hidden.shape}, visible_bias {visible.shape} "
+            "are not an RBM's: kernel (n, hidden), bias (hidden,), visible_bias (n,)"
+        )
     if visible.shape != (n,):
         return None, f"an RBM for {visible.shape[0]} spins, but the ring has n = {n}"
     if kernel.shape[1] > MAX_HIDDEN_PER_SPIN * kernel.shape[0]:
-        return None, f"{kernel.shape[1]} hidden units for {kernel.shape[0]} spins; at most alpha = {MAX_HIDDEN_PER_SPIN}"
+        return (
+            None,
+            f"{kernel.shape[1]} hidden units for {kernel.shape[0]} spins; at most alpha = {MAX_HIDDEN_PER_SPIN}",
+        )
     if not all(np.isfinite(a).all() for a in (visible, hidden, kernel)):
         return None, "some parameters are NaN or infinite: the optimisation diverged"
     as_number = lambda a: a if a.dtype.kind in "fc" else a.astype(np.float64)  # noqa: E731
     return (as_number(visible), as_number(hidden), as_number(kernel)), None
 
 
-def run(session: TopicSession, run: ExerciseRun) -> Outcome:
-    ex = run.exercise
-    opts: Vmc = ex.options["vmc"]
-    backend = session.platform["backend"]
-    refs: list[Timed] = []
-    stus: list[Timed] = []
-    errors: list[float] = []
-    ref_errors: list[float] = []
-    instances: list[list] = []          # (n, h, J) of each judged run
-    redrawn = 0
-    second_chances: list[str] = []      # the student's runs that missed and were run again on a fresh case
-    instance = _instance(session, ex.name, opts)
-    i = 0
-    while i < opts.runs:
-        case, ref, ref_error, misses = _case_the_reference_solves(session, ex.name, opts, i, instance)
-        redrawn += misses
-        n, h, J = case.args[:3]
-        exact = exact_energy(n, h, J)
-        which = _which(opts, i, case)
-        structure = ref.outs[0]["treedef"]
-        limit = min(max(opts.min_timeout, 2 * opts.zero * ref.seconds), max(1.0, session.time_left()))
-        try:
-            stu = timed_call(session.student(), ex.name, [case], jit=False, static_argnums=(), timeout=limit)
-        except StudentError as exc:
-            return Outcome.fail(f"{which}: {exc}")
-        except CallFailed as exc:
-            reason = format_error(exc.error, f"{session.topic.name}.{ex.name}") if exc.error else str(exc)
-            return Outcome.fail(f"{which}: {reason}")
-        except WorkerDied as exc:
-            return Outcome.fail(f"{which} did not finish within {limit:.0f} s (the reference took {ref.seconds:.1f} s): {exc}")
-        params, problem = rbm_of(stu.outs[0], structure, n)
-        if problem:
-            return Outcome.fail(f"{which}: {problem}")
-        energy = rbm_energy(*params, h, J)
-        error = abs(energy - exact) / abs(exact)
-        if not error < opts.max_error and len(second_chances) < SECOND_CHANCES:
-            second_chances.append(f"{which}: relative error {error:.2e}")
-            continue
-        refs.append(ref)
-        stus.append(stu)
-        errors.append(error)
-        ref_errors.append(ref_error)
-        instances.append([n, h, J])
-        data = {"errors": errors, "reference_errors": ref_errors, "instances": instances, "energy": energy,
-                "exact_energy": exact, "max_error": opts.max_error, "redrawn": redrawn,
-                "second_chances": second_chances}
-        if not error < opts.max_error:
-            again = f" (a fresh case after {second_chances[0]})" if second_chances else ""
-            return Outcome.fail(f"{which}{again}: the returned RBM's energy is {energy:.6f}, the exact ground state's "
-                                f"{exact:.6f}: relative error {error:.2e}, more than {opts.max_error:g} (the reference "
-                                f"reaches {ref_error:.1e}). Optimise longer or better: stochastic reconfiguration, "
-                                "enough samples, a learning rate that converges", **data)
-        i += 1
-    if len(stus) > 1 and all(np.array_equal(a["data"], b["data"]) for a, b in zip(stus[0].outs[0]["leaves"],
-                                                                                  stus[1].outs[0]["leaves"])):
-        return Outcome.fail("two runs with different keys returned identical parameters: take every random choice "
-                            "(the initial parameters, the Markov chains) from the key", **data)
-    if session.public:
-        times = ", ".join(f"{s.seconds:.2f} s" for s in stus)
-        return Outcome.pending(f"relative energy error {', '.join(f'{e:.1e}' for e in errors)} on {len(stus)} runs "
-                               f"(below {opts.max_error:g}: the accuracy half would pass); your runs took {times} "
-                               f"(wall time, this machine); the time half is judged against the reference's on the "
-                               f"grading machine: full up to x{opts.full:g}, none from x{opts.zero:g}", **data,
-                               student_seconds=[round(s.seconds, 3) for s in stus])
-    return _with_time(opts, backend, refs, stus, data)
+def student_run(
+    ctx: CheckContext,
+    case: Case,
+    limit: float,
+    which: str,
+    reference_seconds: float,
+    data: dict[str, Any] | None = None,
+) -> Timed | Outcome:
+    """The student's run of the exercise on `case`, timed by the grader and stopped past `limit`
+    seconds; or the failing Outcome saying why it did not return (`which`: the run, in words;
+    `data`: what the Outcome carries). Shared with `autograder.checks.trains`."""
+    data = data or {}
+    try:
+        return ctx.student.timed(ctx.exercise.name, [case], jit=False, timeout=limit)
+    except StudentError as exc:
+        return Outcome.fail(f"{which}: {exc}", **data)
+    except CallFailed as exc:
+        reason = ctx.error_text(exc.error) if exc.error else str(exc)
+        return Outcome.fail(f"{which}: {reason}", **data)
+    except WorkerDied as exc:
+        return Outcome.fail(
+            f"{which} did not finish within {limit:.0f} s (the reference took {reference_seconds:.1f} s): {exc}", **data
+        )
 
 
 def _which(opts: Vmc, i: int, case) -> str:
@@ -205,24 +289,25 @@ def _which(opts: Vmc, i: int, case) -> str:
     return f"run {i + 1} of {opts.runs} (n={n}, h={h:g}, J={J:g}, key=jax.random.key({key.seed}))"
 
 
-def _instance(session: TopicSession, fn: str, opts: Vmc) -> tuple[int, float, float]:
+def _instance(ctx: CheckContext, opts: Vmc) -> tuple[int, float, float]:
     """(n, h, J) of this grading, shared by its runs (and so is NetKet's compilation, and a
     function that ignores its key returns the same parameters twice): hidden, a ring size from
     `opts.rings` and the exercise's sampler's couplings on it; public, `opts.public`, which
     hidden grading never draws."""
-    if session.public:
+    if ctx.public:
         return opts.public
-    ex = session.topic.exercise(fn)
-    return session.draw(fn, "vmc_instance", lambda rng: ex.sample(rng, int(rng.choice(opts.rings))).args[:3])
+    ex = ctx.exercise
+    return ctx.draw("vmc_instance", lambda rng: ex.sample(rng, int(rng.choice(opts.rings))).args[:3])
 
 
-def _keyed(session: TopicSession, fn: str, instance: tuple[int, float, float]) -> Case:
+def _keyed(ctx: CheckContext, instance: tuple[int, float, float]) -> Case:
     """One run's case: the grading's instance with a fresh key."""
-    return session.draw(fn, "vmc", lambda rng: Case((*instance, Key(int(rng.integers(2**31))))))
+    return ctx.draw("vmc", lambda rng: Case((*instance, Key(int(rng.integers(2**31))))))
 
 
-def _case_the_reference_solves(session: TopicSession, fn: str, opts: Vmc, i: int,
-                               instance: tuple[int, float, float]) -> tuple[Case, Timed, float, int]:
+def _case_the_reference_solves(
+    ctx: CheckContext, opts: Vmc, i: int, instance: tuple[int, float, float]
+) -> tuple[Case, Timed, float, int]:
     """Run i's case, the reference's run on it, its relative error, and how many draws it missed.
 
     From a few keys in a hundred the reference's own optimisation stalls far from the ground
@@ -232,49 +317,60 @@ def _case_the_reference_solves(session: TopicSession, fn: str, opts: Vmc, i: int
     """
     missed: list[str] = []
     while len(missed) < REFERENCE_DRAWS:
-        case = _keyed(session, fn, instance)
+        case = _keyed(ctx, instance)
         n, h, J = case.args[:3]
         which = _which(opts, i, case)
-        ref = _reference_run(session, fn, case, which)
+        ref = _reference_run(ctx, case, which)
         params, problem = rbm_of(ref.outs[0], ref.outs[0]["treedef"], n)
         exact = exact_energy(n, h, J)
         error = abs(rbm_energy(*params, h, J) - exact) / abs(exact) if params else float("inf")
         if not problem and error < opts.max_error:
             return case, ref, error, len(missed)
         missed.append(f"{which}: {problem or f'relative error {error:.2e}'}")
-    raise GraderError(f"the reference {session.topic.name}.{fn} missed the ground state on {len(missed)} draws: "
-                      + "; ".join(missed))
+    raise GraderError(
+        f"the reference {ctx.topic_name}.{ctx.exercise.name} missed the ground state on {len(missed)} draws: "
+        + "; ".join(missed)
+    )
 
 
-def _reference_run(session: TopicSession, fn: str, case, which: str) -> Timed:
+def _reference_run(ctx: CheckContext, case: Case, which: str) -> Timed:
     """The reference's timed run on `case` (live, with the student's worker frozen; or recorded)."""
+    fn = ctx.exercise.name
+
     def compute() -> dict:
         try:
-            with session.student_paused():
-                ref = timed_call(session.ref, fn, [case], jit=False, static_argnums=(), timeout=REFERENCE_TIMEOUT)
+            ref = ctx.reference.timed(fn, [case], jit=False, timeout=REFERENCE_TIMEOUT)
         except (WorkerDied, CallFailed) as exc:
-            raise GraderError(f"the reference {session.topic.name}.{fn} failed, {which}: {exc}") from None
+            raise GraderError(f"the reference {ctx.topic_name}.{fn} failed, {which}: {exc}") from None
         return {"seconds": ref.seconds, "cpu_seconds": ref.cpu_seconds, "outs": ref.outs}
 
-    return Timed(**session.answer("vmc", {"fn": fn, "args": case.args}, compute))
+    return Timed(**ctx.answer("vmc", {"fn": fn, "args": case.args}, compute))
 
 
-def _with_time(opts: Vmc, backend: str, refs: list[Timed], stus: list[Timed], data: dict) -> Outcome:
+def _with_time(opts: Vmc, backend: str, refs: list[Timed], stus: list[Timed], data: dict[str, Any]) -> Outcome:
     """Accurate: half the points, plus half the time band's fraction on the worst run's ratio."""
     clock, pick = clock_for(backend, refs + stus)
     ratios = [pick(s) / pick(r) for r, s in zip(refs, stus)]
     wall_ratios = [s.seconds / r.seconds for r, s in zip(refs, stus)]
-    band = Speed(size={backend: 0}, full=opts.full, zero=opts.zero)
     ratio = max(ratios)
-    time_fraction = 0.0 if max(wall_ratios) >= opts.zero else band.score(ratio)
-    data.update({"ratios": [round(r, 3) for r in ratios], "wall_ratios": [round(r, 3) for r in wall_ratios],
-                 "clock": clock, "reference_seconds": [round(pick(r), 3) for r in refs],
-                 "student_seconds": [round(pick(s), 3) for s in stus], "time_fraction": round(time_fraction, 3)})
+    time_fraction = 0.0 if max(wall_ratios) >= opts.zero else band_score(ratio, opts.full, opts.zero)
+    data.update(
+        {
+            "ratios": [round(r, 3) for r in ratios],
+            "wall_ratios": [round(r, 3) for r in wall_ratios],
+            "clock": clock,
+            "reference_seconds": [round(pick(r), 3) for r in refs],
+            "student_seconds": [round(pick(s), 3) for s in stus],
+            "time_fraction": round(time_fraction, 3),
+        }
+    )
     runs = ", ".join(f"x{r:.2f}" for r in ratios)
-    text = (f"relative energy error {', '.join(f'{e:.1e}' for e in data['errors'])} on {len(ratios)} runs (below "
-            f"{opts.max_error:g}; the reference's {', '.join(f'{e:.1e}' for e in data['reference_errors'])}); "
-            f"{clock} time against the reference's: {runs} (the first run compiles; {pick(refs[0]):.2f} s and "
-            f"{pick(refs[-1]):.2f} s for the reference), full marks up to x{opts.full:g}, none from x{opts.zero:g}")
+    text = (
+        f"relative energy error {', '.join(f'{e:.1e}' for e in data['errors'])} on {len(ratios)} runs (below "
+        f"{opts.max_error:g}; the reference's {', '.join(f'{e:.1e}' for e in data['reference_errors'])}); "
+        f"{clock} time against the reference's: {runs} (the first run compiles; {pick(refs[0]):.2f} s and "
+        f"{pick(refs[-1]):.2f} s for the reference), full marks up to x{opts.full:g}, none from x{opts.zero:g}"
+    )
     if max(wall_ratios) >= opts.zero:
         text += f"; but the wall time took x{max(wall_ratios):.1f} the reference's, past x{opts.zero:g}: no time points"
     return Outcome(round(0.5 + 0.5 * time_fraction, 3), text, data)

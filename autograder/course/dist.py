@@ -2,11 +2,12 @@
 from an allow-list of this repo, with nothing hidden in it.
 
 What ships (`STUDENT_MODULES`, `STUDENT_FOLDERS`): the `grade` CLI's student commands, the
-engine and checks that run public checks, the worker code, the public specs and recordings
-(`autograder/public/`), the service's client, and in `autograder/student_files/` the stubs, the
-lessons and the released notebooks (nbgrader's own preprocessors strip the solutions and the
-hidden tests). What never ships: `solutions/`, the topic specs (`autograder/topics/<topic>.py`:
-samplers and hidden edge cases), the build code (`autograder/course/`), the server, the tests.
+engine and checks that run public checks, the process layer (`autograder/isolation/`) and the
+worker code, the public specs and recordings (`autograder/public/`), the service's client, and
+in `autograder/student_files/` the stubs, the lessons and the released notebooks (nbgrader's
+own preprocessors strip the solutions and the hidden tests). What never ships: `solutions/`,
+the topic specs (`autograder/topics/<topic>.py`: samplers and hidden edge cases), the build code
+(`autograder/course/`), the server, the tests.
 
 `leaks(path)` scans a built wheel or sdist for every marked solution block (normalised source),
 every definition in the topic specs (samplers, hidden cases), the reference modules, and hidden
@@ -31,23 +32,49 @@ import nbformat
 
 from autograder import __version__, paths, topics
 from autograder.answers import from_blob
+from autograder.source import parse_trusted
 from autograder.spec import Case, Edge, same_args
 
 ROOT = paths.PACKAGE_ROOT
 DIST_NAME = "jaxlings-student"
 
 STUDENT_MODULES = (
-    "__init__.py", "__main__.py", "answers.py", "changes.py", "cli.py", "compare.py", "compile_cache.py",
-    "draws.py", "engine.py", "gate.py", "hints.py", "kernel.py", "paths.py", "replies.py", "report.py", "requirements.py",
-    "results.py", "sandbox.py", "session.py", "source.py", "spares.py", "spec.py", "structure.py", "stubs.py",
+    "__init__.py",
+    "__main__.py",
+    "answers.py",
+    "changes.py",
+    "cli.py",
+    "compare.py",
+    "compile_cache.py",
+    "draws.py",
+    "engine.py",
+    "gate.py",
+    "hints.py",
+    "kernel.py",
+    "paths.py",
+    "replies.py",
+    "report.py",
+    "requirements.py",
+    "results.py",
+    "context.py",
+    "session.py",
+    "source.py",
+    "spares.py",
+    "spec.py",
+    "structure.py",
+    "stubs.py",
     "submission.py",
     "timing.py",
-    "workspace.py", "topics/__init__.py", "public/__init__.py",
-    "service/__init__.py", "service/client.py", "service/cli.py",
+    "workspace.py",
+    "topics/__init__.py",
+    "public/__init__.py",
+    "service/__init__.py",
+    "service/client.py",
+    "service/cli.py",
 )
 """Modules of `autograder/` that ship, relative to it (those absent here are skipped)."""
 
-STUDENT_FOLDERS = ("checks", "worker")
+STUDENT_FOLDERS = ("checks", "isolation", "worker")
 """Subpackages of `autograder/` whose every module ships."""
 
 # The student package needs what the grader's core needs: the project's own dependencies.
@@ -106,6 +133,7 @@ class DistError(Exception):
 
 # -- the released notebooks -----------------------------------------------------------------
 
+
 def released_notebook(source: Path) -> str:
     """The students' copy of a source notebook, as `nbgrader generate_assignment` makes it:
     solutions cut to stubs, hidden tests removed, outputs cleared, given cells locked."""
@@ -119,6 +147,7 @@ def released_notebook(source: Path) -> str:
 
 
 # -- staging and building -------------------------------------------------------------------
+
 
 def stage(target: Path) -> Path:
     """Lay out the student package's source tree in `target` (a fresh folder)."""
@@ -143,9 +172,14 @@ def stage(target: Path) -> Path:
         notebook = released_notebook(paths.course_dir() / "source" / name / f"{name}.ipynb")
         (files / "notebooks" / f"{name}.ipynb").write_text(notebook)
         shutil.copyfile(source / "public" / f"{name}.json", pkg / "public" / f"{name}.json")
-    (target / "pyproject.toml").write_text(PYPROJECT.format(
-        name=DIST_NAME, version=__version__, dependencies=json.dumps(list(DEPENDENCIES)),
-        notebook=json.dumps(list(NOTEBOOK_EXTRA))))
+    (target / "pyproject.toml").write_text(
+        PYPROJECT.format(
+            name=DIST_NAME,
+            version=__version__,
+            dependencies=json.dumps(list(DEPENDENCIES)),
+            notebook=json.dumps(list(NOTEBOOK_EXTRA)),
+        )
+    )
     (target / "README.md").write_text(README.format(name=DIST_NAME))
     return target
 
@@ -156,12 +190,26 @@ def build(out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="jaxlings-student-") as tmp:
         tree = stage(Path(tmp) / "src")
-        done = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--sdist", "--wheel", "--outdir",
-                               str(out_dir), str(tree)], capture_output=True, text=True)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "build",
+                "--no-isolation",
+                "--sdist",
+                "--wheel",
+                "--outdir",
+                str(out_dir),
+                str(tree),
+            ],
+            capture_output=True,
+            text=True,
+        )
         if done.returncode != 0:
             raise DistError(f"building the student package failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    built = sorted({*out_dir.glob(f"{DIST_NAME.replace('-', '_')}-{__version__}*"),
-                    *out_dir.glob(f"{DIST_NAME}-{__version__}*")})  # older setuptools keep the dash in sdists
+    built = sorted(
+        {*out_dir.glob(f"{DIST_NAME.replace('-', '_')}-{__version__}*"), *out_dir.glob(f"{DIST_NAME}-{__version__}*")}
+    )  # older setuptools keep the dash in sdists
     if len(built) != 2:
         raise DistError(f"expected a wheel and an sdist in {out_dir}, found {[a.name for a in built]}")
     for artifact in built:
@@ -172,6 +220,7 @@ def build(out_dir: Path) -> list[Path]:
 
 
 # -- the leak scan --------------------------------------------------------------------------
+
 
 def normalise(text: str) -> str:
     """Source text with comments, blank lines and indentation dropped, one space per gap."""
@@ -189,7 +238,7 @@ def solution_blocks() -> dict[str, str]:
 
     blocks: dict[str, str] = {}
     for name in topics.ORDER:
-        current, inside, body = None, False, []
+        current, inside, body = None, False, list[str]()
         for line in (paths.solutions_dir() / f"{name}.py").read_text().splitlines():
             if m := DEF.match(line):
                 current = m["name"]
@@ -210,12 +259,15 @@ def spec_definitions() -> dict[str, str]:
     found: dict[str, str] = {}
     for name in topics.ORDER:
         source = (ROOT / "autograder" / "topics" / f"{name}.py").read_text()
-        for node in ast.walk(ast.parse(source)):
+        for node in ast.walk(parse_trusted(source, f"autograder/topics/{name}.py")):
             if isinstance(node, ast.FunctionDef):
                 found[f"{name}: def {node.name}"] = normalise(ast.get_source_segment(source, node) or "")
-            elif isinstance(node, ast.Call) and any(k.arg == "hidden" and getattr(k.value, "value", False) is True
-                                                    for k in node.keywords):
-                found[f"{name}: hidden case at line {node.lineno}"] = normalise(ast.get_source_segment(source, node) or "")
+            elif isinstance(node, ast.Call) and any(
+                k.arg == "hidden" and getattr(k.value, "value", False) is True for k in node.keywords
+            ):
+                found[f"{name}: hidden case at line {node.lineno}"] = normalise(
+                    ast.get_source_segment(source, node) or ""
+                )
     return {k: v for k, v in found.items() if v}
 
 
@@ -225,19 +277,23 @@ def _members(artifact: Path) -> dict[str, bytes]:
         with zipfile.ZipFile(artifact) as zf:
             return {n: zf.read(n) for n in zf.namelist() if not n.endswith("/")}
     with tarfile.open(artifact) as tf:
-        return {m.name.split("/", 1)[-1]: tf.extractfile(m).read() for m in tf.getmembers() if m.isfile()}
+        members = {m.name.split("/", 1)[-1]: tf.extractfile(m) for m in tf.getmembers() if m.isfile()}
+        return {name: f.read() for name, f in members.items() if f is not None}
 
 
 def leaks(artifact: Path) -> list[str]:
     """What hidden material `artifact` holds (empty: nothing)."""
     members = _members(Path(artifact))
     texts = {n: normalise(_readable(n, data)) for n, data in members.items()}
-    needles = {**{f"solution block {k}": v for k, v in solution_blocks().items()},
-               **{f"spec definition {k}": v for k, v in spec_definitions().items()}}
+    needles = {
+        **{f"solution block {k}": v for k, v in solution_blocks().items()},
+        **{f"spec definition {k}": v for k, v in spec_definitions().items()},
+    }
     found = [f"{what} in {name}" for what, needle in needles.items() for name, text in texts.items() if needle in text]
     for name in members:
-        if name.startswith(("solutions/", "tests/", "autograder/course/")) \
-                or re.fullmatch(r"autograder/topics/(?!__init__)\w+\.py", name):
+        if name.startswith(("solutions/", "tests/", "autograder/course/")) or re.fullmatch(
+            r"autograder/topics/(?!__init__)\w+\.py", name
+        ):
             found.append(f"grader-only file {name}")
     for name, data in members.items():
         if name.endswith(".json") and "/public/" in name:
@@ -259,8 +315,13 @@ def _readable(name: str, data: bytes) -> str:
 def _hidden_in_recording(document: dict) -> list[str]:
     """Hidden cases that a recording's draws hold (there must be none): hidden-only edge cases,
     and instances of an `Edge` family other than its public one (those are hidden grading's)."""
-    hidden_labels = {case.label for name in topics.ORDER for ex in topics.load(name).exercises
-                     for case in ex.edge_cases if case.hidden}
+    hidden_labels = {
+        case.label
+        for name in topics.ORDER
+        for ex in topics.load(name).exercises
+        for case in ex.edge_cases
+        if case.hidden
+    }
     shown: dict[str, list] = {}  # label -> the public instances of that label, this topic's
     families: set[str] = set()
     if document.get("topic") in topics.ORDER:
@@ -276,8 +337,11 @@ def _hidden_in_recording(document: dict) -> list[str]:
         for case in value if isinstance(value, list) else [value]:
             if isinstance(case, Case) and (case.hidden or case.label in hidden_labels):
                 found.append(f"hidden case {case.label!r}")
-            elif (isinstance(case, Case) and case.label in families
-                  and not any(same_args(case.args, args) for args in shown[case.label])):
+            elif (
+                isinstance(case, Case)
+                and case.label in families
+                and not any(same_args(case.args, args) for args in shown[case.label])
+            ):
                 found.append(f"a hidden instance of edge case {case.label!r}")
     return found
 

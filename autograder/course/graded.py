@@ -10,27 +10,30 @@ the stub and in the notebook's answer cell) a list generated from that spec, one
         4 random cases, the output equals the reference's (rtol 1e-6, atol 1e-6).
       - jit (1): ...
 
-Each check says what it asks in its own module (`describe(exercise, context)`, beside its
-one-line `SUMMARY`), and each requirement in its class (`Requirement.describe`), so a new
+Each check says what it asks in its own class (`Check.describe(exercise, words)`, beside its
+one-line `summary`), and each requirement in its class (`Requirement.describe`), so a new
 check or requirement states itself or fails to build. `Context` gives them the exercise's
 words: its parameter names (for static arguments, `grad`'s and `vmap`'s axes), its outputs'
 names, its cases and its speed workload described by shape, and numbers formatted alike.
 A hand-written "Graded" paragraph in a solution is replaced in what is generated, and refused by
-`tests/test_build.py` in the solution itself.
+`tests/course/test_build.py` in the solution itself.
 """
 
 from __future__ import annotations
 
-import ast
 import re
-import sys
 import textwrap
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from autograder import checks
-from autograder.spec import Case, Edge, Exercise, Speed, Topic
+from autograder.source import functions, parameters, parse_trusted
+from autograder.spec import Case, Edge, Exercise, Topic
+
+if TYPE_CHECKING:
+    from autograder.checks.speed import Speed
 
 WIDTH = 96
 GRADED = re.compile(r"^\s*Graded\b")
@@ -40,32 +43,38 @@ JIT_CONVENTION = (
     "Write plain functions: the grader calls them as written for `correct` (where the exercise has a `jit` check "
     "it tries its own `jax.jit` first, which compiles faster, and calls the function as written when that fails or "
     "differs: a function that is right as written is judged right), and applies `jax.jit` itself for "
-    "`jit` (with the static arguments the docstring names) and for the checks that say \"jitted by the grader\"; "
+    '`jit` (with the static arguments the docstring names) and for the checks that say "jitted by the grader"; '
     "a function you jit yourself is used as it is. Decorate a function only where its task says so (a check that "
-    "says \"called as written\" times or counts it as you wrote it).")
+    'says "called as written" times or counts it as you wrote it).'
+)
 """The one statement of how the grader calls students' functions (stub headers, notebooks)."""
 
 TOLERANCE = (
     "A float output matches when |got - expected| <= atol + rtol·|expected| in every entry (NaN where the "
-    "reference has NaN); integers, booleans and keys must be equal.")
+    "reference has NaN); integers, booleans and keys must be equal."
+)
 
 
 def _after_correct() -> str:
-    needs = [f"`{c}`" for c in checks.REGISTRY if c in checks.NEEDS_CORRECT and c not in checks.ADVISORY]
+    needs = [f"`{name}`" for name, kind in checks.KINDS.items() if "correct" in kind.requires and not kind.advisory]
     return f"{join_words(needs)} count only once `correct` passes."
 
 
 def stub_note() -> str:
     """The paragraph of every stub's header on how it is graded."""
-    return (f"How you are graded: each docstring ends with its \"Graded\" list (the checks, their points and what "
-            f"each asks), generated from the grader's spec. {JIT_CONVENTION} {TOLERANCE} {_after_correct()} "
-            "`grade check` judges speed on submission and shows your own time.")
+    return (
+        f'How you are graded: each docstring ends with its "Graded" list (the checks, their points and what '
+        f"each asks), generated from the grader's spec. {JIT_CONVENTION} {TOLERANCE} {_after_correct()} "
+        "`grade check` judges speed on submission and shows your own time."
+    )
 
 
 def notebook_note() -> str:
     """The same, for a notebook's grading note."""
-    return (f"Each function's docstring ends with its \"Graded\" list, generated from the grader's spec. "
-            f"{JIT_CONVENTION} {TOLERANCE} {_after_correct()}")
+    return (
+        f"Each function's docstring ends with its \"Graded\" list, generated from the grader's spec. "
+        f"{JIT_CONVENTION} {TOLERANCE} {_after_correct()}"
+    )
 
 
 class GradedError(Exception):
@@ -95,8 +104,9 @@ def join_words(words: Sequence[str], last: str = "and") -> str:
 class Context:
     """What a check's `describe` needs of the exercise, in the docstring's words."""
 
-    def __init__(self, exercise: Exercise, params: Sequence[str], topic: Topic | None = None, *,
-                 decorated: bool = False):
+    def __init__(
+        self, exercise: Exercise, params: Sequence[str], topic: Topic | None = None, *, decorated: bool = False
+    ):
         self.exercise, self.params, self.topic, self.decorated = exercise, tuple(params), topic, decorated
 
     # -- names -------------------------------------------------------------------------------
@@ -158,8 +168,11 @@ class Context:
         if shown or hidden:
             labels = ", ".join(f'"{label}"' for label in shown)
             if families:
-                kinds = ("each kind" if len(families) == len(shown) else
-                         "the kind" + ("s " if len(families) > 1 else " ") + join_words([f'"{f}"' for f in families]))
+                kinds = (
+                    "each kind"
+                    if len(families) == len(shown)
+                    else "the kind" + ("s " if len(families) > 1 else " ") + join_words([f'"{f}"' for f in families])
+                )
                 labels += f"; graded on other inputs of {kinds}"
             more = f"{'; ' if shown else ''}{hidden} more hidden" if hidden else ""
             n = len(ex.edge_cases)
@@ -216,8 +229,10 @@ def _top_level_parts(text: str) -> list[str]:
 def _describe(requirement: Any) -> str:
     describe = getattr(type(requirement), "describe", None)
     if describe is None or getattr(describe, "__qualname__", "").startswith("Requirement."):
-        raise GradedError(f"the requirement {type(requirement).__name__} has no `describe()`: say what it asks, "
-                          "for the docstrings' Graded list")
+        raise GradedError(
+            f"the requirement {type(requirement).__name__} has no `describe()`: say what it asks, "
+            "for the docstrings' Graded list"
+        )
     return requirement.describe()
 
 
@@ -287,7 +302,10 @@ def _describe_case(ex: Exercise, params: Sequence[str], size: int) -> str:
 
 
 def _stream(speed: Speed, size: int) -> list[Case]:
-    return _cached(speed, size, 0, lambda: speed.stream(np.random.default_rng(0), size))
+    stream = speed.stream
+    if stream is None:
+        raise GradedError("a speed workload without a stream has no calls to describe")
+    return _cached(speed, size, 0, lambda: stream(np.random.default_rng(0), size))
 
 
 def _describe_stream(ex: Exercise, params: Sequence[str], speed: Speed, size: int) -> str:
@@ -302,52 +320,52 @@ def _describe_stream(ex: Exercise, params: Sequence[str], speed: Speed, size: in
 # -- the list ----------------------------------------------------------------------------------
 
 
-def items(ex: Exercise, params: Sequence[str], topic: Topic | None = None, *,
-          decorated: bool = False) -> list[tuple[str, float, str]]:
+def items(
+    ex: Exercise, params: Sequence[str], topic: Topic | None = None, *, decorated: bool = False
+) -> list[tuple[str, float, str]]:
     """(check, points, what it asks) for each of the exercise's checks, in the spec's order;
     `decorated`: the task's function comes decorated (jitted) in the stub."""
-    ctx = Context(ex, params, topic, decorated=decorated)
+    words = Context(ex, params, topic, decorated=decorated)
     out = []
-    for check, points in ex.checks.items():
-        module = sys.modules[checks.REGISTRY[check].__module__]
-        describe = getattr(module, "describe", None)
-        if describe is None:
-            raise GradedError(f"the check {check!r} ({module.__name__}) has no `describe(exercise, context)`")
-        out.append((check, points, describe(ex, ctx)))
+    for check in ex.checks:
+        if type(check).describe is checks.Check.describe:
+            raise GradedError(f"the check {type(check).__name__} ({type(check).__module__}) has no `describe`")
+        out.append((check.name, check.points, check.describe(ex, words)))
     return out
 
 
 def _points(points: float, check: str) -> str:
-    return "advice, no points" if check in checks.ADVISORY else f"{points:g}"
+    return "advice, no points" if checks.KINDS[check].advisory else f"{points:g}"
 
 
-def block(ex: Exercise, params: Sequence[str], indent: str = "", topic: Topic | None = None, *,
-          decorated: bool = False) -> list[str]:
+def block(
+    ex: Exercise, params: Sequence[str], indent: str = "", topic: Topic | None = None, *, decorated: bool = False
+) -> list[str]:
     """The Graded list as docstring lines, indented by `indent`."""
-    total = sum(p for c, p in ex.checks.items() if c not in checks.ADVISORY)
+    total = sum(c.points for c in ex.checks if not c.advisory)
     lines = [f"{indent}Graded ({total:g} point{'' if total == 1 else 's'}):"]
     for check, points, text in items(ex, params, topic, decorated=decorated):
         bullet = f"{indent}  - {check} ({_points(points, check)}): "
-        lines += textwrap.wrap(text, WIDTH, initial_indent=bullet, subsequent_indent=indent + "    ",
-                               break_on_hyphens=False, break_long_words=False)
+        lines += textwrap.wrap(
+            text,
+            WIDTH,
+            initial_indent=bullet,
+            subsequent_indent=indent + "    ",
+            break_on_hyphens=False,
+            break_long_words=False,
+        )
     for line in lines:
         if "\\" in line or '"""' in line:
             raise GradedError(f"{ex.name}: the Graded list may not hold a backslash or triple quotes: {line!r}")
     return lines
 
 
-def parameters(node: ast.FunctionDef) -> tuple[str, ...]:
-    return tuple(a.arg for a in node.args.posonlyargs + node.args.args)
-
-
 def hand_written(source: str, names: Sequence[str]) -> list[str]:
     """The exercises whose docstring in `source` already has a "Graded" paragraph."""
     found = []
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.FunctionDef) and node.name in names:
-            doc = ast.get_docstring(node, clean=False) or ""
-            if any(GRADED.match(line) for line in doc.splitlines()):
-                found.append(node.name)
+    for fn in functions(parse_trusted(source, "a solution")):
+        if not fn.is_async and fn.name in names and any(GRADED.match(line) for line in (fn.doc or "").splitlines()):
+            found.append(fn.name)
     return found
 
 
@@ -371,19 +389,27 @@ def _drop_hand_written(lines: list[str], start: int, end: int) -> int:
 
 def insert(source: str, topic: Topic) -> str:
     """`source` (a solution module) with each exercise's docstring ending in its Graded list, in
-    place of any hand-written "Graded" paragraph (which `tests/test_build.py` refuses in a solution)."""
+    place of any hand-written "Graded" paragraph (which `tests/course/test_build.py` refuses in a solution)."""
     names = [ex.name for ex in topic.exercises]
     lines = source.splitlines()
     edits = []
-    for node in ast.parse(source).body:
-        if not (isinstance(node, ast.FunctionDef) and node.name in names):
+    for fn in functions(parse_trusted(source, f"solutions/{topic.name}.py")):
+        if fn.is_async or fn.name not in names:
             continue
-        first = node.body[0] if node.body else None
-        if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)):
-            raise GradedError(f"solutions/{topic.name}.py: {node.name} has no docstring")
+        first = fn.docstring
+        if first is None:
+            raise GradedError(f"solutions/{topic.name}.py: {fn.name} has no docstring")
         indent = " " * first.col_offset
-        edits.append((first.lineno, first.end_lineno, indent,
-                       block(topic.exercise(node.name), parameters(node), indent, topic, decorated=bool(node.decorator_list))))
+        edits.append(
+            (
+                first.lineno,
+                first.end_lineno or first.lineno,
+                indent,
+                block(
+                    topic.exercise(fn.name), parameters(fn.node), indent, topic, decorated=bool(fn.node.decorator_list)
+                ),
+            )
+        )
     for start, end, indent, graded in sorted(edits, reverse=True):
         end -= _drop_hand_written(lines, start, end)
         closing = lines[end - 1]

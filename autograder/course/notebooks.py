@@ -25,8 +25,9 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from autograder import checks, kernel
+from autograder import kernel
 from autograder.course import graded
+from autograder.source import functions, parse_trusted, statement_end
 from autograder.spec import Topic
 
 FENCE = re.compile(r"^```python\n(.*?)^```\n?", re.S | re.M)
@@ -43,14 +44,14 @@ hint (ask again for the next one). Speed is judged when your instructor grades, 
 machine: here its grade cell shows your own time.\
 """
 
-GRADE_CELL = '''\
+GRADE_CELL = """\
 # {check} ({points:g} {unit}): {summary}
 from autograder.kernel import grader
 mode = "public"
 ### BEGIN HIDDEN TESTS
 mode = "hidden"
 ### END HIDDEN TESTS
-grader("{topic}").verdict("{exercise}", "{check}", mode)'''
+grader("{topic}").verdict("{exercise}", "{check}", mode)"""
 
 CLI_TO_NOTEBOOK = (
     (r"`exercises/{topic}\.py`", "the answer cells below (the functions of `exercises/{topic}.py`)"),
@@ -65,11 +66,18 @@ class NotebookError(Exception):
     """The lesson or the solution cannot make a notebook (missing lesson, clashing names)."""
 
 
-def nbgrader_meta(grade_id: str, *, grade: bool = False, solution: bool = False, locked: bool = False,
-                  points: float | None = None) -> dict:
+def nbgrader_meta(
+    grade_id: str, *, grade: bool = False, solution: bool = False, locked: bool = False, points: float | None = None
+) -> dict:
     """nbgrader's cell metadata (schema version 3)."""
-    meta = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3, "solution": solution,
-            "task": False}
+    meta = {
+        "grade": grade,
+        "grade_id": grade_id,
+        "locked": locked,
+        "schema_version": 3,
+        "solution": solution,
+        "task": False,
+    }
     if points is not None:
         meta["points"] = points
     return {"nbgrader": meta}
@@ -79,7 +87,7 @@ def lesson_cells(lesson: str) -> list[tuple[str, str]]:
     """The lesson as ("markdown" | "code", source) pieces, in order."""
     pieces, at = [], 0
     for block in FENCE.finditer(lesson):
-        if text := lesson[at:block.start()].strip():
+        if text := lesson[at : block.start()].strip():
             pieces.append(("markdown", text))
         pieces.append(("code", block[1].rstrip()))
         at = block.end()
@@ -94,7 +102,7 @@ def solution_pieces(source: str, exercises: list[str]) -> tuple[str, list[tuple[
     Each top-level statement takes the comments and blank lines above it; consecutive given
     statements (imports, constants, registrations) merge into one piece.
     """
-    tree = ast.parse(source)
+    tree = parse_trusted(source, "the solution")
     lines = source.splitlines()
     body = tree.body
     docstring = ast.get_docstring(tree) or ""
@@ -102,10 +110,11 @@ def solution_pieces(source: str, exercises: list[str]) -> tuple[str, list[tuple[
         start, body = body[0].end_lineno, body[1:]
     else:
         start = 0
+    named = {id(fn.node): fn.name for fn in functions(tree) if fn.name in exercises}
     pieces: list[tuple[str | None, str]] = []
     for node in body:
-        name = node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in exercises else None
-        end = kernel.statement_end(node, lines)
+        name = named.get(id(node))
+        end = statement_end(node, lines)
         text = "\n".join(lines[start:end]).strip("\n")
         start = end
         if name is None and pieces and pieces[-1][0] is None:
@@ -133,8 +142,13 @@ def make_notebook(topic: Topic, lesson: str, solution: str) -> nbformat.Notebook
 
     if topic.env:
         env = "".join(f"os.environ[{k!r}] = {v!r}\n" for k, v in topic.env.items())
-        add(new_code_cell(f"# This topic's settings, the grader's too: they must run before JAX starts.\nimport os\n{env}".rstrip(),
-                          metadata=nbgrader_meta("settings", locked=True)), "settings")
+        add(
+            new_code_cell(
+                f"# This topic's settings, the grader's too: they must run before JAX starts.\nimport os\n{env}".rstrip(),
+                metadata=nbgrader_meta("settings", locked=True),
+            ),
+            "settings",
+        )
     for i, (kind, text) in enumerate(lesson_cells(lesson)):
         if kind == "code" and (clash := kernel.top_level_names(text) & set(names)):
             raise NotebookError(f"lesson {topic.name}: a code block defines {sorted(clash)}, an exercise's name")
@@ -147,8 +161,10 @@ def make_notebook(topic: Topic, lesson: str, solution: str) -> nbformat.Notebook
         raise NotebookError(f"solutions/{topic.name}.py must start with given code (its imports) before its exercises")
     add(new_markdown_cell(f"## Exercises\n\n{docstring}\n\n{GRADING_NOTE}\n\n{graded.notebook_note()}"), "exercises")
     given = 0
-    setup = (f"from autograder.kernel import grader\n\n"
-             f"jaxlings = grader({topic.name!r})  # jaxlings.hint(\"<function>\") gives a hint")
+    setup = (
+        f"from autograder.kernel import grader\n\n"
+        f'jaxlings = grader({topic.name!r})  # jaxlings.hint("<function>") gives a hint'
+    )
     for name, text in pieces:
         if name is None:
             text = f"{text}\n\n{setup}" if given == 0 else text  # the grade cells' grader
@@ -157,22 +173,40 @@ def make_notebook(topic: Topic, lesson: str, solution: str) -> nbformat.Notebook
             continue
         ex = topic.exercise(name)
         number = names.index(name) + 1
-        rows = "\n".join(f"| `{c}` | {p:g} | {checks.SUMMARIES[c]} |" for c, p in ex.checks.items())
-        add(new_markdown_cell(f"### Exercise {number}: `{name}` ({sum(ex.checks.values()):g} points)\n\n"
-                              f"| check | points | what it checks |\n|---|---|---|\n{rows}"), f"{name}-task")
+        rows = "\n".join(f"| `{c.name}` | {c.points:g} | {c.summary} |" for c in ex.checks)
+        add(
+            new_markdown_cell(
+                f"### Exercise {number}: `{name}` ({ex.points:g} points)\n\n"
+                f"| check | points | what it checks |\n|---|---|---|\n{rows}"
+            ),
+            f"{name}-task",
+        )
         add(new_code_cell(text, metadata=nbgrader_meta(name, solution=True)), name)
-        for check, points in ex.checks.items():
-            source = GRADE_CELL.format(check=check, points=points, unit="point" if points == 1 else "points",
-                                       summary=checks.SUMMARIES[check], exercise=name, topic=topic.name)
-            add(new_code_cell(source, metadata=nbgrader_meta(f"{name}-{check}", grade=True, locked=True, points=points)),
-                f"{name}-{check}")
+        for check in ex.checks:
+            source = GRADE_CELL.format(
+                check=check.name,
+                points=check.points,
+                unit="point" if check.points == 1 else "points",
+                summary=check.summary,
+                exercise=name,
+                topic=topic.name,
+            )
+            add(
+                new_code_cell(
+                    source, metadata=nbgrader_meta(f"{name}-{check.name}", grade=True, locked=True, points=check.points)
+                ),
+                f"{name}-{check.name}",
+            )
     missing = set(names) - {n for n, _ in pieces if n}
     if missing:
         raise NotebookError(f"solutions/{topic.name}.py does not define {sorted(missing)} at top level")
-    nb = new_notebook(cells=cells, metadata={
-        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-        "language_info": {"name": "python"},
-    })
+    nb = new_notebook(
+        cells=cells,
+        metadata={
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+            "language_info": {"name": "python"},
+        },
+    )
     nbformat.validate(nb)
     return nb
 

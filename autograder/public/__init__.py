@@ -4,13 +4,14 @@
 holds, for one topic:
 
 - `spec`: the topic's spec without what must stay hidden: no samplers, no edge cases, only
-  names, points, hints, tolerances, static arguments, requirements and check options;
+  names, hints, tolerances, static arguments and the checks (points, options, requirements);
 - `recording`: every input of the public run (seed 0) and every answer of the reference to it,
   keyed as `autograder.answers` keys them (the reference's outputs on the public cases, the
   facts of its exported programs, its compiled streams and prints; never its programs);
-- `fingerprint`: a hash of what the recording was made from (the solution, the spec, the
-  worker's code), so `grade build` re-records only when one of them changed and a test can
-  tell a stale file.
+- `fingerprint`: a hash of what the recording was made from (the recording protocol's
+  version, and the code of the solution, the spec, the checks and the worker, without
+  docstrings: `autograder.course.expectations.fingerprint`), so `grade build` re-records
+  only when one of them changed and a test can tell a stale file.
 
 `topic(name)` is the spec students are graded on by `grade check`; `replay(name)` answers its
 run. Both work with or without the repo's hidden parts.
@@ -20,28 +21,31 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-from autograder import requirements, spec
+from autograder import checks, requirements, spec
 from autograder.answers import Recording, Replay
 
 DIR = Path(__file__).resolve().parent
-FORMAT = 1
+FORMAT = 2  # 2: an exercise's checks are check objects (`autograder.checks`), with their options
 
 SERIALIZABLE: dict[str, type] = {
-    cls.__name__: cls
-    for module in (spec, requirements)
-    for cls in vars(module).values()
-    if isinstance(cls, type) and dataclasses.is_dataclass(cls) and cls.__module__ == module.__name__
+    **{
+        cls.__name__: cls
+        for module in (spec, requirements)
+        for cls in vars(module).values()
+        if isinstance(cls, type) and dataclasses.is_dataclass(cls) and cls.__module__ == module.__name__
+    },
+    **{cls.__name__: cls for cls in checks.KINDS.values()},
 }
 """The dataclasses a public spec may hold, by name: nothing else is ever built from a file."""
 
 HIDDEN_FIELDS = {"Exercise": ("sample", "edge_cases"), "Edge": ("make",)}
 """Fields never published: the samplers, and the edge cases, `Edge` families included (their
 public instances reach the student only as the recorded draws of the public run)."""
-SAMPLER_FIELDS = {"Exercise": ("sample",), "Stream": ("make",), "Prints": ("make",), "Edge": ("make",)}
+SAMPLER_FIELDS = {"Exercise": ("sample",), "Compiles": ("make",), "Prints": ("make",), "Edge": ("make",)}
 """Required sampler fields, filled on load with a function that refuses to run."""
 
 
@@ -89,7 +93,7 @@ def from_data(x: Any) -> Any:
             if cls is None:
                 raise PublicDataError(f"unknown type {x['$type']!r} in public expectations")
             fields = {k: from_data(v) for k, v in x.items() if k != "$type"}
-            fields.update({name: _not_published for name in SAMPLER_FIELDS.get(x["$type"], ())})
+            fields.update(dict.fromkeys(SAMPLER_FIELDS.get(x["$type"], ()), _not_published))
             return cls(**fields)
         return {k: from_data(v) for k, v in x.items()}
     return x
@@ -101,17 +105,25 @@ def _not_published(*_: Any) -> Any:
 
 def document(topic: spec.Topic, recording: Recording, fingerprint: str, jax_version: str) -> dict[str, Any]:
     """The JSON document of one topic's public expectations."""
-    return {"format": FORMAT, "topic": topic.name, "fingerprint": fingerprint, "recorded_with_jax": jax_version,
-            "spec": to_data(topic), "recording": recording.to_json()}
+    return {
+        "format": FORMAT,
+        "topic": topic.name,
+        "fingerprint": fingerprint,
+        "recorded_with_jax": jax_version,
+        "spec": to_data(topic),
+        "recording": recording.to_json(),
+    }
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(name: str) -> dict[str, Any]:
     path = path_for(name)
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
-        raise PublicDataError(f"no public expectations for topic {name!r} at {path} (`grade build` makes them)") from None
+        raise PublicDataError(
+            f"no public expectations for topic {name!r} at {path} (`grade build` makes them)"
+        ) from None
     except ValueError as exc:
         raise PublicDataError(f"{path} is not valid JSON: {exc}") from None
     if data.get("format") != FORMAT or data.get("topic") != name:

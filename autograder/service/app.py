@@ -37,8 +37,14 @@ def create_app(settings: Settings) -> FastAPI:
         auth.require_hub_support()
     log_to_stderr()
     base = settings.base_path
-    app = FastAPI(title="jaxlings grading service", version=__version__, lifespan=lifespan,
-                  openapi_url=f"{base}/api/openapi.json", docs_url=f"{base}/api/docs", redoc_url=None)
+    app = FastAPI(
+        title="jaxlings grading service",
+        version=__version__,
+        lifespan=lifespan,
+        openapi_url=f"{base}/api/openapi.json",
+        docs_url=f"{base}/api/docs",
+        redoc_url=None,
+    )
     app.state.settings = settings
     app.state.celery = jobs.make_celery(settings)
     app.state.dispatcher = jobs.Dispatcher(app.state.celery, settings)
@@ -50,7 +56,7 @@ def create_app(settings: Settings) -> FastAPI:
     from autograder.service import limits
 
     app.add_middleware(limits.BodyDeadline, seconds=settings.body_timeout)  # 408 past it (innermost of three)
-    app.add_middleware(errors.Contain)                                  # the last added is the outermost:
+    app.add_middleware(errors.Contain)  # the last added is the outermost:
     app.add_middleware(SecurityHeaders, docs_path=f"{base}/api/docs")  # a contained 500 gets the headers too
     return app
 

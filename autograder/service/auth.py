@@ -26,7 +26,7 @@ from autograder.service.db import Student, Token, WebSession, student_by_login, 
 
 STUDENT, INSTRUCTOR = "student", "instructor"
 PREFIX = "jxl_"
-HUB_TIMEOUT = 10.0      # seconds one question to the hub may take before it counts as unreachable
+HUB_TIMEOUT = 10.0  # seconds one question to the hub may take before it counts as unreachable
 
 
 class HubUnavailable(Exception):
@@ -54,8 +54,14 @@ def digest(token: str) -> str:
 def new_token(session: Session, role: str, *, student: Student | None = None, label: str = "") -> str:
     """Create a token, store only its digest, and return the token itself (shown once)."""
     token = PREFIX + secrets.token_urlsafe(32)
-    session.add(Token(digest=digest(token), role=role, student_id=student.id if student else None,
-                      label=label or (student.login if student else "")))
+    session.add(
+        Token(
+            digest=digest(token),
+            role=role,
+            student_id=student.id if student else None,
+            label=label or (student.login if student else ""),
+        )
+    )
     return token
 
 
@@ -98,9 +104,10 @@ def revoke(session: Session, *, login: str | None = None, instructor: str | None
 
 def rotate(session: Session, *, login: str | None = None, instructor: str | None = None) -> str:
     """Revoke the tokens of a student or instructor label, and return a fresh one (shown once)."""
-    revoke(session, login=login, instructor=instructor)     # unknown names fail here, before anything changes
+    revoke(session, login=login, instructor=instructor)  # unknown names fail here, before anything changes
     if login is not None:
         return new_token(session, STUDENT, student=student_by_login(session, login))
+    assert instructor is not None  # `revoke` refused neither
     return new_token(session, INSTRUCTOR, label=instructor)
 
 
@@ -114,10 +121,13 @@ def _tokens_of(session: Session, login: str | None, instructor: str | None) -> l
     if login is not None:
         student = session.scalar(select(Student).where(Student.login == login).with_for_update())
         if student is None:
-            raise ValueError(f"no student with login {login!r} on the roster; add them with `grade course add-students`")
+            raise ValueError(
+                f"no student with login {login!r} on the roster; add them with `grade course add-students`"
+            )
         return list(session.scalars(select(Token).where(Token.student_id == student.id).with_for_update()))
-    rows = list(session.scalars(select(Token).where(Token.role == INSTRUCTOR, Token.label == instructor)
-                                .with_for_update()))
+    rows = list(
+        session.scalars(select(Token).where(Token.role == INSTRUCTOR, Token.label == instructor).with_for_update())
+    )
     if not rows:
         raise ValueError(f"no instructor token labelled {instructor!r}; create one with `grade course add-instructor`")
     return rows
@@ -135,6 +145,8 @@ def identify(session: Session, token: str, settings: Settings) -> Identity | Non
         if row.role == INSTRUCTOR:
             return Identity(INSTRUCTOR, None, row.label or "instructor", row.id)
         student = session.get(Student, row.student_id)
+        if student is None:  # a student's token always has its student (foreign key); nothing to identify
+            return None
         return Identity(STUDENT, student.id, student.login, row.id)
     if settings.hub_api_url and not token.startswith(PREFIX):
         return _hub_identity(session, token, settings)
@@ -171,11 +183,10 @@ def hub_user(api_url: str, api_token: str, token: str) -> dict | None:
     future = asyncio.run_coroutine_threadsafe(asyncio.wait_for(question, HUB_TIMEOUT), _hub_loop(os.getpid()))
     try:
         return future.result(HUB_TIMEOUT + 5)
-    except HTTPError as exc:       # HubAuth's words for: cannot connect, the hub failed (5xx), other 4xx
+    except HTTPError as exc:  # HubAuth's words for: cannot connect, the hub failed (5xx), other 4xx
         raise HubUnavailable(_hub_failure(exc)) from None
-    except (TimeoutError, asyncio.TimeoutError):
-        raise HubUnavailable(f"JupyterHub did not answer within {HUB_TIMEOUT:g} s; "
-                             "try again shortly") from None
+    except TimeoutError:
+        raise HubUnavailable(f"JupyterHub did not answer within {HUB_TIMEOUT:g} s; try again shortly") from None
 
 
 def _hub_failure(exc) -> str:
@@ -204,8 +215,10 @@ def require_hub_support() -> None:
     try:
         import jupyterhub.services.auth  # noqa: F401
     except ImportError:
-        raise RuntimeError("accepting JupyterHub tokens needs the jupyterhub package beside the service "
-                           "(pip install jupyterhub), or unset JAXLINGS_HUB_API_URL / JUPYTERHUB_API_URL") from None
+        raise RuntimeError(
+            "accepting JupyterHub tokens needs the jupyterhub package beside the service "
+            "(pip install jupyterhub), or unset JAXLINGS_HUB_API_URL / JUPYTERHUB_API_URL"
+        ) from None
 
 
 @lru_cache(maxsize=4)

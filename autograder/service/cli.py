@@ -23,8 +23,9 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Callable, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -36,10 +37,17 @@ console = Console()
 course_app = typer.Typer(help="The course roster: students' and instructors' tokens.", no_args_is_help=True)
 export_app = typer.Typer(help="Export the grader for other platforms.", no_args_is_help=True)
 
-DataDir = Annotated[Optional[Path], typer.Option("--data-dir", help="Folder of the SQLite files and uploads [JAXLINGS_DATA_DIR].")]
-DatabaseUrl = Annotated[Optional[str], typer.Option("--database-url", help="SQLAlchemy URL, e.g. postgresql+psycopg://... [JAXLINGS_DATABASE_URL].")]
-BrokerUrl = Annotated[Optional[str], typer.Option("--broker-url", help="Celery broker, e.g. redis://host:6379/0 [JAXLINGS_BROKER_URL].")]
-Sandbox = Annotated[Optional[str], typer.Option("--sandbox", help="on, off or auto [JAXLINGS_SANDBOX].")]
+DataDir = Annotated[
+    Path | None, typer.Option("--data-dir", help="Folder of the SQLite files and uploads [JAXLINGS_DATA_DIR].")
+]
+DatabaseUrl = Annotated[
+    str | None,
+    typer.Option("--database-url", help="SQLAlchemy URL, e.g. postgresql+psycopg://... [JAXLINGS_DATABASE_URL]."),
+]
+BrokerUrl = Annotated[
+    str | None, typer.Option("--broker-url", help="Celery broker, e.g. redis://host:6379/0 [JAXLINGS_BROKER_URL].")
+]
+Sandbox = Annotated[str | None, typer.Option("--sandbox", help="on, off or auto [JAXLINGS_SANDBOX].")]
 
 
 def friendly(fn: Callable) -> Callable:
@@ -54,14 +62,21 @@ def friendly(fn: Callable) -> Callable:
             console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
             raise typer.Exit(2) from None
         except ImportError as exc:  # a server command in the student package (no server modules or libraries)
-            console.print(f"[red]error:[/] `grade {fn.__name__.replace('_', '-')}` runs on the grading server, which "
-                          f"needs the grader: pip install 'jaxlings\\[server]' (missing: {exc.name})", highlight=False)
+            console.print(
+                f"[red]error:[/] `grade {fn.__name__.replace('_', '-')}` runs on the grading server, which "
+                f"needs the grader: pip install 'jaxlings\\[server]' (missing: {exc.name})",
+                highlight=False,
+            )
             raise typer.Exit(2) from None
         except Exception as exc:
             if not _database_down(exc):
                 raise
-            console.print(f"[red]error:[/] cannot reach the database at {escape(_database_named(kwargs))}: "
-                          f"{escape(_reason(exc))}", highlight=False, soft_wrap=True)
+            console.print(
+                f"[red]error:[/] cannot reach the database at {escape(_database_named(kwargs))}: "
+                f"{escape(_reason(exc))}",
+                highlight=False,
+                soft_wrap=True,
+            )
             raise typer.Exit(2) from None
 
     return wrapper
@@ -81,7 +96,7 @@ def _database_named(flags: dict) -> str:
     url = settings_from(data_dir=flags.get("data_dir"), database_url=flags.get("database_url")).db_url
     try:
         return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # not a URL SQLAlchemy reads: name it by its scheme only
+    except Exception:  # noqa: BLE001 - not a URL SQLAlchemy reads: name it by its scheme only
         return url.split("://", 1)[0] + "://…"
 
 
@@ -103,8 +118,8 @@ def settings_from(**flags):
 
 @friendly
 def login(
-    server: Annotated[Optional[str], typer.Option(help="The grading server's URL (your instructor gives it).")] = None,
-    token: Annotated[Optional[str], typer.Option(help="Your course token (asked for when not given).")] = None,
+    server: Annotated[str | None, typer.Option(help="The grading server's URL (your instructor gives it).")] = None,
+    token: Annotated[str | None, typer.Option(help="Your course token (asked for when not given).")] = None,
 ) -> None:
     """Store the grading server's URL and your course token (checked against the server first)."""
     server = server or typer.prompt("grading server URL")
@@ -115,7 +130,9 @@ def login(
 
 @friendly
 def submit(
-    names: Annotated[Optional[list[str]], typer.Argument(metavar="[TOPIC]...", help="Topics to submit (default: every topic file).")] = None,
+    names: Annotated[
+        list[str] | None, typer.Argument(metavar="[TOPIC]...", help="Topics to submit (default: every topic file).")
+    ] = None,
     directory: Annotated[Path, typer.Option("--dir", help="Your exercises folder.")] = Path("exercises"),
     wait: Annotated[bool, typer.Option("--wait", help="Wait for the verdicts and print them.")] = False,
     timeout: Annotated[float, typer.Option(help="With --wait: give up waiting after this many seconds.")] = 3600.0,
@@ -134,6 +151,7 @@ def submit(
 
 def _wait(api: client.Client, submission_id: int, timeout: float) -> dict:
     with console.status("queued") as status:
+
         def update(state: dict) -> None:
             status.update(client.describe(state))
             if not sys.stdout.isatty():
@@ -148,9 +166,12 @@ def _show(api: client.Client, state: dict, json_path: Path | None = None) -> Non
 
     if state["status"] == client.FAILED and not state.get("results_url"):
         raise client.ClientError(f"submission {state['id']} could not be graded: {state.get('error')}")
-    if state["status"] == client.FAILED:      # a regrade failed: its earlier verdicts still count
-        console.print(f"[red]submission {state['id']}: its latest grading failed:[/] {escape(state.get('error') or '')}\n"
-                      "the verdicts below are from its earlier grading, which still counts", highlight=False)
+    if state["status"] == client.FAILED:  # a regrade failed: its earlier verdicts still count
+        console.print(
+            f"[red]submission {state['id']}: its latest grading failed:[/] {escape(state.get('error') or '')}\n"
+            "the verdicts below are from its earlier grading, which still counts",
+            highlight=False,
+        )
     elif state["status"] != client.DONE:
         console.print(f"submission {state['id']}: {client.describe(state)}", highlight=False)
         return
@@ -178,7 +199,7 @@ def submissions() -> None:
 @friendly
 def result(
     submission_id: Annotated[int, typer.Argument(metavar="ID")],
-    json_path: Annotated[Optional[Path], typer.Option("--json", help="Also write its results.json here.")] = None,
+    json_path: Annotated[Path | None, typer.Option("--json", help="Also write its results.json here.")] = None,
 ) -> None:
     """One submission's verdicts, or where it stands in the queue."""
     api = client.Client(client.connection())
@@ -190,38 +211,58 @@ def result(
 
 @friendly
 def serve(
-    host: Annotated[Optional[str], typer.Option(help="Address to listen on [JAXLINGS_HOST].")] = None,
-    port: Annotated[Optional[int], typer.Option(help="Port [JAXLINGS_PORT].")] = None,
-    data_dir: DataDir = None, database_url: DatabaseUrl = None, broker_url: BrokerUrl = None, sandbox: Sandbox = None,
-    with_worker: Annotated[bool, typer.Option("--with-worker", help="Also run one grading worker (one machine).")] = False,
-    workers: Annotated[int, typer.Option("--workers", min=1, help="API processes (they share nothing but the database).")] = 1,
-    proxy: Annotated[bool, typer.Option("--proxy", help="Serve behind nginx (started here; it holds slow and idle clients).")] = False,
+    host: Annotated[str | None, typer.Option(help="Address to listen on [JAXLINGS_HOST].")] = None,
+    port: Annotated[int | None, typer.Option(help="Port [JAXLINGS_PORT].")] = None,
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+    broker_url: BrokerUrl = None,
+    sandbox: Sandbox = None,
+    with_worker: Annotated[
+        bool, typer.Option("--with-worker", help="Also run one grading worker (one machine).")
+    ] = False,
+    workers: Annotated[
+        int, typer.Option("--workers", min=1, help="API processes (they share nothing but the database).")
+    ] = 1,
+    proxy: Annotated[
+        bool, typer.Option("--proxy", help="Serve behind nginx (started here; it holds slow and idle clients).")
+    ] = False,
 ) -> None:
     """Run the grading service's API and pages (migrating the database first), with the app
     server's own limits on what one client may hold, or behind nginx with --proxy."""
     import uvicorn
 
-    from autograder.service import app as service, db, front, limits, storage
+    from autograder.service import app as service
+    from autograder.service import db, front, limits, storage
 
-    settings = settings_from(host=host, port=port, data_dir=data_dir, database_url=database_url,
-                             broker_url=broker_url, sandbox=sandbox)
-    storage.secure_data_dir(settings)         # before anything creates a file there
+    settings = settings_from(
+        host=host, port=port, data_dir=data_dir, database_url=database_url, broker_url=broker_url, sandbox=sandbox
+    )
+    storage.secure_data_dir(settings)  # before anything creates a file there
     db.upgrade(settings.db_url)
-    os.environ.update(settings.to_env())      # what a worker or a second API process reads
+    os.environ.update(settings.to_env())  # what a worker or a second API process reads
     # with --proxy nginx listens on host:port and the app on a socket only nginx reaches
     edge = front.prepare(settings) if proxy else None
-    listen = dict(uds=str(edge.socket)) if edge else dict(host=settings.host, port=settings.port)
+    listen: dict[str, Any] = dict(uds=str(edge.socket)) if edge else dict(host=settings.host, port=settings.port)
     nginx = front.start(edge) if edge else None
     worker = _child_worker() if with_worker else None
     # uvicorn shuts down on SIGTERM, then raises it again with the handler it found: this one, so
     # that the `finally` below stops the worker and nginx instead of the process dying around them.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    console.print(f"jaxlings service at {settings.url}/ (gradebook: {settings.url}/gradebook)"
-                  + (f"; nginx in front, config {edge.config}" if edge else ""), highlight=False)
+    console.print(
+        f"jaxlings service at {settings.url}/ (gradebook: {settings.url}/gradebook)"
+        + (f"; nginx in front, config {edge.config}" if edge else ""),
+        highlight=False,
+    )
     try:
         app = service.create_app(settings) if workers == 1 else "autograder.service.app:from_env"
-        uvicorn.run(app, **listen, workers=workers, factory=workers > 1, log_level="info",
-                    **limits.uvicorn_options(settings, behind_front=proxy))
+        uvicorn.run(
+            app,
+            **listen,
+            workers=workers,
+            factory=workers > 1,
+            log_level="info",
+            **limits.uvicorn_options(settings, behind_front=proxy),
+        )
     finally:
         if worker is not None:
             _stop(worker)
@@ -231,13 +272,15 @@ def serve(
 
 def _child_worker() -> subprocess.Popen:
     """`grade worker` as a child that the kernel stops (SIGTERM) if this process dies, however it dies."""
+
     def die_with_parent() -> None:
         import ctypes
 
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
-    return subprocess.Popen([sys.executable, "-m", "autograder", "worker"],
-                            preexec_fn=die_with_parent if sys.platform == "linux" else None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "autograder", "worker"], preexec_fn=die_with_parent if sys.platform == "linux" else None
+    )
 
 
 def _stop(process) -> None:
@@ -252,37 +295,45 @@ def _stop(process) -> None:
 
 @friendly
 def worker(
-    data_dir: DataDir = None, database_url: DatabaseUrl = None, broker_url: BrokerUrl = None, sandbox: Sandbox = None,
-    name: Annotated[Optional[str], typer.Option(help="Worker name (default: jaxlings@host-pid).")] = None,
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+    broker_url: BrokerUrl = None,
+    sandbox: Sandbox = None,
+    name: Annotated[str | None, typer.Option(help="Worker name (default: jaxlings@host-pid).")] = None,
 ) -> None:
     """Run one grading worker: one job at a time (so timings stay fair); run one per GPU."""
     from autograder.service import jobs
 
-    jobs.run_worker(settings_from(data_dir=data_dir, database_url=database_url, broker_url=broker_url,
-                                  sandbox=sandbox), name)
+    jobs.run_worker(
+        settings_from(data_dir=data_dir, database_url=database_url, broker_url=broker_url, sandbox=sandbox), name
+    )
 
 
 @friendly
 def add_students(
     roster: Annotated[Path, typer.Argument(help="CSV with a header: login (required), name, email.")],
-    out: Annotated[Path, typer.Option(help="Where to write login,token (the tokens are shown only once).")] = Path("tokens.csv"),
-    data_dir: DataDir = None, database_url: DatabaseUrl = None,
+    out: Annotated[Path, typer.Option(help="Where to write login,token (the tokens are shown only once).")] = Path(
+        "tokens.csv"
+    ),
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
 ) -> None:
     """Add the roster's students and write a fresh course token for each to OUT."""
     from autograder.service import roster as rosters
 
     settings = settings_from(data_dir=data_dir, database_url=database_url)
     added, rotated = rosters.add_students(settings, roster, out)
-    again = (f"; {rotated} already on the roster got a new token (their old tokens no longer work)"
-             if rotated else "")
-    console.print(f"added {added} new student(s){again}; the tokens are in {out} (hand each student their own)",
-                  highlight=False)
+    again = f"; {rotated} already on the roster got a new token (their old tokens no longer work)" if rotated else ""
+    console.print(
+        f"added {added} new student(s){again}; the tokens are in {out} (hand each student their own)", highlight=False
+    )
 
 
 @friendly
 def add_instructor(
     label: Annotated[str, typer.Argument(metavar="NAME")],
-    data_dir: DataDir = None, database_url: DatabaseUrl = None,
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
 ) -> None:
     """Create an instructor token (printed once)."""
     from autograder.service import roster as rosters
@@ -291,30 +342,35 @@ def add_instructor(
     console.print(token, highlight=False, soft_wrap=True)
 
 
-Login = Annotated[Optional[str], typer.Argument(metavar="[LOGIN]", help="A student's login.")]
-InstructorLabel = Annotated[Optional[str], typer.Option("--instructor", metavar="NAME",
-                                                        help="An instructor token's name (from add-instructor).")]
+Login = Annotated[str | None, typer.Argument(metavar="[LOGIN]", help="A student's login.")]
+InstructorLabel = Annotated[
+    str | None, typer.Option("--instructor", metavar="NAME", help="An instructor token's name (from add-instructor).")
+]
 
 
 @friendly
-def rotate_token(login: Login = None, instructor: InstructorLabel = None,
-                 data_dir: DataDir = None, database_url: DatabaseUrl = None) -> None:
+def rotate_token(
+    login: Login = None, instructor: InstructorLabel = None, data_dir: DataDir = None, database_url: DatabaseUrl = None
+) -> None:
     """Give a student (LOGIN) or an instructor (--instructor NAME) a new token, printed once; the old ones stop working."""
     from autograder.service import roster as rosters
 
-    token = rosters.rotate_token(settings_from(data_dir=data_dir, database_url=database_url),
-                                 login=login, instructor=instructor)
+    token = rosters.rotate_token(
+        settings_from(data_dir=data_dir, database_url=database_url), login=login, instructor=instructor
+    )
     console.print(token, highlight=False, soft_wrap=True)
 
 
 @friendly
-def revoke(login: Login = None, instructor: InstructorLabel = None,
-           data_dir: DataDir = None, database_url: DatabaseUrl = None) -> None:
+def revoke(
+    login: Login = None, instructor: InstructorLabel = None, data_dir: DataDir = None, database_url: DatabaseUrl = None
+) -> None:
     """Revoke every token of a student (LOGIN) or an instructor (--instructor NAME), and end their page sessions."""
     from autograder.service import roster as rosters
 
-    count = rosters.revoke(settings_from(data_dir=data_dir, database_url=database_url),
-                           login=login, instructor=instructor)
+    count = rosters.revoke(
+        settings_from(data_dir=data_dir, database_url=database_url), login=login, instructor=instructor
+    )
     who = f"student {login}" if login is not None else f"instructor {instructor}"
     console.print(f"revoked {count} token(s) of {who}" + ("" if count else " (none was live)"), highlight=False)
 
@@ -322,7 +378,7 @@ def revoke(login: Login = None, instructor: InstructorLabel = None,
 @friendly
 def gradescope(
     out: Annotated[Path, typer.Option(help="The autograder zip to write.")] = Path("jaxlings-gradescope.zip"),
-    topics: Annotated[Optional[list[str]], typer.Option("--topics", "-t", help="Topics to grade (default: all).")] = None,
+    topics: Annotated[list[str] | None, typer.Option("--topics", "-t", help="Topics to grade (default: all).")] = None,
 ) -> None:
     """Write a Gradescope autograder zip (setup.sh, run_autograder) that runs the same engine."""
     from autograder.service import gradescope as export

@@ -14,9 +14,10 @@ import json
 import os
 import time
 import zipfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import httpx
 
@@ -55,8 +56,9 @@ def connection() -> Connection:
     if not url:
         raise ClientError("no server configured: run `grade login --server URL` (or set JAXLINGS_SERVER)")
     if not token:
-        raise ClientError("no token: run `grade login` with the course token your instructor gave you "
-                          "(or set JAXLINGS_TOKEN)")
+        raise ClientError(
+            "no token: run `grade login` with the course token your instructor gave you (or set JAXLINGS_TOKEN)"
+        )
     return Connection(url.strip().rstrip("/"), token.strip())
 
 
@@ -98,8 +100,7 @@ class Client:
 
     def __init__(self, conn: Connection, timeout: float = 60.0):
         self.conn = conn
-        self.http = httpx.Client(base_url=conn.url, timeout=timeout,
-                                 headers={"Authorization": f"Bearer {conn.token}"})
+        self.http = httpx.Client(base_url=conn.url, timeout=timeout, headers={"Authorization": f"Bearer {conn.token}"})
 
     def _call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:
@@ -117,8 +118,13 @@ class Client:
         return self._call("GET", "/api/topics").json()["topics"]
 
     def submit(self, data: bytes, topics: list[str]) -> dict[str, Any]:
-        return self._call("POST", "/api/submissions", params={"topics": topics}, content=data,
-                          headers={"Content-Type": "application/zip"}).json()
+        return self._call(
+            "POST",
+            "/api/submissions",
+            params={"topics": topics},
+            content=data,
+            headers={"Content-Type": "application/zip"},
+        ).json()
 
     def submission(self, submission_id: int) -> dict[str, Any]:
         return self._call("GET", f"/api/submissions/{submission_id}").json()
@@ -141,8 +147,10 @@ class Client:
             if state["status"] in (DONE, FAILED):
                 return state
             if time.monotonic() > deadline:
-                raise ClientError(f"submission {submission_id} is still {state['status']} after {timeout:g} s; "
-                                  f"see it later with `grade result {submission_id}`")
+                raise ClientError(
+                    f"submission {submission_id} is still {state['status']} after {timeout:g} s; "
+                    f"see it later with `grade result {submission_id}`"
+                )
             time.sleep(delay)
             delay = min(delay * 1.5, 5.0)
 

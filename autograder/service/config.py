@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 SANDBOX_MODES = ("on", "off", "auto")
 
@@ -22,36 +23,36 @@ class Settings:
     """What the API and the workers need to agree on (database, broker) and their limits."""
 
     data_dir: Path = Path("jaxlings-data")
-    database_url: str = ""          # default: sqlite:///<data_dir>/jaxlings.db
-    broker_url: str = ""            # default: sqla+sqlite:///<data_dir>/broker.db
-    result_backend: str = ""        # default: db+sqlite:///<data_dir>/celery-results.db
+    database_url: str = ""  # default: sqlite:///<data_dir>/jaxlings.db
+    broker_url: str = ""  # default: sqla+sqlite:///<data_dir>/broker.db
+    result_backend: str = ""  # default: db+sqlite:///<data_dir>/celery-results.db
     queue: str = "jaxlings"
     host: str = "127.0.0.1"
     port: int = 8000
-    base_path: str = ""             # URL prefix, e.g. /services/jaxlings on JupyterHub
-    public_url: str = ""            # how people reach the service (printed links); default http://host:port
+    base_path: str = ""  # URL prefix, e.g. /services/jaxlings on JupyterHub
+    public_url: str = ""  # how people reach the service (printed links); default http://host:port
     max_upload_bytes: int = 1 << 20
     max_unpacked_bytes: int = 4 << 20
-    rate_limit: int = 10            # submissions per student per topic ...
-    rate_window: int = 3600         # ... per this many seconds
+    rate_limit: int = 10  # submissions per student per topic ...
+    rate_window: int = 3600  # ... per this many seconds
     sandbox: str = "on"
-    topics: tuple[str, ...] = ()    # topics a submission may hold (default: the whole course)
-    lease_seconds: int = 120        # a grading job not heard of for this long is graded again
+    topics: tuple[str, ...] = ()  # topics a submission may hold (default: the whole course)
+    lease_seconds: int = 120  # a grading job not heard of for this long is graded again
     heartbeat_seconds: int = 10
     sweep_seconds: int = 15
-    hub_api_url: str = ""           # set when run as a JupyterHub service
+    hub_api_url: str = ""  # set when run as a JupyterHub service
     hub_api_token: str = ""
     hub_instructor_group: str = "instructors"
     # what one client may hold (app server and front; docs/service.md, "Threats and what holds")
-    header_timeout: float = 10.0    # a connection's request line and headers must arrive within this
-    body_timeout: float = 30.0      # a request's whole body must arrive within this (else 408)
-    keep_alive: int = 5             # an idle keep-alive connection is closed after this many seconds
-    max_header_bytes: int = 16384   # request line + headers
-    max_connections: int = 256      # open connections per API process; past it, 503
-    quota_bytes: int = 32 << 20     # stored upload bytes per student (distinct uploads)
-    session_hours: float = 12.0     # a page session's lifetime
-    send_timeout: float = 3.0       # a broker send gives up after this; the sweep sends it later
-    max_attempts: int = 3           # gradings of one job that fail for an infrastructure reason before it is failed
+    header_timeout: float = 10.0  # a connection's request line and headers must arrive within this
+    body_timeout: float = 30.0  # a request's whole body must arrive within this (else 408)
+    keep_alive: int = 5  # an idle keep-alive connection is closed after this many seconds
+    max_header_bytes: int = 16384  # request line + headers
+    max_connections: int = 256  # open connections per API process; past it, 503
+    quota_bytes: int = 32 << 20  # stored upload bytes per student (distinct uploads)
+    session_hours: float = 12.0  # a page session's lifetime
+    send_timeout: float = 3.0  # a broker send gives up after this; the sweep sends it later
+    max_attempts: int = 3  # gradings of one job that fail for an infrastructure reason before it is failed
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -59,9 +60,22 @@ class Settings:
             raise ValueError(f"sandbox must be one of {', '.join(SANDBOX_MODES)}, not {self.sandbox!r}")
         if self.base_path and (not self.base_path.startswith("/") or self.base_path.endswith("/")):
             raise ValueError(f"base path must start with / and not end with one: {self.base_path!r}")
-        for name in ("max_upload_bytes", "rate_limit", "rate_window", "lease_seconds", "heartbeat_seconds",
-                     "header_timeout", "body_timeout", "keep_alive", "max_header_bytes", "max_connections",
-                     "quota_bytes", "session_hours", "send_timeout", "max_attempts"):
+        for name in (
+            "max_upload_bytes",
+            "rate_limit",
+            "rate_window",
+            "lease_seconds",
+            "heartbeat_seconds",
+            "header_timeout",
+            "body_timeout",
+            "keep_alive",
+            "max_header_bytes",
+            "max_connections",
+            "quota_bytes",
+            "session_hours",
+            "send_timeout",
+            "max_attempts",
+        ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive")
 
@@ -95,7 +109,7 @@ class Settings:
         """The service's address for people (links printed by the CLI and the pages)."""
         return (self.public_url or f"http://{self.host}:{self.port}").rstrip("/") + self.base_path
 
-    def with_overrides(self, **values: Any) -> "Settings":
+    def with_overrides(self, **values: Any) -> Settings:
         """A copy with the given fields replaced; None means 'not given' (a flag left out)."""
         given = {k: v for k, v in values.items() if v is not None}
         return dataclasses.replace(self, **given)
@@ -142,14 +156,17 @@ ENV: dict[str, str] = {
     "send_timeout": "JAXLINGS_SEND_TIMEOUT",
     "max_attempts": "JAXLINGS_MAX_ATTEMPTS",
 }
-HUB_FALLBACK = {"hub_api_url": "JUPYTERHUB_API_URL", "hub_api_token": "JUPYTERHUB_API_TOKEN",
-                "base_path": "JUPYTERHUB_SERVICE_PREFIX"}
+HUB_FALLBACK = {
+    "hub_api_url": "JUPYTERHUB_API_URL",
+    "hub_api_token": "JUPYTERHUB_API_TOKEN",
+    "base_path": "JUPYTERHUB_SERVICE_PREFIX",
+}
 
 
 def from_env(environ: Mapping[str, str] | None = None) -> Settings:
     """Settings from the environment (JAXLINGS_*, then JupyterHub's service variables)."""
     environ = os.environ if environ is None else environ
-    types = {f.name: f.type for f in dataclasses.fields(Settings)}
+    types = {f.name: str(f.type) for f in dataclasses.fields(Settings)}  # strings: `from __future__ import annotations`
     values: dict[str, Any] = {}
     for name, var in ENV.items():
         raw = environ.get(var) or environ.get(HUB_FALLBACK.get(name, ""), "")

@@ -13,8 +13,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sqlalchemy import (Float, ForeignKey, Integer, LargeBinary, String, Text, UniqueConstraint, create_engine, event,
-                        select)
+from sqlalchemy import (
+    Float,
+    ForeignKey,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    event,
+    select,
+)
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
@@ -28,7 +38,7 @@ UNREACHABLE = (OperationalError, InterfaceError, DisconnectionError, PoolTimeout
 
 def utcnow() -> dt.datetime:
     """Naive UTC now: the same in SQLite and PostgreSQL columns."""
-    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
 
 class Base(DeclarativeBase):
@@ -46,7 +56,7 @@ class Student(Base):
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     # written by every accepted submission; its row lock is what makes the rate limit and quota atomic
     last_submitted_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)
-    submissions: Mapped[list["Submission"]] = relationship(back_populates="student")
+    submissions: Mapped[list[Submission]] = relationship(back_populates="student")
 
 
 class Token(Base):
@@ -101,7 +111,7 @@ class Submission(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     student_id: Mapped[int] = mapped_column(ForeignKey("students.id"), index=True)
     digest: Mapped[str] = mapped_column(ForeignKey("uploads.digest"))
-    topics: Mapped[str] = mapped_column(String(400))           # comma-separated, course order
+    topics: Mapped[str] = mapped_column(String(400))  # comma-separated, course order
     status: Mapped[str] = mapped_column(String(20), default=QUEUED, index=True)
     progress: Mapped[str] = mapped_column(String(400), default="")
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow, index=True)
@@ -110,8 +120,8 @@ class Submission(Base):
     lease_until: Mapped[dt.datetime | None] = mapped_column(nullable=True)
     finished_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
-    lost: Mapped[int] = mapped_column(Integer, default=0)       # attempts whose worker died (jobs.reap)
-    failures: Mapped[int] = mapped_column(Integer, default=0)   # attempts failed for an infrastructure reason
+    lost: Mapped[int] = mapped_column(Integer, default=0)  # attempts whose worker died (jobs.reap)
+    failures: Mapped[int] = mapped_column(Integer, default=0)  # attempts failed for an infrastructure reason
     worker: Mapped[str] = mapped_column(String(200), default="")
     score: Mapped[float | None] = mapped_column(Float, nullable=True)
     max_score: Mapped[float | None] = mapped_column(Float, nullable=True)
@@ -161,7 +171,7 @@ def sessions(url: str) -> sessionmaker[Session]:
     return sessionmaker(engine_for(url), expire_on_commit=False)
 
 
-MIGRATION_LOCK = 0x6A61786C   # PostgreSQL's advisory lock key for migrations ("jaxl")
+MIGRATION_LOCK = 0x6A61786C  # PostgreSQL's advisory lock key for migrations ("jaxl")
 
 
 def upgrade(url: str) -> None:

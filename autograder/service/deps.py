@@ -7,10 +7,9 @@ logged-in browser. The pages know theirs by a page session (`websession`).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Annotated
-
-import logging
 
 from fastapi import Depends, HTTPException, Request
 from sqlalchemy.orm import Session
@@ -21,7 +20,7 @@ from autograder.service.db import UNREACHABLE, Submission
 from autograder.service.jobs import one_line
 
 log = logging.getLogger("jaxlings.http")
-MAX_ID = 2**31 - 1       # ids beyond a 32-bit integer are nobody's (and would overflow PostgreSQL's integer)
+MAX_ID = 2**31 - 1  # ids beyond a 32-bit integer are nobody's (and would overflow PostgreSQL's integer)
 
 
 def get_session(request: Request) -> Iterator[Session]:
@@ -49,8 +48,11 @@ def bearer(request: Request) -> str:
 def identify(session: Session, request: Request, token: str) -> Identity:
     """The identity behind `token`, or 401 saying what is missing."""
     if not token:
-        raise HTTPException(401, "no token: send `Authorization: Bearer <your course token>` (see `grade login`)",
-                            headers={"WWW-Authenticate": "Bearer"})
+        raise HTTPException(
+            401,
+            "no token: send `Authorization: Bearer <your course token>` (see `grade login`)",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
     who = auth.identify(session, token, request.app.state.settings)
     if who is None:
         raise HTTPException(401, "unknown or revoked token", headers={"WWW-Authenticate": "Bearer"})

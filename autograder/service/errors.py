@@ -79,8 +79,9 @@ async def _hub_down(request: Request, exc: Exception) -> Response:
 
 async def _database_down(request: Request, exc: Exception) -> Response:
     log.warning("database unavailable: %s", one_line(exc))
-    return answer(request, 503, "the database is not answering; try again in a few seconds",
-                  {"Retry-After": str(RETRY_AFTER)})
+    return answer(
+        request, 503, "the database is not answering; try again in a few seconds", {"Retry-After": str(RETRY_AFTER)}
+    )
 
 
 class Contain:
@@ -108,6 +109,7 @@ class Contain:
             log.exception("internal error %s on %s %s", ref, scope.get("method"), scope.get("path"))
             if started:
                 return
-            response = JSONResponse({"detail": f"internal error (reference {ref}); the operators have it in "
-                                               "their log"}, status_code=500)
+            response = JSONResponse(
+                {"detail": f"internal error (reference {ref}); the operators have it in their log"}, status_code=500
+            )
             await response(scope, receive, send)

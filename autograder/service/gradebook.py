@@ -93,6 +93,7 @@ def to_csv(rows: list[Row], topics: list[str]) -> str:
     would run as a formula is neutralised (a leading '); the numbers are written as numbers.
     (Hand-written: defusedcsv, the one library for it, leaves tab and CR and rewrites '|'.)
     """
+
     def text(value: str) -> str:
         return "'" + value if value.startswith(FORMULA_STARTS) else value
 
@@ -100,8 +101,16 @@ def to_csv(rows: list[Row], topics: list[str]) -> str:
     writer = csv.writer(out)
     writer.writerow(["login", "name", "email", *topics, "total", "submissions"])
     for r in rows:
-        writer.writerow([text(r.student.login), text(r.student.name), text(r.student.email),
-                         *(f"{r.best[t]:g}" if t in r.best else "" for t in topics), f"{r.total:g}", r.submissions])
+        writer.writerow(
+            [
+                text(r.student.login),
+                text(r.student.name),
+                text(r.student.email),
+                *(f"{r.best[t]:g}" if t in r.best else "" for t in topics),
+                f"{r.total:g}",
+                r.submissions,
+            ]
+        )
     return out.getvalue()
 
 
@@ -114,11 +123,14 @@ def histogram_svg(scores: list[float], top: float, title: str, width: int = 240,
     bars = "".join(
         f'<rect x="{i * bar:.1f}" y="{height - 20 - (height - 35) * c / peak:.1f}" width="{bar - 2:.1f}" '
         f'height="{(height - 35) * c / peak:.1f}" fill="#4a7ebb"><title>{c} in {i * 10}-{i * 10 + 10}%</title></rect>'
-        for i, c in enumerate(counts))
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" class="histogram" width="{width}" height="{height}" '
-            f'role="img" aria-label="{escape(title)}"><text x="0" y="12" font-size="12">{escape(title)}</text>{bars}'
-            f'<text x="0" y="{height - 5}" font-size="10">0</text>'
-            f'<text x="{width - 30}" y="{height - 5}" font-size="10">{top:g}</text></svg>')
+        for i, c in enumerate(counts)
+    )
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="histogram" width="{width}" height="{height}" '
+        f'role="img" aria-label="{escape(title)}"><text x="0" y="12" font-size="12">{escape(title)}</text>{bars}'
+        f'<text x="0" y="{height - 5}" font-size="10">0</text>'
+        f'<text x="{width - 30}" y="{height - 5}" font-size="10">{top:g}</text></svg>'
+    )
 
 
 def timeline_svg(times: list[dt.datetime], width: int = 600, height: int = 140) -> str:
@@ -131,8 +143,12 @@ def timeline_svg(times: list[dt.datetime], width: int = 600, height: int = 140) 
     for t in times:
         counts[int((t - start).total_seconds() // 3600)] += 1
     peak, step = max(counts), width / max(hours, 1)
-    points = " ".join(f"{(i + 0.5) * step:.1f},{height - 20 - (height - 35) * c / peak:.1f}" for i, c in enumerate(counts))
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="{width}" height="{height}" role="img" '
-            f'aria-label="submissions per hour"><text x="0" y="12" font-size="12">submissions per hour (peak {peak})'
-            f'</text><polyline fill="none" stroke="#bb4a4a" stroke-width="2" points="{points}"/>'
-            f'<text x="0" y="{height - 5}" font-size="10">{start:%Y-%m-%d %H:00} UTC</text></svg>')
+    points = " ".join(
+        f"{(i + 0.5) * step:.1f},{height - 20 - (height - 35) * c / peak:.1f}" for i, c in enumerate(counts)
+    )
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="{width}" height="{height}" role="img" '
+        f'aria-label="submissions per hour"><text x="0" y="12" font-size="12">submissions per hour (peak {peak})'
+        f'</text><polyline fill="none" stroke="#bb4a4a" stroke-width="2" points="{points}"/>'
+        f'<text x="0" y="{height - 5}" font-size="10">{start:%Y-%m-%d %H:00} UTC</text></svg>'
+    )

@@ -13,7 +13,8 @@ import shlex
 import zipfile
 from pathlib import Path
 
-from autograder import paths, topics as course
+from autograder import paths
+from autograder import topics as course
 
 SETUP = """#!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder image.

@@ -35,9 +35,10 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any, cast
 
 from celery import Celery, signals
-from sqlalchemy import and_, func, or_, select, true, update
+from sqlalchemy import CursorResult, and_, func, or_, select, true, update
 
 from autograder.results import clip
 from autograder.service import db
@@ -45,9 +46,9 @@ from autograder.service.config import Settings
 from autograder.service.db import DONE, FAILED, GRADING, QUEUED, UNREACHABLE, Submission, Upload, utcnow
 
 TASK = "jaxlings.grade"
-MAX_LOST = 2           # deaths of its worker after which a job is failed, not sent again
-MAX_ERROR = 2000       # characters of a failed job's error kept in the database
-QUEUE_SIZE = 10000     # ids a Dispatcher holds; past it they are left to the sweep
+MAX_LOST = 2  # deaths of its worker after which a job is failed, not sent again
+MAX_ERROR = 2000  # characters of a failed job's error kept in the database
+QUEUE_SIZE = 10000  # ids a Dispatcher holds; past it they are left to the sweep
 log = logging.getLogger("jaxlings.jobs")
 
 
@@ -71,12 +72,12 @@ def make_celery(settings: Settings) -> Celery:
         accept_content=["json"],
         result_expires=dt.timedelta(days=7),
         broker_connection_retry_on_startup=True,
-        broker_connection_max_retries=None,     # a worker waits for its broker however long it is away
+        broker_connection_max_retries=None,  # a worker waits for its broker however long it is away
         broker_transport_options=_transport_options(settings.celery_broker, settings.send_timeout),
         worker_hijack_root_logger=False,
         worker_cancel_long_running_tasks_on_connection_loss=True,
     )
-    app.conf.jaxlings_settings = settings       # what the task reads, in this process and its forked pool
+    app.conf.jaxlings_settings = settings  # what the task reads, in this process and its forked pool
     app.task(name=TASK, bind=True, ignore_result=False)(_grade_task)
     return app
 
@@ -99,8 +100,9 @@ def _send_options(settings: Settings) -> dict:
     connection but never answers costs `send_timeout`, not forever; no retries of its own."""
     options = dict(_transport_options(settings.celery_broker, settings.send_timeout), max_retries=0)
     if settings.celery_broker.startswith(("redis", "rediss")):
-        options.update(socket_timeout=settings.send_timeout, socket_connect_timeout=settings.send_timeout,
-                       retry_on_timeout=False)
+        options.update(
+            socket_timeout=settings.send_timeout, socket_connect_timeout=settings.send_timeout, retry_on_timeout=False
+        )
     return options
 
 
@@ -112,8 +114,11 @@ def _grade_task(task, submission_id: int) -> dict:
     try:
         return grade_submission(task.app.conf.jaxlings_settings, submission_id, worker_name())
     except UNREACHABLE as exc:
-        log.warning("submission %s not graded now, the database is not answering (the sweep sends it again): %s",
-                    submission_id, one_line(exc))
+        log.warning(
+            "submission %s not graded now, the database is not answering (the sweep sends it again): %s",
+            submission_id,
+            one_line(exc),
+        )
         return {"submission": submission_id, "deferred": one_line(exc)}
 
 
@@ -133,16 +138,20 @@ def send(app: Celery, settings: Settings, ids: list[int]) -> list[int]:
     for submission_id in ids:
         try:
             _send_one(app, settings, submission_id)
-        except Exception as exc:
-            left = ids[len(sent):]
-            log.warning("could not send submission %s to the broker (%s); %d job(s) left unsent for the sweep",
-                        submission_id, one_line(exc), len(left))
+        except Exception as exc:  # noqa: BLE001 - broker errors are many kinds: logged, the sweep sends the rest
+            left = ids[len(sent) :]
+            log.warning(
+                "could not send submission %s to the broker (%s); %d job(s) left unsent for the sweep",
+                submission_id,
+                one_line(exc),
+                len(left),
+            )
             return sent
         sent.append(submission_id)
         try:
             with db.sessions(settings.db_url).begin() as session:
                 session.execute(update(Submission).where(Submission.id == submission_id).values(sent_at=utcnow()))
-        except Exception as exc:  # sent all the same: at worst the sweep sends it once more
+        except Exception as exc:  # noqa: BLE001 - sent all the same: at worst the sweep sends it once more
             log.warning("sent submission %s but could not note it: %s", submission_id, one_line(exc))
     return sent
 
@@ -155,10 +164,12 @@ def _send_one(app: Celery, settings: Settings, submission_id: int) -> None:
     connection per job: a broker error (SQL brokers raise database errors, which leave their
     channel unusable) then costs that one send, never later ones.
     """
-    with app.connection_for_write(connect_timeout=settings.send_timeout,
-                                  transport_options=_send_options(settings)) as connection:
-        app.send_task(TASK, args=[submission_id], queue=settings.queue, connection=connection, retry=False,
-                      ignore_result=True)
+    with app.connection_for_write(
+        connect_timeout=settings.send_timeout, transport_options=_send_options(settings)
+    ) as connection:
+        app.send_task(
+            TASK, args=[submission_id], queue=settings.queue, connection=connection, retry=False, ignore_result=True
+        )
 
 
 class Dispatcher:
@@ -209,25 +220,27 @@ class Dispatcher:
         thread.join(self.settings.send_timeout + 1 if timeout is None else timeout)
 
     def _run(self) -> None:
-        held: list[int] = []        # ids the broker refused: sent again after a pause
+        held: list[int] = []  # ids the broker refused: sent again after a pause
         while not self.stopping.is_set():
-            if held:                # the pause: gather what comes in, send it all after
+            if held:  # the pause: gather what comes in, send it all after
                 items = self._gather(time.monotonic() + self.settings.sweep_seconds)
             else:
                 items = [self.waiting.get(), *self._gather(0)]
-            if None in items:
+            ids = [i for i in items if i is not None]
+            if len(ids) < len(items):  # a None: stop
                 return
-            todo = list(dict.fromkeys([*held, *items]))
+            todo = list(dict.fromkeys([*held, *ids]))
             sent = send(self.app, self.settings, todo)
-            held = todo[len(sent):][: self.waiting.maxsize]
+            held = todo[len(sent) :][: self.waiting.maxsize]
 
     def _gather(self, until: float) -> list[int | None]:
         """The ids that arrive until `until` (monotonic time; 0: those waiting now); stops at a stop."""
         out: list[int | None] = []
         while None not in out:
             try:
-                out.append(self.waiting.get(timeout=max(0.0, until - time.monotonic())) if until
-                           else self.waiting.get_nowait())
+                out.append(
+                    self.waiting.get(timeout=max(0.0, until - time.monotonic())) if until else self.waiting.get_nowait()
+                )
             except queue.Empty:
                 break
         return out
@@ -251,7 +264,7 @@ def declare_queue(app: Celery, settings: Settings, attempts: int = 5) -> bool:
             with app.connection_for_write() as connection:
                 app.amqp.queues[settings.queue](connection.default_channel).declare()
             return True
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the broker's errors are many kinds: logged, tried again
             log.warning("declaring queue %s, attempt %d of %d: %s", settings.queue, attempt, attempts, one_line(exc))
             time.sleep(0.2 * attempt)
     return False
@@ -270,19 +283,34 @@ def reap(session, now: dt.datetime, ids: list[int] | None = None) -> list[int]:
     found = list(session.scalars(select(Submission.id).where(*expired)))
     if not found:
         return []
-    taken = list(session.scalars(
-        update(Submission).where(Submission.id.in_(found), *expired)
-        .values(status=QUEUED, lost=Submission.lost + 1, progress="queued again: its worker stopped answering")
-        .returning(Submission.id).execution_options(synchronize_session=False)))
+    taken = list(
+        session.scalars(
+            update(Submission)
+            .where(Submission.id.in_(found), *expired)
+            .values(status=QUEUED, lost=Submission.lost + 1, progress="queued again: its worker stopped answering")
+            .returning(Submission.id)
+            .execution_options(synchronize_session=False)
+        )
+    )
     if not taken:
         return []
-    failed = list(session.scalars(
-        update(Submission).where(Submission.id.in_(taken), Submission.status == QUEUED, Submission.lost >= MAX_LOST)
-        .values(status=FAILED, finished_at=now, lease_until=None, progress="",
+    failed = list(
+        session.scalars(
+            update(Submission)
+            .where(Submission.id.in_(taken), Submission.status == QUEUED, Submission.lost >= MAX_LOST)
+            .values(
+                status=FAILED,
+                finished_at=now,
+                lease_until=None,
+                progress="",
                 error=f"grading this submission took its worker down {MAX_LOST} times (the grading process died "
-                      "or stopped answering, e.g. killed for memory); it is not graded again unless an "
-                      "instructor asks for a regrade")
-        .returning(Submission.id).execution_options(synchronize_session=False)))
+                "or stopped answering, e.g. killed for memory); it is not graded again unless an "
+                "instructor asks for a regrade",
+            )
+            .returning(Submission.id)
+            .execution_options(synchronize_session=False)
+        )
+    )
     if failed:
         log.warning("failed after %d lost attempts each, not sent again: %s", MAX_LOST, failed)
     return [i for i in taken if i not in failed]
@@ -294,11 +322,21 @@ def claim(settings: Settings, submission_id: int, worker: str) -> int | None:
     now = utcnow()
     with db.sessions(settings.db_url).begin() as session:
         reap(session, now, [submission_id])
-        taken = session.execute(
-            update(Submission)
-            .where(Submission.id == submission_id, Submission.status == QUEUED)
-            .values(status=GRADING, worker=worker, attempts=Submission.attempts + 1, started_at=now,
-                    lease_until=now + dt.timedelta(seconds=settings.lease_seconds), progress="starting"))
+        taken = cast(
+            CursorResult[Any],
+            session.execute(  # an UPDATE's result: it has a rowcount
+                update(Submission)
+                .where(Submission.id == submission_id, Submission.status == QUEUED)
+                .values(
+                    status=GRADING,
+                    worker=worker,
+                    attempts=Submission.attempts + 1,
+                    started_at=now,
+                    lease_until=now + dt.timedelta(seconds=settings.lease_seconds),
+                    progress="starting",
+                )
+            ),
+        )
         if taken.rowcount != 1:
             return None
         return session.scalar(select(Submission.attempts).where(Submission.id == submission_id))
@@ -306,15 +344,21 @@ def claim(settings: Settings, submission_id: int, worker: str) -> int | None:
 
 def _mine(submission_id: int, worker: str, attempt: int):
     """The WHERE clause of a row still held by this attempt (a re-claimed row is left alone)."""
-    return and_(Submission.id == submission_id, Submission.worker == worker, Submission.attempts == attempt,
-                Submission.status == GRADING)
+    return and_(
+        Submission.id == submission_id,
+        Submission.worker == worker,
+        Submission.attempts == attempt,
+        Submission.status == GRADING,
+    )
 
 
 def _touch(settings: Settings, submission_id: int, worker: str, attempt: int, **values) -> None:
     """Renew the lease (and set other fields) while this attempt still holds the row."""
     lease = utcnow() + dt.timedelta(seconds=settings.lease_seconds)
     with db.sessions(settings.db_url).begin() as session:
-        session.execute(update(Submission).where(_mine(submission_id, worker, attempt)).values(lease_until=lease, **values))
+        session.execute(
+            update(Submission).where(_mine(submission_id, worker, attempt)).values(lease_until=lease, **values)
+        )
 
 
 class Heartbeat(threading.Thread):
@@ -329,9 +373,12 @@ class Heartbeat(threading.Thread):
         while not self.stopped.wait(self.args[0].heartbeat_seconds):
             try:
                 _touch(*self.args)
-            except Exception as exc:  # a database hiccup: the next beat tries again
-                log.warning("could not renew the lease of submission %s (the next beat tries again): %s",
-                            self.args[1], one_line(exc))
+            except Exception as exc:  # noqa: BLE001 - a database hiccup: the next beat tries again
+                log.warning(
+                    "could not renew the lease of submission %s (the next beat tries again): %s",
+                    self.args[1],
+                    one_line(exc),
+                )
 
 
 def grade_submission(settings: Settings, submission_id: int, worker: str) -> dict:
@@ -347,23 +394,37 @@ def grade_submission(settings: Settings, submission_id: int, worker: str) -> dic
     try:
         with db.sessions(settings.db_url)() as session:
             row = session.get(Submission, submission_id)
-            data, names = session.get(Upload, row.digest).data, row.topic_list
-        result_json = _grade_zip(settings, data, names, lambda text: _progress(settings, submission_id, worker,
-                                                                              attempt, text))
+            upload = session.get(Upload, row.digest) if row is not None else None
+            if row is None or upload is None:
+                raise LookupError(f"submission {submission_id} or its upload is no longer stored")
+            data, names = upload.data, row.topic_list
+        result_json = _grade_zip(
+            settings, data, names, lambda text: _progress(settings, submission_id, worker, attempt, text)
+        )
     except Exception as exc:
         from autograder.session import GraderError
 
         error = clip(one_line(exc) if isinstance(exc, UNREACHABLE) else f"{type(exc).__name__}: {exc}", MAX_ERROR)
-        if isinstance(exc, (*UNREACHABLE, GraderError)):    # said in full by its message: one line
+        if isinstance(exc, (*UNREACHABLE, GraderError)):  # said in full by its message: one line
             log.warning("grading submission %s failed: %s", submission_id, error)
-        else:                                                  # unforeseen: the traceback, once per try
+        else:  # unforeseen: the traceback, once per try
             log.exception("grading submission %s failed", submission_id)
         return {"submission": submission_id, "failed": _failed(settings, submission_id, worker, attempt, error)}
     finally:
         beat.stopped.set()
     doc = json.loads(result_json)
-    _finish(settings, submission_id, worker, attempt, status=DONE, result_json=result_json, score=doc["score"],
-            max_score=doc["max_score"], error="", failures=0)
+    _finish(
+        settings,
+        submission_id,
+        worker,
+        attempt,
+        status=DONE,
+        result_json=result_json,
+        score=doc["score"],
+        max_score=doc["max_score"],
+        error="",
+        failures=0,
+    )
     return {"submission": submission_id, "score": doc["score"], "max_score": doc["max_score"]}
 
 
@@ -371,7 +432,7 @@ def _progress(settings: Settings, submission_id: int, worker: str, attempt: int,
     """Note progress (and renew the lease); a database error costs a log line, not the grading."""
     try:
         _touch(settings, submission_id, worker, attempt, progress=text)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a database error costs a log line, not the grading
         log.warning("could not note the progress of submission %s: %s", submission_id, one_line(exc))
 
 
@@ -385,13 +446,26 @@ def _failed(settings: Settings, submission_id: int, worker: str, attempt: int, e
     with db.sessions(settings.db_url).begin() as session:
         failures = 1 + (session.scalar(select(Submission.failures).where(_mine(submission_id, worker, attempt))) or 0)
     if failures < settings.max_attempts:
-        note = (f"grading failed on the grading side ({failures} of {settings.max_attempts} tries; "
-                f"it is graded again): {error}")
-        _finish(settings, submission_id, worker, attempt, status=QUEUED, sent_at=None, failures=failures,
-                error=clip(note, MAX_ERROR), progress="queued again after a failure on the grading side")
+        note = (
+            f"grading failed on the grading side ({failures} of {settings.max_attempts} tries; "
+            f"it is graded again): {error}"
+        )
+        _finish(
+            settings,
+            submission_id,
+            worker,
+            attempt,
+            status=QUEUED,
+            sent_at=None,
+            failures=failures,
+            error=clip(note, MAX_ERROR),
+            progress="queued again after a failure on the grading side",
+        )
         return note
-    note = (f"grading failed {failures} times on the grading side, not because of the submission "
-            f"(send it again, or ask for a regrade, once the graders are fixed): {error}")
+    note = (
+        f"grading failed {failures} times on the grading side, not because of the submission "
+        f"(send it again, or ask for a regrade, once the graders are fixed): {error}"
+    )
     _finish(settings, submission_id, worker, attempt, status=FAILED, failures=failures, error=clip(note, MAX_ERROR))
     log.warning("submission %s failed after %d tries: %s", submission_id, failures, error)
     return note
@@ -417,8 +491,8 @@ def _finish(settings: Settings, submission_id: int, worker: str, attempt: int, *
 def _grade_zip(settings: Settings, data: bytes, names: list[str], progress) -> str:
     """The results.json text `grade grade` would write for this zip and these topics."""
     from autograder import engine, paths, topics
+    from autograder.isolation import bwrap_available
     from autograder.results import Result
-    from autograder.sandbox import bwrap_available
     from autograder.session import GraderError
     from autograder.submission import open_submission
 
@@ -439,8 +513,16 @@ def _grade_zip(settings: Settings, data: bytes, names: list[str], progress) -> s
         archive = Path(tmp) / "submission.zip"
         archive.write_bytes(data)
         with open_submission(archive) as folder:
-            result: Result = engine.grade(folder, specs, reference_dir=paths.solutions_dir(), public=False,
-                                          seed=None, isolate=isolate, on_test=on_test, jobs=engine.default_jobs())
+            result: Result = engine.grade(
+                folder,
+                specs,
+                reference_dir=paths.solutions_dir(),
+                public=False,
+                seed=None,
+                isolate=isolate,
+                on_test=on_test,
+                jobs=engine.default_jobs(),
+            )
         out = Path(tmp) / "results.json"
         result.write(out)
         return out.read_text()
@@ -462,13 +544,23 @@ def sweep(app: Celery, settings: Settings) -> list[int]:
     paused = now - dt.timedelta(seconds=settings.sweep_seconds)
     with db.sessions(settings.db_url).begin() as session:
         expired = reap(session, now)
-        idle = not session.scalar(select(func.count()).select_from(Submission).where(
-            or_(Submission.status == GRADING, Submission.started_at > old)))
+        idle = not session.scalar(
+            select(func.count())
+            .select_from(Submission)
+            .where(or_(Submission.status == GRADING, Submission.started_at > old))
+        )
         waiting = or_(Submission.sent_at.is_(None), Submission.sent_at < old) if idle else Submission.sent_at.is_(None)
-        due = or_(and_(Submission.failures == 0, Submission.created_at < old),
-                  and_(Submission.failures > 0, or_(Submission.finished_at.is_(None), Submission.finished_at < paused)))
-        unsent = list(session.scalars(select(Submission.id).where(
-            Submission.status == QUEUED, Submission.id.not_in(expired) if expired else true(), due, waiting)))
+        due = or_(
+            and_(Submission.failures == 0, Submission.created_at < old),
+            and_(Submission.failures > 0, or_(Submission.finished_at.is_(None), Submission.finished_at < paused)),
+        )
+        unsent = list(
+            session.scalars(
+                select(Submission.id).where(
+                    Submission.status == QUEUED, Submission.id.not_in(expired) if expired else true(), due, waiting
+                )
+            )
+        )
     lost = expired + unsent
     if lost:
         log.warning("sending again: %s", lost)
@@ -489,9 +581,10 @@ class Sweeper(threading.Thread):
         while True:
             try:
                 sweep(self.app, self.settings)
-            except Exception as exc:
-                log.warning("sweep failed (the next one tries again in %g s): %s", self.settings.sweep_seconds,
-                            one_line(exc))
+            except Exception as exc:  # noqa: BLE001 - a failed sweep is logged; the next one tries again
+                log.warning(
+                    "sweep failed (the next one tries again in %g s): %s", self.settings.sweep_seconds, one_line(exc)
+                )
             if self.stopped.wait(self.settings.sweep_seconds):
                 return
 
@@ -500,8 +593,11 @@ def position(session, row: Submission) -> int | None:
     """1 + the number of queued jobs sent before this one; None unless it is queued."""
     if row.status != QUEUED:
         return None
-    ahead = session.scalar(select(func.count()).select_from(Submission).where(
-        Submission.status == QUEUED, Submission.created_at < row.created_at))
+    ahead = session.scalar(
+        select(func.count())
+        .select_from(Submission)
+        .where(Submission.status == QUEUED, Submission.created_at < row.created_at)
+    )
     return ahead + 1
 
 
@@ -515,9 +611,11 @@ def requeue(session, ids: list[int]) -> list[int]:
         return []
     targets = list(session.scalars(select(Submission.id).where(Submission.id.in_(ids), Submission.status != GRADING)))
     if targets:
-        session.execute(update(Submission).where(Submission.id.in_(targets))
-                        .values(status=QUEUED, sent_at=None, progress="queued for regrading", error="", lost=0,
-                                failures=0))
+        session.execute(
+            update(Submission)
+            .where(Submission.id.in_(targets))
+            .values(status=QUEUED, sent_at=None, progress="queued for regrading", error="", lost=0, failures=0)
+        )
     return targets
 
 
@@ -531,9 +629,11 @@ def retry_failed(session, row: Submission) -> bool:
     if row.status != FAILED or row.lost >= MAX_LOST:
         return False
     taken = session.execute(
-        update(Submission).where(Submission.id == row.id, Submission.status == FAILED, Submission.lost < MAX_LOST)
+        update(Submission)
+        .where(Submission.id == row.id, Submission.status == FAILED, Submission.lost < MAX_LOST)
         .values(status=QUEUED, sent_at=None, failures=0, error="", progress="queued again: sent again after a failure")
-        .execution_options(synchronize_session=False))
+        .execution_options(synchronize_session=False)
+    )
     if taken.rowcount != 1:
         return False
     session.refresh(row)
@@ -544,12 +644,13 @@ def broker_trouble(app: Celery, settings: Settings) -> str | None:
     """Why the broker cannot be reached now (one line), or None when it answers; bounded by
     `send_timeout`."""
     try:
-        with app.connection_for_read(connect_timeout=settings.send_timeout,
-                                     transport_options=_send_options(settings)) as connection:
+        with app.connection_for_read(
+            connect_timeout=settings.send_timeout, transport_options=_send_options(settings)
+        ) as connection:
             connection.ensure_connection(max_retries=0)
             app.amqp.queues[settings.queue](connection.default_channel).declare()
         return None
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any failure to reach the broker is the answer: its one-line description
         return one_line(exc)
 
 
@@ -578,13 +679,23 @@ def run_worker(settings: Settings, name: str | None = None, loglevel: str = "INF
     declare_queue(app, settings)
     trouble = broker_trouble(app, settings)
     if trouble:
-        log.warning("cannot reach the broker at %s (%s); the worker keeps trying and grades once it answers",
-                    without_password(settings.celery_broker), trouble)
+        log.warning(
+            "cannot reach the broker at %s (%s); the worker keeps trying and grades once it answers",
+            without_password(settings.celery_broker),
+            trouble,
+        )
     signals.worker_process_init.connect(lambda **_: db.after_fork(), weak=False)
     sweeper = Sweeper(app, settings)
     signals.worker_ready.connect(lambda **_: sweeper.start(), weak=False)
-    worker = app.Worker(pool="prefork", concurrency=1, queues=[settings.queue], loglevel=loglevel,
-                        hostname=name or f"jaxlings@{socket.gethostname()}-{os.getpid()}", without_gossip=True,
-                        without_mingle=True, optimization="fair")
+    worker = app.Worker(
+        pool="prefork",
+        concurrency=1,
+        queues=[settings.queue],
+        loglevel=loglevel,
+        hostname=name or f"jaxlings@{socket.gethostname()}-{os.getpid()}",
+        without_gossip=True,
+        without_mingle=True,
+        optimization="fair",
+    )
     worker.start()
     sweeper.stopped.set()

@@ -25,7 +25,7 @@ import logging
 from typing import Any
 
 import h11
-from uvicorn.protocols.http.h11_impl import STATUS_PHRASES, H11Protocol
+from uvicorn.protocols.http.h11_impl import STATUS_PHRASES, H11Protocol, RequestResponseCycle
 
 from autograder.service.config import Settings
 
@@ -39,7 +39,7 @@ class _Connection(h11.Connection):
 
     refusal: h11.RemoteProtocolError | None = None
 
-    def next_event(self):  # type: ignore[override]
+    def next_event(self):
         try:
             event = super().next_event()
             if isinstance(event, h11.Request) and _size(event) > self._max_incomplete_event_size:
@@ -65,14 +65,18 @@ class LimitedH11Protocol(H11Protocol):
     connection idle after a response sooner (`timeout_keep_alive`).
     """
 
+    conn: _Connection
+
     def __init__(self, config, server_state, app_state, _loop=None, *, header_timeout: float = 10.0) -> None:
         super().__init__(config, server_state, app_state, _loop)
         self.conn = _Connection(h11.SERVER, self.conn._max_incomplete_event_size)
         self.header_timeout = header_timeout
         self._header_timer: asyncio.TimerHandle | None = None
-        self._waiting_after = None    # the cycle (None: none yet) after which headers are awaited
+        self._waiting_after: RequestResponseCycle | None = (
+            None  # the cycle (None: none yet) after which headers are awaited
+        )
 
-    def connection_made(self, transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport) -> None:
         super().connection_made(transport)
         self._await_headers()
 
@@ -83,7 +87,7 @@ class LimitedH11Protocol(H11Protocol):
     def handle_events(self) -> None:
         super().handle_events()
         if self._header_timer is not None and self.cycle is not self._waiting_after:
-            self._stop_header_timer()     # a new request's headers are complete
+            self._stop_header_timer()  # a new request's headers are complete
 
     def on_response_complete(self) -> None:
         if not self.transport.is_closing():
@@ -103,9 +107,10 @@ class LimitedH11Protocol(H11Protocol):
     def _headers_too_slow(self) -> None:
         self._header_timer = None
         if not self.transport.is_closing():
-            client = "%s:%d" % self.client if self.client else "a client"
-            log.info("closed the connection of %s: no complete request headers within %g s",
-                     client, self.header_timeout)
+            client = f"{self.client[0]}:{self.client[1]}" if self.client else "a client"
+            log.info(
+                "closed the connection of %s: no complete request headers within %g s", client, self.header_timeout
+            )
             self.transport.close()
 
     def send_400_response(self, msg: str) -> None:
@@ -117,8 +122,11 @@ class LimitedH11Protocol(H11Protocol):
         self._stop_header_timer()
         body = msg.encode("ascii", "replace")
         headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"connection", b"close")]
-        for event in (h11.Response(status_code=status, headers=headers, reason=STATUS_PHRASES[status]),
-                      h11.Data(data=body), h11.EndOfMessage()):
+        for event in (
+            h11.Response(status_code=status, headers=headers, reason=STATUS_PHRASES[status]),
+            h11.Data(data=body),
+            h11.EndOfMessage(),
+        ):
             self.transport.write(self.conn.send(event))
         self.transport.close()
 
@@ -148,7 +156,7 @@ class BodyDeadline:
             if body_done or timed_out:
                 return await receive() if body_done else {"type": "http.disconnect"}
             try:
-                async with asyncio.timeout_at(deadline):   # a message already there still passes
+                async with asyncio.timeout_at(deadline):  # a message already there still passes
                     message = await receive()
             except TimeoutError:
                 timed_out = True
@@ -160,7 +168,7 @@ class BodyDeadline:
         async def tracked_send(message) -> None:
             nonlocal started
             if timed_out and not started:
-                return                       # the app's answer to the disconnect: the 408 went out
+                return  # the app's answer to the disconnect: the 408 went out
             started = started or message["type"] == "http.response.start"
             await send(message)
 
@@ -168,18 +176,30 @@ class BodyDeadline:
             await self.app(scope, timed_receive, tracked_send)
         except Exception:
             if not timed_out:
-                raise                        # the app's own error (the disconnect's is expected)
+                raise  # the app's own error (the disconnect's is expected)
 
     async def _refuse(self, scope, send, started: bool) -> None:
-        log.info("refused %s %s: 408 request body not received within %g s", scope.get("method"),
-                 scope.get("path"), self.seconds)
+        log.info(
+            "refused %s %s: 408 request body not received within %g s",
+            scope.get("method"),
+            scope.get("path"),
+            self.seconds,
+        )
         if started:
             return
         detail = f"request body not received within {self.seconds:g} s; send it faster, or a smaller one"
         body = json.dumps({"detail": detail}).encode() + b"\n"
-        await send({"type": "http.response.start", "status": 408,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                                (b"connection", b"close")]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 408,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
 

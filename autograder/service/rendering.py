@@ -17,6 +17,9 @@ TEMPLATES = Jinja2Templates(directory=str(Path(__file__).resolve().parent / "tem
 def render(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
     """Template `name` with the base path, the version and `context` (autoescaped)."""
     settings = request.app.state.settings
-    return TEMPLATES.TemplateResponse(request, name, {"base": settings.base_path, "version": __version__,
-                                                      "who": None, "csrf": "", **context},
-                                      status_code=status_code)
+    return TEMPLATES.TemplateResponse(
+        request,
+        name,
+        {"base": settings.base_path, "version": __version__, "who": None, "csrf": "", **context},
+        status_code=status_code,
+    )

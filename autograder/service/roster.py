@@ -23,16 +23,20 @@ def read_roster(path: Path) -> list[dict[str, str]]:
     with open(path, newline="", encoding="utf-8-sig") as f:
         reader = csv.DictReader(f)
         if not reader.fieldnames or "login" not in [h.strip().lower() for h in reader.fieldnames]:
-            raise ValueError(f"{path}: the first line must be a header with a 'login' column (and optionally name, email)")
+            raise ValueError(
+                f"{path}: the first line must be a header with a 'login' column (and optionally name, email)"
+            )
         rows = [{k.strip().lower(): (v or "").strip() for k, v in row.items() if k} for row in reader]
     empty = [i + 2 for i, row in enumerate(rows) if not row.get("login")]
     if empty:
         raise ValueError(f"{path}: line(s) {', '.join(map(str, empty))} have no login")
     seen: dict[str, int] = {}
     for i, row in enumerate(rows):
-        if row["login"] in seen:     # the second would revoke the token just issued to the first
-            raise ValueError(f"{path}: line {i + 2} repeats login {row['login']!r} of line {seen[row['login']]}; "
-                             "keep one line per student")
+        if row["login"] in seen:  # the second would revoke the token just issued to the first
+            raise ValueError(
+                f"{path}: line {i + 2} repeats login {row['login']!r} of line {seen[row['login']]}; "
+                "keep one line per student"
+            )
         seen[row["login"]] = i + 2
     return rows
 

@@ -26,14 +26,24 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-MAX_RATIO = 100          # compression ratio beyond which a member is a bomb
-SMALL = 64 << 10         # members smaller than this unpack fast whatever their ratio
+MAX_RATIO = 100  # compression ratio beyond which a member is a bomb
+SMALL = 64 << 10  # members smaller than this unpack fast whatever their ratio
 EPOCH = (1980, 1, 1, 0, 0, 0)
 # what reading a hostile archive or member raises: zipfile's own errors, and those of the decompressors
 # (deflate: zlib.error; bzip2: OSError, EOFError; LZMA: lzma.LZMAError), encryption (RuntimeError),
 # unsupported methods (NotImplementedError), bad names (UnicodeDecodeError, a ValueError), short headers
-ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, lzma.LZMAError, OSError, EOFError, RuntimeError, NotImplementedError,
-              ValueError, struct.error, MemoryError)
+ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    zlib.error,
+    lzma.LZMAError,
+    OSError,
+    EOFError,
+    RuntimeError,
+    NotImplementedError,
+    ValueError,
+    struct.error,
+    MemoryError,
+)
 
 
 class UploadError(Exception):
@@ -63,7 +73,9 @@ def check_upload(raw: bytes, known_topics: tuple[str, ...], *, max_bytes: int, m
         archive = zipfile.ZipFile(io.BytesIO(raw))
         members = [m for m in archive.infolist() if not m.is_dir()]
     except ZIP_ERRORS:
-        raise UploadError("the upload is not a zip archive (or its directory is corrupt); zip your files again") from None
+        raise UploadError(
+            "the upload is not a zip archive (or its directory is corrupt); zip your files again"
+        ) from None
     with archive:
         names = {m.filename: _topic_of(m, known_topics) for m in members}
         _check_sizes(members, max_unpacked)
@@ -71,11 +83,16 @@ def check_upload(raw: bytes, known_topics: tuple[str, ...], *, max_bytes: int, m
     if len(files) != len(members):
         raise UploadError("the zip holds the same topic file twice")
     if not files:
-        raise UploadError(f"the zip holds no topic files; expected some of: {', '.join(f'{t}.py' for t in known_topics)}")
+        raise UploadError(
+            f"the zip holds no topic files; expected some of: {', '.join(f'{t}.py' for t in known_topics)}"
+        )
     data = canonical_zip(files)
     if len(data) > max_bytes:
-        raise UploadError(f"the files take {len(data)} bytes stored (re-zipped with deflate); the limit is {max_bytes} "
-                          "bytes: send smaller files", 413)
+        raise UploadError(
+            f"the files take {len(data)} bytes stored (re-zipped with deflate); the limit is {max_bytes} "
+            "bytes: send smaller files",
+            413,
+        )
     return Checked(files, data, hashlib.sha256(data).hexdigest())
 
 
@@ -87,8 +104,10 @@ def _topic_of(member: zipfile.ZipInfo, known_topics: tuple[str, ...]) -> str:
     if stat.S_ISLNK(member.external_attr >> 16):
         raise UploadError(f"the zip holds a link: {member.filename!r}; send plain files")
     if len(path.parts) > 2 or path.suffix != ".py" or path.stem not in known_topics:
-        raise UploadError(f"the zip holds {member.filename!r}, which is not a topic file; only <topic>.py "
-                          f"files are accepted, topics: {', '.join(known_topics)}")
+        raise UploadError(
+            f"the zip holds {member.filename!r}, which is not a topic file; only <topic>.py "
+            f"files are accepted, topics: {', '.join(known_topics)}"
+        )
     return path.stem
 
 
@@ -99,7 +118,9 @@ def _check_sizes(members: list[zipfile.ZipInfo], max_unpacked: int) -> None:
         raise UploadError(f"the zip unpacks to {total} bytes; the limit is {max_unpacked} bytes", 413)
     for m in members:
         if m.file_size > SMALL and m.file_size > MAX_RATIO * max(m.compress_size, 1):
-            raise UploadError(f"{m.filename!r} expands {m.file_size // max(m.compress_size, 1)}-fold: refused as a zip bomb")
+            raise UploadError(
+                f"{m.filename!r} expands {m.file_size // max(m.compress_size, 1)}-fold: refused as a zip bomb"
+            )
 
 
 def _read(archive: zipfile.ZipFile, member: zipfile.ZipInfo, max_unpacked: int) -> bytes:
@@ -108,8 +129,10 @@ def _read(archive: zipfile.ZipFile, member: zipfile.ZipInfo, max_unpacked: int) 
         with archive.open(member) as f:
             data = f.read(max_unpacked + 1)
     except ZIP_ERRORS as exc:
-        raise UploadError(f"cannot read {member.filename!r} from the zip ({_why(exc)}); zip your files again "
-                          "with plain deflate and no password") from None
+        raise UploadError(
+            f"cannot read {member.filename!r} from the zip ({_why(exc)}); zip your files again "
+            "with plain deflate and no password"
+        ) from None
     if len(data) > max_unpacked:
         raise UploadError(f"{member.filename!r} unpacks past the limit of {max_unpacked} bytes", 413)
     return data
@@ -169,11 +192,12 @@ def _sqlite_file(url: str) -> Path | None:
 
     try:
         parsed = make_url(url)
-    except Exception:   # not a SQLAlchemy URL (redis://... parses; anything odd is not ours to touch)
+    except Exception:  # noqa: BLE001 - not a SQLAlchemy URL (redis://... parses; anything odd is not ours to touch)
         return None
-    if "sqlite" not in parsed.drivername.split("+") or parsed.database in (None, "", ":memory:"):
+    database = parsed.database
+    if "sqlite" not in parsed.drivername.split("+") or database is None or database in ("", ":memory:"):
         return None
-    return Path(parsed.database).resolve()
+    return Path(database).resolve()
 
 
 def _owner_only(path: Path, mode: int) -> None:
@@ -184,4 +208,3 @@ def _owner_only(path: Path, mode: int) -> None:
         return
     if st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) & ~mode:
         os.chmod(path, stat.S_IMODE(st.st_mode) & mode)
-

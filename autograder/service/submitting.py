@@ -24,8 +24,9 @@ from autograder.service.config import Settings
 from autograder.service.db import FAILED, QUEUED, Student, Submission, Upload, utcnow
 
 
-def submit(state: Any, session: Session, who: Identity, raw: bytes,
-           wanted: list[str] | None) -> tuple[Submission, bool]:
+def submit(
+    state: Any, session: Session, who: Identity, raw: bytes, wanted: list[str] | None
+) -> tuple[Submission, bool]:
     """Check, store and queue an upload; (the submission, whether it was already there).
 
     `state` is the app's state (settings, topics, dispatcher); `raw` the body as sent; `wanted`
@@ -34,13 +35,14 @@ def submit(state: Any, session: Session, who: Identity, raw: bytes,
     settings: Settings = state.settings
     if who.is_instructor:
         raise HTTPException(403, "instructor tokens do not submit; use a student's course token")
-    checked = storage.check_upload(raw, state.topics, max_bytes=settings.max_upload_bytes,
-                                   max_unpacked=settings.max_unpacked_bytes)
+    checked = storage.check_upload(
+        raw, state.topics, max_bytes=settings.max_upload_bytes, max_unpacked=settings.max_unpacked_bytes
+    )
     names = topics_for(state.topics, wanted, checked.files)
     existing = _existing(session, who.student_id, checked.digest, names)
     if existing is not None:
         return _again(state, session, existing), True
-    session.rollback()      # end any read snapshot: the lock below must be the transaction's first statement
+    session.rollback()  # end any read snapshot: the lock below must be the transaction's first statement
     row = store(session, settings, who.student_id, checked, names)
     state.dispatcher.put([row.id])
     return row, False
@@ -53,8 +55,10 @@ def topics_for(known: tuple[str, ...], wanted: list[str] | None, files: dict[str
         raise storage.UploadError(f"unknown topic(s) {_names(unknown)}; the topics are: {', '.join(known)}")
     missing = [t for t in wanted or () if t not in files]
     if missing:
-        raise storage.UploadError(f"topic(s) {', '.join(missing)} asked for but not in the zip (it holds "
-                                  f"{', '.join(f'{t}.py' for t in sorted(files))})")
+        raise storage.UploadError(
+            f"topic(s) {', '.join(missing)} asked for but not in the zip (it holds "
+            f"{', '.join(f'{t}.py' for t in sorted(files))})"
+        )
     chosen = set(wanted or files)
     return ",".join(t for t in known if t in chosen)
 
@@ -66,8 +70,11 @@ def _names(names: list[str], most: int = 5, width: int = 40) -> str:
 
 
 def _existing(session: Session, student_id: int | None, digest: str, topics: str) -> Submission | None:
-    return session.scalar(select(Submission).where(Submission.student_id == student_id, Submission.digest == digest,
-                                                   Submission.topics == topics))
+    return session.scalar(
+        select(Submission).where(
+            Submission.student_id == student_id, Submission.digest == digest, Submission.topics == topics
+        )
+    )
 
 
 def _again(state: Any, session: Session, row: Submission) -> Submission:
@@ -81,15 +88,18 @@ def _again(state: Any, session: Session, row: Submission) -> Submission:
     return row
 
 
-def store(session: Session, settings: Settings, student_id: int | None, checked: storage.Checked,
-          topics: str) -> Submission:
+def store(
+    session: Session, settings: Settings, student_id: int | None, checked: storage.Checked, topics: str
+) -> Submission:
     """Under the student's lock: check the limits, insert the upload (once per content) and the
     submission row, and commit."""
     for _attempt in range(3):
         try:
             _lock_student(session, student_id)
             _rate_limit(session, settings, student_id, topics)
-            _quota(session, settings, student_id, 0 if _holds(session, student_id, checked.digest) else len(checked.data))
+            _quota(
+                session, settings, student_id, 0 if _holds(session, student_id, checked.digest) else len(checked.data)
+            )
             if session.get(Upload, checked.digest) is None:
                 session.add(Upload(digest=checked.digest, data=checked.data, size=len(checked.data)))
                 session.flush()
@@ -118,21 +128,33 @@ def _rate_limit(session: Session, settings: Settings, student_id: int | None, to
     """429 with Retry-After when any of these topics had rate_limit submissions in the window."""
     now = utcnow()
     since = now - dt.timedelta(seconds=settings.rate_window)
-    recent = session.execute(select(Submission.created_at, Submission.topics).where(
-        Submission.student_id == student_id, Submission.created_at > since)).all()
+    recent = session.execute(
+        select(Submission.created_at, Submission.topics).where(
+            Submission.student_id == student_id, Submission.created_at > since
+        )
+    ).all()
     for topic in topics.split(","):
         times = sorted(t for t, names in recent if topic in names.split(","))
         if len(times) >= settings.rate_limit:
             wait = math.ceil((times[-settings.rate_limit] - since).total_seconds()) + 1
-            raise HTTPException(429, f"too many submissions of {topic}: {settings.rate_limit} per "
-                                     f"{settings.rate_window} s; try again in {wait} s",
-                                headers={"Retry-After": str(wait)})
+            raise HTTPException(
+                429,
+                f"too many submissions of {topic}: {settings.rate_limit} per "
+                f"{settings.rate_window} s; try again in {wait} s",
+                headers={"Retry-After": str(wait)},
+            )
 
 
 def _holds(session: Session, student_id: int | None, digest: str) -> bool:
     """Whether one of the student's submissions already stores this upload."""
-    return session.scalar(select(func.count()).select_from(Submission).where(
-        Submission.student_id == student_id, Submission.digest == digest)) > 0
+    return (
+        session.execute(
+            select(func.count())
+            .select_from(Submission)
+            .where(Submission.student_id == student_id, Submission.digest == digest)
+        ).scalar_one()
+        > 0
+    )
 
 
 def stored_bytes(session: Session, student_id: int | None) -> int:
@@ -147,9 +169,12 @@ def _quota(session: Session, settings: Settings, student_id: int | None, adding:
         return
     used = stored_bytes(session, student_id)
     if used + adding > settings.quota_bytes:
-        raise storage.UploadError(f"storage quota reached: your submissions store {used} bytes and this one "
-                                  f"{adding} more, past your quota of {settings.quota_bytes} bytes; ask your "
-                                  "instructor", 413)
+        raise storage.UploadError(
+            f"storage quota reached: your submissions store {used} bytes and this one "
+            f"{adding} more, past your quota of {settings.quota_bytes} bytes; ask your "
+            "instructor",
+            413,
+        )
 
 
 def regrade(state: Any, session: Session, ids: list[int]) -> dict[str, list[int]]:

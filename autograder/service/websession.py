@@ -40,9 +40,16 @@ def start(session: Session, who: Identity, settings: Settings) -> tuple[str, Web
     now = utcnow()
     session.execute(delete(WebSession).where(WebSession.expires_at < now))
     value = new_secret()
-    row = WebSession(digest=_digest(value), csrf=new_secret(), role=who.role, login=who.login,
-                     student_id=who.student_id, token_id=who.token_id, created_at=now,
-                     expires_at=now + dt.timedelta(hours=settings.session_hours))
+    row = WebSession(
+        digest=_digest(value),
+        csrf=new_secret(),
+        role=who.role,
+        login=who.login,
+        student_id=who.student_id,
+        token_id=who.token_id,
+        created_at=now,
+        expires_at=now + dt.timedelta(hours=settings.session_hours),
+    )
     session.add(row)
     session.commit()
     return value, row
@@ -52,8 +59,9 @@ def lookup(session: Session, value: str) -> WebSession | None:
     """The live session whose cookie value this is (not expired, its token not revoked), else None."""
     if not value:
         return None
-    row = session.scalar(select(WebSession).where(WebSession.digest == _digest(value),
-                                                  WebSession.expires_at > utcnow()))
+    row = session.scalar(
+        select(WebSession).where(WebSession.digest == _digest(value), WebSession.expires_at > utcnow())
+    )
     if row is None:
         return None
     if row.token_id is not None:

@@ -9,26 +9,74 @@ package ships.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import importlib
+import traceback
+from pathlib import Path
 
+from autograder.source import parse_trusted
 from autograder.spec import Topic
 
-ORDER: tuple[str, ...] = ("jit_basics", "prng", "at_updates", "static_args", "loops", "pytrees", "primitives", "sharding",
-                         "ising", "autodiff", "training", "debugging")
+ORDER: tuple[str, ...] = (
+    "jit_basics",
+    "prng",
+    "at_updates",
+    "static_args",
+    "loops",
+    "pytrees",
+    "primitives",
+    "sharding",
+    "ising",
+    "autodiff",
+    "training",
+    "debugging",
+)
 
 
 def load(name: str) -> Topic:
     """The full spec of topic `name` (the grader's); a ValueError naming the known topics otherwise."""
+    from autograder.checks import SpecError
+
     check_name(name)
     try:
-        topic = importlib.import_module(f"autograder.topics.{name}").TOPIC
+        return importlib.import_module(f"autograder.topics.{name}").TOPIC
     except ModuleNotFoundError as exc:
         if exc.name != f"autograder.topics.{name}":
             raise
-        raise ValueError(f"the hidden grader of {name!r} is not installed here (only the course's grader has it)") from None
-    validate(topic)
-    return topic
+        raise ValueError(
+            f"the hidden grader of {name!r} is not installed here (only the course's grader has it)"
+        ) from None
+    except SpecError as exc:
+        raise SpecError(f"topic {name}{where(exc, Path(__file__).with_name(f'{name}.py'))}: {exc}") from None
+
+
+def where(exc: Exception, path: Path) -> str:
+    """Where in the topic module at `path` a spec error was raised: ", exercise dropout (prng.py
+    line 95)", naming the exercise whose `Exercise(...)` holds that line (none for a line outside
+    one, nor where the message already starts with the exercise's name)."""
+    lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == path and f.lineno]
+    if not lines:
+        return ""
+    line = lines[-1]
+    exercise = _exercise_at(path.read_text(), line)
+    said = exercise is None or str(exc).startswith(f"{exercise}:")
+    return f"{'' if said else f', exercise {exercise}'} ({path.name} line {line})"
+
+
+def _exercise_at(source: str, line: int) -> str | None:
+    """The `name=` of the innermost `Exercise(...)` call in `source` that spans `line`."""
+    found: str | None = None
+    for node in ast.walk(parse_trusted(source, "the topic spec")):
+        if (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "id", None) == "Exercise"
+            and node.lineno <= line <= (node.end_lineno or node.lineno)
+        ):
+            for kw in node.keywords:
+                if kw.arg == "name" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
+                    found = kw.value.value
+    return found
 
 
 def check_name(name: str) -> None:
@@ -42,21 +90,7 @@ def load_public(name: str) -> Topic:
     from autograder import public
 
     check_name(name)
-    topic = public.topic(name)
-    validate(topic)
-    return topic
-
-
-def validate(topic: Topic) -> None:
-    """Every check an exercise names exists, and advisory checks are worth no points."""
-    from autograder.checks import ADVISORY, REGISTRY
-
-    for ex in topic.exercises:
-        for check, points in ex.checks.items():
-            if check not in REGISTRY:
-                raise ValueError(f"{topic.name}.{ex.name}: unknown check {check!r}; the checks are {', '.join(REGISTRY)}")
-            if check in ADVISORY and points:
-                raise ValueError(f"{topic.name}.{ex.name}: the {check!r} check is advisory and must be worth 0 points")
+    return public.topic(name)
 
 
 def resolve(names: list[str] | None, *, public: bool = False) -> list[Topic]:
@@ -72,9 +106,9 @@ def resolve(names: list[str] | None, *, public: bool = False) -> list[Topic]:
         spec = load_spec(topic)
         if not exercise:
             wanted[topic] = None
-        elif wanted.get(topic, set()) is not None:
+        elif (chosen := wanted.setdefault(topic, set())) is not None:
             spec.exercise(exercise)
-            wanted.setdefault(topic, set()).add(exercise)
+            chosen.add(exercise)
     selected = []
     for name in ORDER:
         if name in wanted:

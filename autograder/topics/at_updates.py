@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from autograder.checks import Correct, Jit, Speed
 from autograder.requirements import MaxOps, UsesOp
-from autograder.spec import Case, Edge, Exercise, Speed, Topic
+from autograder.spec import Case, Edge, Exercise, Topic
 
 # Operations of the exported program at the largest size (300), measured: the references 31
 # (scatter_ops) and 30 (lookup_and_clamp); a Python loop over the indices 5,850 and 4,820.
@@ -41,6 +42,7 @@ def _lookup_and_clamp(rng: np.random.Generator, size: int) -> Case:
 
 
 # -- edge families: each edge case's instances in a graded run (`Edge`), never its public one
+
 
 def _small(rng: np.random.Generator, *shape: int, lo: int = -9, hi: int = 10) -> np.ndarray:
     """Small integers as float32: exact, so that ties and equalities stay exact."""
@@ -97,11 +99,15 @@ TOPIC = Topic(
             sample=_scatter_ops,
             sizes=(1, 5, 100, 300),
             edge_cases=(
-                Edge(Case((np.array([1, 2, 3], np.float32), np.array([2, 0], np.int32), np.array([10, -1], np.float32)),
-                          "the docstring's example"), _scatter_example),
+                Edge(
+                    Case(
+                        (np.array([1, 2, 3], np.float32), np.array([2, 0], np.int32), np.array([10, -1], np.float32)),
+                        "the docstring's example",
+                    ),
+                    _scatter_example,
+                ),
             ),
-            requirements=(NO_INDEX_LOOP,),
-            checks={"correct": 2, "jit": 1},
+            checks=(Correct(2), Jit(1, requirements=(NO_INDEX_LOOP,))),
             outputs=("set", "add", "min", "max"),
             hints=(
                 "`x[i] = v` cannot work on an immutable array; there is a method that returns the updated copy.",
@@ -120,9 +126,11 @@ TOPIC = Topic(
                 Edge(Case((np.array([1, 3, 1, 0], np.int32), 4), "the docstring's example"), _histogram_example),
                 Edge(Case((np.zeros(50, np.int32), 3), "all values equal"), _all_equal),
             ),
-            requirements=(UsesOp("scatter-add", "count with `.at[x].add(1)`"),),  # jnp.bincount is one too
-            checks={"correct": 2, "jit": 1, "speed": 2},
-            speed=Speed(size={"cpu": 1 << 20, "gpu": 1 << 24}),
+            checks=(
+                Correct(2),
+                Jit(1, requirements=(UsesOp("scatter-add", "count with `.at[x].add(1)`"),)),  # jnp.bincount is one too
+                Speed(2, size={"cpu": 1 << 20, "gpu": 1 << 24}),
+            ),
             hints=(
                 "Start from an array of nbins zeros and add 1 at every value of x, all at once.",
                 "`a.at[idx].add(v)` applies every update, repeated indices included, where `.set` keeps only one "
@@ -136,11 +144,13 @@ TOPIC = Topic(
             name="mask_fill",
             sample=_mask_fill,
             edge_cases=(
-                Edge(Case((np.array([[-1.0, 0.5], [2.0, 3.0]], np.float32), 1.0, -100.0), "the tutorial's mask example"),
-                     _mask_example),
+                Edge(
+                    Case((np.array([[-1.0, 0.5], [2.0, 3.0]], np.float32), 1.0, -100.0), "the tutorial's mask example"),
+                    _mask_example,
+                ),
                 Edge(Case((np.zeros((2, 2), np.float32), 0.0, 5.0), "ties are not greater"), _ties),
             ),
-            checks={"correct": 1, "jit": 2},
+            checks=(Correct(1), Jit(2)),
             hints=(
                 "Under jit the number of entries above the threshold is unknown when compiling, so you cannot index "
                 "with the mask.",
@@ -154,12 +164,16 @@ TOPIC = Topic(
             name="lookup_and_clamp",
             sample=_lookup_and_clamp,
             edge_cases=(
-                Edge(Case((np.array([5.0], np.float32), np.array([0, 1, 7, 0], np.int32), np.ones(4, np.float32), -1.0),
-                          "n = 1"), _one_entry),
+                Edge(
+                    Case(
+                        (np.array([5.0], np.float32), np.array([0, 1, 7, 0], np.int32), np.ones(4, np.float32), -1.0),
+                        "n = 1",
+                    ),
+                    _one_entry,
+                ),
             ),
             static_argnums=(3,),
-            requirements=(NO_INDEX_LOOP,),
-            checks={"correct": 2, "jit": 1},
+            checks=(Correct(2), Jit(1, requirements=(NO_INDEX_LOOP,))),
             outputs=("looked_up", "clamped"),
             hints=(
                 "Both halves are one-liners with `.at[idx]`; the defaults for out-of-bounds indices are the wrong "

@@ -20,18 +20,19 @@ programs at the largest size, the same figures as `jax.jit(f).lower(...).compile
 - per_example_grads (n = 64, d = 8, h = 16): vmap of grad (reference) 3.4e4 FLOPs, jacrev of the
   vector of losses 1.5e6 (x45); operations at n = 2 -> 64: the reference 20 -> 20, a Python loop
   over the examples 47 -> 1,423, the same loop over one jitted helper 49 -> 1,487 (figures in
-  tests/test_topic_autodiff.py).
+  tests/topics/test_topic_autodiff.py).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from autograder.checks import Correct, Grad, Jit
 from autograder.requirements import AvoidsOps, FlopsAtMost, OpsDoNotGrow
-from autograder.spec import Case, Edge, Exercise, Grad, Topic
+from autograder.spec import Case, Edge, Exercise, Topic
 
 F32 = np.float32
-GRAD = Grad(argnums=(0,), rtol=1e-4, atol=1e-5)
+GRAD = Grad(3, argnums=(0,), rtol=1e-4, atol=1e-5)
 
 
 def _f32(rng: np.random.Generator, *shape: int, scale: float = 1.0) -> np.ndarray:
@@ -72,8 +73,16 @@ def _td_loss(rng: np.random.Generator, size: int) -> Case:
 
 def _maml_loss(rng: np.random.Generator, size: int) -> Case:
     n, d = size, 3
-    return Case((_f32(rng, d), _f32(rng, n, d), _f32(rng, n), _f32(rng, n, d), _f32(rng, n),
-                 float(rng.choice([0.01, 0.05, 0.1]))))
+    return Case(
+        (
+            _f32(rng, d),
+            _f32(rng, n, d),
+            _f32(rng, n),
+            _f32(rng, n, d),
+            _f32(rng, n),
+            float(rng.choice([0.01, 0.05, 0.1])),
+        )
+    )
 
 
 def _per_example_grads(rng: np.random.Generator, size: int) -> Case:
@@ -82,10 +91,14 @@ def _per_example_grads(rng: np.random.Generator, size: int) -> Case:
     return Case((params, _f32(rng, n, d), _f32(rng, n)))
 
 
-NO_LOOP = AvoidsOps(("while",), "the reference has no loop; a loop over basis vectors or examples does the work one "
-                                "direction at a time (and XLA's FLOP count sees only one trip of it)")
+NO_LOOP = AvoidsOps(
+    ("while",),
+    "the reference has no loop; a loop over basis vectors or examples does the work one "
+    "direction at a time (and XLA's FLOP count sees only one trip of it)",
+)
 
 # -- edge families: each edge case's instances in a graded run (`Edge`), never its public one
+
 
 def _ints(rng: np.random.Generator, *shape: int, lo: int = -3, hi: int = 4, scale: float = 1.0) -> np.ndarray:
     """Small integers (times a power-of-two `scale`) as float32: exact, so equalities stay exact."""
@@ -103,7 +116,9 @@ def _identity_design(rng: np.random.Generator) -> Case:
 
 
 def _one_example(rng: np.random.Generator) -> Case:
-    return Case((_ints(rng, 1, scale=0.5), _ints(rng, scale=0.5), _ints(rng, 1, 1, scale=0.5), _ints(rng, 1, scale=0.5)))
+    return Case(
+        (_ints(rng, 1, scale=0.5), _ints(rng, scale=0.5), _ints(rng, 1, 1, scale=0.5), _ints(rng, 1, scale=0.5))
+    )
 
 
 def _identity_layer(rng: np.random.Generator) -> Case:
@@ -164,8 +179,16 @@ def _td_case(rng: np.random.Generator, on_target: bool) -> Case:
 
 def _maml_example(rng: np.random.Generator) -> Case:
     d, n = _dims(rng, 4), _dims(rng, 4)
-    return Case((_ints(rng, d), _ints(rng, n, d), _ints(rng, n), _ints(rng, n, d), _ints(rng, n),
-                 float(rng.choice([0.125, 0.25, 0.5]))))
+    return Case(
+        (
+            _ints(rng, d),
+            _ints(rng, n, d),
+            _ints(rng, n),
+            _ints(rng, n, d),
+            _ints(rng, n),
+            float(rng.choice([0.125, 0.25, 0.5])),
+        )
+    )
 
 
 def _zero_first_layer(rng: np.random.Generator) -> Case:
@@ -189,14 +212,20 @@ TOPIC = Topic(
             name="loss_and_grads",
             sample=_loss_and_grads,
             edge_cases=(
-                Edge(Case((_a([1, 2]), np.asarray(0.0, F32), np.eye(2, dtype=F32), _a([0, 0])), "the docstring's example"),
-                     _identity_design),
-                Edge(Case((_a([0.5]), np.asarray(-1.0, F32), _a([[2.0]]), _a([0.0])), "one example, one feature"),
-                     _one_example),
+                Edge(
+                    Case(
+                        (_a([1, 2]), np.asarray(0.0, F32), np.eye(2, dtype=F32), _a([0, 0])), "the docstring's example"
+                    ),
+                    _identity_design,
+                ),
+                Edge(
+                    Case((_a([0.5]), np.asarray(-1.0, F32), _a([[2.0]]), _a([0.0])), "one example, one feature"),
+                    _one_example,
+                ),
             ),
             rtol=1e-5,
             atol=1e-5,
-            checks={"correct": 2, "jit": 1},
+            checks=(Correct(2), Jit(1)),
             hints=(
                 "One transformation gives the value and the gradient together, and can carry an auxiliary output "
                 "along without differentiating it.",
@@ -212,15 +241,29 @@ TOPIC = Topic(
             sample=_tall_jacobian,
             sizes=(1, 2, 8),
             edge_cases=(
-                Edge(Case((np.eye(2, dtype=F32), _a([0, 0]), _a([[1, 1]]), _a([0, 0])), "the docstring's example"),
-                     _identity_layer),
+                Edge(
+                    Case((np.eye(2, dtype=F32), _a([0, 0]), _a([[1, 1]]), _a([0, 0])), "the docstring's example"),
+                    _identity_layer,
+                ),
             ),
             rtol=1e-5,
             atol=1e-5,
             # measured at h = 64, m = 256: jacfwd 1.0e5 FLOPs, jacrev 8.7e6
-            requirements=(FlopsAtMost(2.0, 2000.0, "a tall Jacobian (3 inputs, 256 outputs) costs 3 forward-mode "
-                                                   "passes or 256 reverse-mode ones"), NO_LOOP),
-            checks={"correct": 1, "jit": 2},
+            checks=(
+                Correct(1),
+                Jit(
+                    2,
+                    requirements=(
+                        FlopsAtMost(
+                            2.0,
+                            2000.0,
+                            "a tall Jacobian (3 inputs, 256 outputs) costs 3 forward-mode "
+                            "passes or 256 reverse-mode ones",
+                        ),
+                        NO_LOOP,
+                    ),
+                ),
+            ),
             hints=(
                 "Count the directions: building a Jacobian column by column needs one pass per input, row by row one "
                 "pass per output. Here there are 3 inputs and hundreds of outputs.",
@@ -236,17 +279,28 @@ TOPIC = Topic(
             sample=_hvp,
             sizes=(1, 4, 16, 128),
             edge_cases=(
-                Edge(Case((_a([0, 0]), np.eye(2, dtype=F32), _a([1, 0]), _a([1, 2])), "the docstring's example: w = 0"),
-                     _zero_weights),
-                Edge(Case((_a([30.0]), _a([[1.0], [2.0]]), _a([1, 0]), _a([1.0])), "saturated logits: a tiny curvature"),
-                     _saturated),
+                Edge(
+                    Case((_a([0, 0]), np.eye(2, dtype=F32), _a([1, 0]), _a([1, 2])), "the docstring's example: w = 0"),
+                    _zero_weights,
+                ),
+                Edge(
+                    Case((_a([30.0]), _a([[1.0], [2.0]]), _a([1, 0]), _a([1.0])), "saturated logits: a tiny curvature"),
+                    _saturated,
+                ),
             ),
             rtol=1e-5,
             atol=1e-5,
             # measured at d = 128, n = 256: forward-over-reverse 2.0e5 FLOPs, jax.hessian(...) @ v 1.7e7
-            requirements=(FlopsAtMost(2.0, 2000.0, "the Hessian-vector product must not build the d x d Hessian"),
-                          NO_LOOP),
-            checks={"correct": 1, "jit": 2},
+            checks=(
+                Correct(1),
+                Jit(
+                    2,
+                    requirements=(
+                        FlopsAtMost(2.0, 2000.0, "the Hessian-vector product must not build the d x d Hessian"),
+                        NO_LOOP,
+                    ),
+                ),
+            ),
             hints=(
                 "H @ v is the derivative of the gradient in the direction v. Which transformation computes a "
                 "directional derivative without forming the matrix?",
@@ -268,8 +322,7 @@ TOPIC = Topic(
             ),
             rtol=1e-5,
             atol=1e-5,
-            checks={"correct": 1, "jit": 1, "grad": 3},
-            options={"grad": GRAD},
+            checks=(Correct(1), Jit(1), GRAD),
             hints=(
                 "The value is right with the obvious code. Compute `jax.grad` of it on two points: NaN. Where does the "
                 "chain rule meet 0 times infinity, and why does masking the diagonal not remove it?",
@@ -285,15 +338,18 @@ TOPIC = Topic(
             name="td_loss",
             sample=_td_loss,
             edge_cases=(
-                Edge(Case((_a([1]), _a([[1]]), _a([0]), _a([[2]]), 0.5), "the docstring's example: on target"),
-                     lambda rng: _td_case(rng, True)),
-                Edge(Case((_a([1]), _a([[1]]), _a([1]), _a([[2]]), 0.5), "the docstring's example: off target"),
-                     lambda rng: _td_case(rng, False)),
+                Edge(
+                    Case((_a([1]), _a([[1]]), _a([0]), _a([[2]]), 0.5), "the docstring's example: on target"),
+                    lambda rng: _td_case(rng, True),
+                ),
+                Edge(
+                    Case((_a([1]), _a([[1]]), _a([1]), _a([[2]]), 0.5), "the docstring's example: off target"),
+                    lambda rng: _td_case(rng, False),
+                ),
             ),
             rtol=1e-5,
             atol=1e-5,
-            checks={"correct": 1, "jit": 1, "grad": 3},
-            options={"grad": GRAD},
+            checks=(Correct(1), Jit(1), GRAD),
             hints=(
                 "The value is one line; what the grader checks is the gradient. Which part of the loss must `jax.grad` "
                 "treat as a constant?",
@@ -307,13 +363,14 @@ TOPIC = Topic(
             name="maml_loss",
             sample=_maml_loss,
             edge_cases=(
-                Edge(Case((_a([0]), _a([[1]]), _a([1]), _a([[1]]), _a([1]), 0.25), "the docstring's example"),
-                     _maml_example),
+                Edge(
+                    Case((_a([0]), _a([[1]]), _a([1]), _a([[1]]), _a([1]), 0.25), "the docstring's example"),
+                    _maml_example,
+                ),
             ),
             rtol=1e-5,
             atol=1e-5,
-            checks={"correct": 1, "jit": 1, "grad": 3},
-            options={"grad": GRAD},
+            checks=(Correct(1), Jit(1), GRAD),
             hints=(
                 "`jax.grad` can be applied to a function that itself calls `jax.grad`: the outer derivative then goes "
                 "through the inner gradient computation.",
@@ -329,24 +386,52 @@ TOPIC = Topic(
             sample=_per_example_grads,
             sizes=(2, 5, 17, 64),
             edge_cases=(
-                Edge(Case(({"W1": np.zeros((2, 3), F32), "b1": np.zeros(2, F32), "w2": _a([1, -1])},
-                           np.ones((2, 3), F32), _a([1, 2])), "the docstring's example: W1 = 0, b1 = 0"),
-                     _zero_first_layer),
-                Edge(Case(({"W1": np.ones((2, 1), F32), "b1": np.zeros(2, F32), "w2": _a([0.5, 0.5])}, _a([[0.3]]),
-                           _a([1])), "one example"), _single_example),
+                Edge(
+                    Case(
+                        (
+                            {"W1": np.zeros((2, 3), F32), "b1": np.zeros(2, F32), "w2": _a([1, -1])},
+                            np.ones((2, 3), F32),
+                            _a([1, 2]),
+                        ),
+                        "the docstring's example: W1 = 0, b1 = 0",
+                    ),
+                    _zero_first_layer,
+                ),
+                Edge(
+                    Case(
+                        (
+                            {"W1": np.ones((2, 1), F32), "b1": np.zeros(2, F32), "w2": _a([0.5, 0.5])},
+                            _a([[0.3]]),
+                            _a([1]),
+                        ),
+                        "one example",
+                    ),
+                    _single_example,
+                ),
             ),
             rtol=1e-5,
             atol=1e-5,
-            requirements=(
-                # measured, operations at n = 2 -> 64: the reference 20 -> 20, a Python loop 47 -> 1,423
-                OpsDoNotGrow("map the gradient over the examples with jax.vmap; a Python loop puts one copy of the "
-                             "gradient in the program per example"),
-                NO_LOOP,
-                # measured at n = 64: vmap of grad 3.4e4 FLOPs, jax.jacrev of the n losses 1.5e6
-                FlopsAtMost(2.0, 2000.0, "one backward pass per example, on that example alone (jax.jacrev of the "
-                                         "batch's losses does n backward passes over the whole batch)"),
+            checks=(
+                Correct(1),
+                Jit(
+                    2,
+                    requirements=(
+                        # measured, operations at n = 2 -> 64: the reference 20 -> 20, a Python loop 47 -> 1,423
+                        OpsDoNotGrow(
+                            "map the gradient over the examples with jax.vmap; a Python loop puts one copy of the "
+                            "gradient in the program per example"
+                        ),
+                        NO_LOOP,
+                        # measured at n = 64: vmap of grad 3.4e4 FLOPs, jax.jacrev of the n losses 1.5e6
+                        FlopsAtMost(
+                            2.0,
+                            2000.0,
+                            "one backward pass per example, on that example alone (jax.jacrev of the "
+                            "batch's losses does n backward passes over the whole batch)",
+                        ),
+                    ),
+                ),
             ),
-            checks={"correct": 1, "jit": 2},
             hints=(
                 "Write nothing new about the model: `example_loss` handles one example. You need its gradient, mapped "
                 "over the examples.",

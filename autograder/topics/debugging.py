@@ -13,9 +13,11 @@ program's locations (`InScope`, the fact `scopes` of `autograder.worker.program`
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from autograder.checks import Correct, Grad, Jit, Prints
 from autograder.requirements import InScope, OpsDoNotGrow
-from autograder.spec import Case, Edge, Exercise, Grad, Prints, Topic
+from autograder.spec import Case, Edge, Exercise, Topic
 
 # Sizes at which `normalize_rows` is sampled with debug=True; the `jit` check exports the
 # function at the largest and the smallest size, where debug must be False (a program that
@@ -87,15 +89,23 @@ def _path(rng: np.random.Generator, size: int, d: int = 3) -> Case:
 
 def _mlp(rng: np.random.Generator, size: int) -> Case:
     n, k, h, m = size, 8, 16, 4
-    return Case((_f32(rng, n, k), _f32(rng, k, h, scale=k**-0.5), _f32(rng, h, scale=0.1),
-                 _f32(rng, h, m, scale=h**-0.5), _f32(rng, m, scale=0.1)))
+    return Case(
+        (
+            _f32(rng, n, k),
+            _f32(rng, k, h, scale=k**-0.5),
+            _f32(rng, h, scale=0.1),
+            _f32(rng, h, m, scale=h**-0.5),
+            _f32(rng, m, scale=0.1),
+        )
+    )
 
 
-def _arr(*rows: list[float]) -> np.ndarray:
+def _arr(*rows: ArrayLike) -> np.ndarray:
     return np.array(rows, np.float32)
 
 
 # -- edge families: each edge case's instances in a graded run (`Edge`), never its public one
+
 
 def _ints(rng: np.random.Generator, *shape: int, lo: int = -4, hi: int = 5) -> np.ndarray:
     """Small integers as float32: exact, so that zeros and equalities stay exact."""
@@ -107,7 +117,7 @@ def _zero_and_nonzero_rows(rng: np.random.Generator) -> Case:
     n, d = int(rng.integers(2, 6)), int(rng.integers(1, 5))
     x = _ints(rng, n, d)
     x[:, 0] = rng.choice([-3.0, -1.0, 1.0, 2.0, 4.0], n)
-    x[rng.permutation(n)[:int(rng.integers(1, n))]] = 0.0
+    x[rng.permutation(n)[: int(rng.integers(1, n))]] = 0.0
     return Case((x, True))
 
 
@@ -136,7 +146,7 @@ def _both_fail(rng: np.random.Generator) -> Case:
     """One or two negative entries and a sum off 1."""
     n = int(rng.integers(2, 6))
     p = _eighths(rng, n, int(rng.integers(1, 12)))
-    bad = rng.permutation(n)[:int(rng.integers(1, 3))]
+    bad = rng.permutation(n)[: int(rng.integers(1, 3))]
     p[bad] = -rng.integers(1, 5, bad.size) / 8
     if p.sum() == 1.0:
         p[bad[0]] -= 0.125
@@ -186,7 +196,7 @@ def _same_point(rng: np.random.Generator) -> Case:
 def _unit_square(rng: np.random.Generator) -> Case:
     """A closed unit square, from any corner, either way round, anywhere on the integer grid."""
     corners = np.array([[0, 0], [1, 0], [1, 1], [0, 1]], np.float32)
-    corners = np.roll(corners[::rng.choice([1, -1])], int(rng.integers(4)), axis=0)
+    corners = np.roll(corners[:: rng.choice([1, -1])], int(rng.integers(4)), axis=0)
     pts = np.concatenate([corners, corners[:1]]) + rng.integers(-3, 4, 2)
     return Case((pts.astype(np.float32),))
 
@@ -194,8 +204,9 @@ def _unit_square(rng: np.random.Generator) -> Case:
 def _zero_first_layer(rng: np.random.Generator) -> Case:
     """W1 = 0, b1 = 0: every row of the output is b2."""
     n, k, h, m = (int(rng.integers(1, hi)) for hi in (5, 9, 17, 4))
-    return Case((_ints(rng, n, k), np.zeros((k, h), np.float32), np.zeros(h, np.float32), _ints(rng, h, m),
-                 _ints(rng, m)))
+    return Case(
+        (_ints(rng, n, k), np.zeros((k, h), np.float32), np.zeros(h, np.float32), _ints(rng, h, m), _ints(rng, m))
+    )
 
 
 TOPIC = Topic(
@@ -207,15 +218,16 @@ TOPIC = Topic(
             sample=_normalize_rows,
             static_argnums=(1,),
             edge_cases=(
-                Edge(Case((_arr([3.0, 4.0], [0.0, 0.0]), True), "the docstring's example, debug on"),
-                     _zero_and_nonzero_rows),
+                Edge(
+                    Case((_arr([3.0, 4.0], [0.0, 0.0]), True), "the docstring's example, debug on"),
+                    _zero_and_nonzero_rows,
+                ),
                 Edge(Case((np.zeros((3, 4), np.float32), False), "all rows zero, debug off"), _all_zero_rows),
                 Edge(Case((_arr([1.0, 1.0, 1.0, 1.0]), True), "one row"), _one_row),
             ),
             rtol=1e-5,
             atol=1e-6,
-            checks={"correct": 1, "jit": 1, "prints": 2},
-            options={"prints": Prints(make=_normalize_stream, calls=12)},
+            checks=(Correct(1), Jit(1), Prints(2, make=_normalize_stream, calls=12)),
             hints=(
                 "A Python `print` runs while JAX traces, so once per shape (and per value of a static argument); the line "
                 "must appear on every call with debug on. What prints from inside the compiled program?",
@@ -239,7 +251,7 @@ TOPIC = Topic(
             sizes=(1, 3, 17, 100, 5, 9),
             rtol=1e-5,
             atol=1e-6,
-            checks={"correct": 3},
+            checks=(Correct(3),),
             outputs=("message", "h"),
             hints=(
                 "A failed `checkify.check` does not raise inside the program: `checkify.checkify(f)` returns an error value "
@@ -256,18 +268,42 @@ TOPIC = Topic(
             name="first_nan_step",
             sample=_recurrence,
             edge_cases=(
-                Edge(Case((_arr(1.0), _arr([1.0], [1.0], [1.0]), _arr([3.0], [-5.0], [1.0])),
-                          "the docstring's example: step 1"), lambda rng: _recurrence_to(rng, 1)),
-                Edge(Case((_arr(1.0), _arr([1.0], [1.0], [1.0]), _arr([3.0], [1.0], [1.0])),
-                          "the docstring's example: no NaN"), lambda rng: _recurrence_to(rng, None)),
-                Edge(Case((_arr(np.nan, 1.0), np.ones((2, 2), np.float32), np.ones((2, 2), np.float32)), "a NaN in h0"),
-                     lambda rng: _recurrence_to(rng, None, nan_h0=True)),
-                Case((_arr(1.0, 1.0), np.ones((4, 2), np.float32), _arr([1, 1], [1, 1], [1, 1], [1, -9])),
-                     "the last step", hidden=True),
+                Edge(
+                    Case(
+                        (_arr(1.0), _arr([1.0], [1.0], [1.0]), _arr([3.0], [-5.0], [1.0])),
+                        "the docstring's example: step 1",
+                    ),
+                    lambda rng: _recurrence_to(rng, 1),
+                ),
+                Edge(
+                    Case(
+                        (_arr(1.0), _arr([1.0], [1.0], [1.0]), _arr([3.0], [1.0], [1.0])),
+                        "the docstring's example: no NaN",
+                    ),
+                    lambda rng: _recurrence_to(rng, None),
+                ),
+                Edge(
+                    Case((_arr(np.nan, 1.0), np.ones((2, 2), np.float32), np.ones((2, 2), np.float32)), "a NaN in h0"),
+                    lambda rng: _recurrence_to(rng, None, nan_h0=True),
+                ),
+                Case(
+                    (_arr(1.0, 1.0), np.ones((4, 2), np.float32), _arr([1, 1], [1, 1], [1, 1], [1, -9])),
+                    "the last step",
+                    hidden=True,
+                ),
             ),
-            checks={"correct": 2, "jit": 2},
-            requirements=(OpsDoNotGrow("carry the state through a `lax.scan`: a Python loop over the steps puts a copy "
-                                       "of the step in the program for every t"),),
+            checks=(
+                Correct(2),
+                Jit(
+                    2,
+                    requirements=(
+                        OpsDoNotGrow(
+                            "carry the state through a `lax.scan`: a Python loop over the steps puts a copy "
+                            "of the step in the program for every t"
+                        ),
+                    ),
+                ),
+            ),
             hints=(
                 "Run the recurrence in a loop that stays a loop in the compiled program, and let each step report "
                 "whether its new state holds a NaN.",
@@ -282,17 +318,20 @@ TOPIC = Topic(
             name="path_length",
             sample=_path,
             edge_cases=(
-                Edge(Case((_arr([0.0, 0.0], [3.0, 4.0], [3.0, 4.0]),), "the docstring's example: a repeated point"),
-                     _repeated_point),
-                Edge(Case((_arr([1.0, 2.0, 3.0]),), "a single point"),
-                     lambda rng: Case((_ints(rng, 1, int(rng.integers(1, 5))),))),
+                Edge(
+                    Case((_arr([0.0, 0.0], [3.0, 4.0], [3.0, 4.0]),), "the docstring's example: a repeated point"),
+                    _repeated_point,
+                ),
+                Edge(
+                    Case((_arr([1.0, 2.0, 3.0]),), "a single point"),
+                    lambda rng: Case((_ints(rng, 1, int(rng.integers(1, 5))),)),
+                ),
                 Edge(Case((np.ones((4, 2), np.float32),), "every point the same"), _same_point),
                 Edge(Case((_arr([0, 0], [1, 0], [1, 1], [0, 1], [0, 0]),), "a unit square"), _unit_square),
             ),
             rtol=1e-5,
             atol=1e-5,
-            checks={"correct": 1, "jit": 1, "grad": 2},
-            options={"grad": Grad(argnums=(0,))},
+            checks=(Correct(1), Jit(1), Grad(2, argnums=(0,))),
             hints=(
                 "The value is easy; differentiate it at a repeated point. What is the derivative of sqrt at 0, and "
                 "what does a zero segment vector times it give?",
@@ -307,17 +346,41 @@ TOPIC = Topic(
             name="scoped_mlp",
             sample=_mlp,
             edge_cases=(
-                Edge(Case((np.ones((3, 8), np.float32), np.zeros((8, 16), np.float32), np.zeros(16, np.float32),
-                           np.ones((16, 2), np.float32), _arr(1.0, 2.0)), "the docstring's example: W1 = 0, b1 = 0"),
-                     _zero_first_layer),
+                Edge(
+                    Case(
+                        (
+                            np.ones((3, 8), np.float32),
+                            np.zeros((8, 16), np.float32),
+                            np.zeros(16, np.float32),
+                            np.ones((16, 2), np.float32),
+                            _arr(1.0, 2.0),
+                        ),
+                        "the docstring's example: W1 = 0, b1 = 0",
+                    ),
+                    _zero_first_layer,
+                ),
             ),
             rtol=1e-5,
             atol=1e-5,
-            checks={"correct": 1, "jit": 2},
-            requirements=(InScope("hidden", "dot_general", "compute `x @ W1 + b1` and the relu inside "
-                                  "`jax.named_scope(\"hidden\")`"),
-                          InScope("readout", "dot_general", "compute `h @ W2 + b2` inside "
-                                  "`jax.named_scope(\"readout\")`, beside the first scope, not inside it")),
+            checks=(
+                Correct(1),
+                Jit(
+                    2,
+                    requirements=(
+                        InScope(
+                            "hidden",
+                            "dot_general",
+                            'compute `x @ W1 + b1` and the relu inside `jax.named_scope("hidden")`',
+                        ),
+                        InScope(
+                            "readout",
+                            "dot_general",
+                            "compute `h @ W2 + b2` inside "
+                            '`jax.named_scope("readout")`, beside the first scope, not inside it',
+                        ),
+                    ),
+                ),
+            ),
             hints=(
                 "A named scope is a `with` block: every operation staged inside it gets the scope's name as a prefix.",
                 "`jax.named_scope(name)` is a context manager; `jax.jit(f).lower(...).as_text(debug_info=True)` shows "

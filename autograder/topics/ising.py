@@ -43,7 +43,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.spec import Case, Edge, Exercise, Key, Speed, Topic, Vmc
+from autograder.checks import Correct, Speed, Vmc
+from autograder.spec import Case, Edge, Exercise, Key, Topic
 
 
 def _ring(rng: np.random.Generator, n: int) -> Case:
@@ -53,8 +54,17 @@ def _ring(rng: np.random.Generator, n: int) -> Case:
     return Case((n, float(np.round(J * rng.uniform(0.4, 2.5), 3)), J))
 
 
-VMC = Vmc(rings=(13, 14, 15), ratio=(0.8, 1.2), coupling=(0.75, 1.0), public=(12, 2.0, 1.0), max_error=1e-3, runs=2,
-          full=2.0, zero=10.0)
+VMC = Vmc(
+    6,
+    rings=(13, 14, 15),
+    ratio=(0.8, 1.2),
+    coupling=(0.75, 1.0),
+    public=(12, 2.0, 1.0),
+    max_error=1e-3,
+    runs=2,
+    full=2.0,
+    zero=10.0,
+)
 """The `vmc` check's family (see the module's docstring for the figures behind it)."""
 
 
@@ -67,6 +77,7 @@ def _vmc(rng: np.random.Generator, n: int) -> Case:
 
 # -- edge families: each edge case's instances in a graded run (`Edge`), never its public one. Ring
 # sizes stay those of the public instances (NetKet compiles per size); J is drawn as `_ring` draws it.
+
 
 def _coupling(rng: np.random.Generator) -> float:
     return float(np.round(rng.uniform(0.5, 1.5), 3))
@@ -106,7 +117,7 @@ TOPIC = Topic(
             rtol=1e-12,
             atol=1e-12,
             operator_outputs=True,
-            checks={"correct": 3},
+            checks=(Correct(3),),
             hints=(
                 "Three objects: the graph (which sites are bonded), the Hilbert space (what lives on each site), and "
                 "the operator on that space. Mind signs: the task's H has -J in front of Z_i Z_{i+1}.",
@@ -124,15 +135,19 @@ TOPIC = Topic(
             sizes=(6, 8, 10),
             edge_cases=(
                 Edge(Case((4, 1.0, 1.0), "the docstring's example"), _critical),
-                Edge(Case((5, 0.7, 1.0), "an odd ring (frustrated if J has the wrong sign)"),
-                     lambda rng: _field(rng, 5, (0.4, 2.5))),
+                Edge(
+                    Case((5, 0.7, 1.0), "an odd ring (frustrated if J has the wrong sign)"),
+                    lambda rng: _field(rng, 5, (0.4, 2.5)),
+                ),
                 Edge(Case((6, 0.0, 1.0), "no field: -J n"), _no_field),
                 Case((8, 3.0, 1.0), "a strong field (paramagnet)", hidden=True),
             ),
             rtol=1e-9,
             atol=1e-9,
-            checks={"correct": 2, "speed": 2},
-            speed=Speed(size={"cpu": 14}, full=3.0, min_reps=3, max_reps=11, budget=0.5, jit=False),
+            checks=(
+                Correct(2),
+                Speed(2, size={"cpu": 14}, full=3.0, min_reps=3, max_reps=11, budget=0.5, jit=False),
+            ),
             hints=(
                 "You need the lowest eigenvalue only, and H is very sparse (n + 1 nonzeros per row): an iterative "
                 "eigensolver needs only products H @ v and never the dense 2**n x 2**n matrix.",
@@ -147,8 +162,7 @@ TOPIC = Topic(
             name="vmc_ground_state",
             sample=_vmc,
             sizes=(),  # no value-by-value cases: the `vmc` check draws its own runs
-            checks={"vmc": 6},
-            options={"vmc": VMC},
+            checks=(VMC,),
             hints=(
                 "Variational Monte Carlo: a model (the RBM), a sampler that draws configurations from |psi|^2, a "
                 "variational state holding both, and a driver that steps the parameters downhill in energy. "
@@ -172,7 +186,7 @@ TOPIC = Topic(
             ),
             rtol=1e-7,
             atol=1e-7,
-            checks={"correct": 3},
+            checks=(Correct(3),),
             outputs=("mx", "czz"),
             hints=(
                 "Get the ground-state vector from Lanczos, then each observable is a sandwich <psi|O|psi>, "

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from autograder.checks import Compiles, Correct, Jit, Prints, Speed
 from autograder.requirements import FlopsAtMost
-from autograder.spec import Case, Edge, Exercise, Prints, Speed, Stream, Topic
+from autograder.spec import Case, Edge, Exercise, Topic
 
 # The size at and above which `regularized_loss` is sampled with l2 = 0: the `jit` check
 # takes its structural facts (FLOPs included) at the largest size, where the penalty must
@@ -44,8 +45,11 @@ def _logged_softmax(rng: np.random.Generator, size: int) -> Case:
 def _softmax_stream(rng: np.random.Generator, calls: int) -> list[Case]:
     """Calls in three shapes, each shape repeated: the first call of each shape traces."""
     n = int(rng.integers(2, 9))
-    shapes = [(int(rng.integers(2, 6)), n), (int(rng.integers(6, 12)), n),
-              (2, int(rng.integers(2, 5)), int(rng.integers(3, 7)))]
+    shapes = [
+        (int(rng.integers(2, 6)), n),
+        (int(rng.integers(6, 12)), n),
+        (2, int(rng.integers(2, 5)), int(rng.integers(3, 7))),
+    ]
     pattern = [0, 0, 1, 0, 1, 2, 2, 0, 1, 2, 0, 1]
     return [Case((_f32(rng, *shapes[pattern[i % len(pattern)]], scale=3.0),)) for i in range(calls)]
 
@@ -81,6 +85,7 @@ def _affine(rng: np.random.Generator, size: int) -> Case:
 
 # -- edge families: each edge case's instances in a graded run (`Edge`), never its public one
 
+
 def _ints(rng: np.random.Generator, *shape: int, lo: int = -4, hi: int = 5) -> np.ndarray:
     """Small integers as float32: exact, so that equalities stay exact."""
     return rng.integers(lo, hi, shape).astype(np.float32)
@@ -91,8 +96,16 @@ def _some_shape(rng: np.random.Generator) -> tuple[int, ...]:
 
 
 # Integer vectors whose norm is an integer: their norm is exact in float32.
-EXACT_NORMS = (((3, 4), 5), ((6, 8), 10), ((5, 12), 13), ((1, 2, 2), 3), ((2, 3, 6), 7), ((1, 4, 8), 9),
-               ((2, 6, 9), 11), ((8, 15), 17))
+EXACT_NORMS = (
+    ((3, 4), 5),
+    ((6, 8), 10),
+    ((5, 12), 13),
+    ((1, 2, 2), 3),
+    ((2, 3, 6), 7),
+    ((1, 4, 8), 9),
+    ((2, 6, 9), 11),
+    ((8, 15), 17),
+)
 
 
 def _exact_norm(rng: np.random.Generator) -> tuple[np.ndarray, float]:
@@ -100,7 +113,7 @@ def _exact_norm(rng: np.random.Generator) -> tuple[np.ndarray, float]:
     and shaped (k,) or (2, k/2)."""
     entries, norm = EXACT_NORMS[rng.integers(len(EXACT_NORMS))]
     g = np.zeros(2 * int(rng.integers(len(entries), len(entries) + 3)), np.float32)
-    g[rng.permutation(g.size)[:len(entries)]] = np.array(entries) * rng.choice([-1, 1], len(entries))
+    g[rng.permutation(g.size)[: len(entries)]] = np.array(entries) * rng.choice([-1, 1], len(entries))
     return (g if rng.integers(2) else g.reshape(2, -1)), float(norm)
 
 
@@ -128,14 +141,26 @@ def _equal_3d(rng: np.random.Generator) -> Case:
 def _first_update(rng: np.random.Generator) -> Case:
     """count 0 and a zero average: the debiased value is x."""
     shape = _some_shape(rng)
-    return Case((np.array(0, np.int32), np.zeros(shape, np.float32), _ints(rng, *shape),
-                 float(rng.choice([0.5, 0.8, 0.9, 0.99]))))
+    return Case(
+        (
+            np.array(0, np.int32),
+            np.zeros(shape, np.float32),
+            _ints(rng, *shape),
+            float(rng.choice([0.5, 0.8, 0.9, 0.99])),
+        )
+    )
 
 
 def _long_run(rng: np.random.Generator) -> Case:
     """A count in the hundreds or thousands, on 0-d arrays."""
-    return Case((np.array(rng.integers(200, 5000), np.int32), np.asarray(rng.integers(-4, 5), np.float32),
-                 np.asarray(rng.integers(-4, 5), np.float32), float(rng.choice([0.5, 0.8, 0.9]))))
+    return Case(
+        (
+            np.array(rng.integers(200, 5000), np.int32),
+            np.asarray(rng.integers(-4, 5), np.float32),
+            np.asarray(rng.integers(-4, 5), np.float32),
+            float(rng.choice([0.5, 0.8, 0.9])),
+        )
+    )
 
 
 def _identity_weights(rng: np.random.Generator) -> Case:
@@ -165,17 +190,23 @@ TOPIC = Topic(
             name="clip_by_norm",
             sample=_clip_by_norm,
             edge_cases=(
-                Edge(Case((np.array([3.0, 4.0], np.float32), 1.0), "the docstring's example, clipped"),
-                     lambda rng: _norm_vs_max(rng, (0.25, 0.5, 0.75))),
-                Edge(Case((np.array([3.0, 4.0], np.float32), 10.0), "the docstring's example, unchanged"),
-                     lambda rng: _norm_vs_max(rng, (1.25, 2.0, 4.0))),
-                Edge(Case((np.array([3.0, 4.0], np.float32), 5.0), "norm equal to max_norm"),
-                     lambda rng: _norm_vs_max(rng, (1.0,))),
+                Edge(
+                    Case((np.array([3.0, 4.0], np.float32), 1.0), "the docstring's example, clipped"),
+                    lambda rng: _norm_vs_max(rng, (0.25, 0.5, 0.75)),
+                ),
+                Edge(
+                    Case((np.array([3.0, 4.0], np.float32), 10.0), "the docstring's example, unchanged"),
+                    lambda rng: _norm_vs_max(rng, (1.25, 2.0, 4.0)),
+                ),
+                Edge(
+                    Case((np.array([3.0, 4.0], np.float32), 5.0), "norm equal to max_norm"),
+                    lambda rng: _norm_vs_max(rng, (1.0,)),
+                ),
                 Edge(Case((np.zeros((2, 3), np.float32), 1.0), "all zeros"), _all_zeros),
             ),
             rtol=1e-5,
             atol=1e-6,
-            checks={"correct": 1, "jit": 2},
+            checks=(Correct(1), Jit(2)),
             hints=(
                 "Under jit, `norm > max_norm` is not True or False yet: it is a tracer. You cannot branch on it, but "
                 "you can compute with it.",
@@ -190,14 +221,15 @@ TOPIC = Topic(
             name="logged_softmax",
             sample=_logged_softmax,
             edge_cases=(
-                Edge(Case((np.array([[1000.0, 1001.0, 1002.0]], np.float32),), "large entries (exp would overflow)"),
-                     _large_entries),
+                Edge(
+                    Case((np.array([[1000.0, 1001.0, 1002.0]], np.float32),), "large entries (exp would overflow)"),
+                    _large_entries,
+                ),
                 Edge(Case((np.zeros((2, 3, 4), np.float32),), "three dimensions, all equal"), _equal_3d),
             ),
             rtol=1e-5,
             atol=1e-6,
-            checks={"correct": 1, "jit": 1, "prints": 2},
-            options={"prints": Prints(make=_softmax_stream, calls=12)},
+            checks=(Correct(1), Jit(1), Prints(2, make=_softmax_stream, calls=12)),
             hints=(
                 "A Python print inside a jitted function runs while JAX traces it, not when the compiled program "
                 "runs. That is exactly when you want this line.",
@@ -212,14 +244,24 @@ TOPIC = Topic(
             name="ema_update",
             sample=_ema_update,
             edge_cases=(
-                Edge(Case((np.array(0, np.int32), np.zeros(4, np.float32), np.arange(4, dtype=np.float32), 0.9),
-                          "the first update: debiased is x, to rounding"), _first_update),
-                Edge(Case((np.array(1000, np.int32), np.ones((), np.float32), np.zeros((), np.float32), 0.5),
-                          "a long run, a scalar"), _long_run),
+                Edge(
+                    Case(
+                        (np.array(0, np.int32), np.zeros(4, np.float32), np.arange(4, dtype=np.float32), 0.9),
+                        "the first update: debiased is x, to rounding",
+                    ),
+                    _first_update,
+                ),
+                Edge(
+                    Case(
+                        (np.array(1000, np.int32), np.ones((), np.float32), np.zeros((), np.float32), 0.5),
+                        "a long run, a scalar",
+                    ),
+                    _long_run,
+                ),
             ),
             rtol=1e-5,
             atol=1e-6,
-            checks={"correct": 2, "jit": 1},
+            checks=(Correct(2), Jit(1)),
             outputs=("count", "new_avg", "debiased"),
             hints=(
                 "Everything the step needs comes in as an argument and everything it changes goes out in the returned "
@@ -237,16 +279,47 @@ TOPIC = Topic(
             sizes=(1, 4, 16, PENALTY_OFF_FROM),
             static_argnums=(3,),
             edge_cases=(
-                Edge(Case((np.eye(3, dtype=np.float32), np.arange(6, dtype=np.float32).reshape(2, 3),
-                           np.ones((2, 3), np.float32), 0.5), "the docstring's example: W = I"), _identity_weights),
-                Edge(Case((np.full((2, 2), 0.5, np.float32), np.ones((1, 2), np.float32), np.zeros((1, 2), np.float32),
-                           0.0), "l2 = 0, small"), _small_no_penalty),
+                Edge(
+                    Case(
+                        (
+                            np.eye(3, dtype=np.float32),
+                            np.arange(6, dtype=np.float32).reshape(2, 3),
+                            np.ones((2, 3), np.float32),
+                            0.5,
+                        ),
+                        "the docstring's example: W = I",
+                    ),
+                    _identity_weights,
+                ),
+                Edge(
+                    Case(
+                        (
+                            np.full((2, 2), 0.5, np.float32),
+                            np.ones((1, 2), np.float32),
+                            np.zeros((1, 2), np.float32),
+                            0.0,
+                        ),
+                        "l2 = 0, small",
+                    ),
+                    _small_no_penalty,
+                ),
             ),
-            requirements=(FlopsAtMost(1.5, 100.0, "with l2 = 0 the penalty must not be in the compiled program "
-                                                   "(0 * penalty is not dead code: XLA cannot drop it)"),),
             rtol=1e-5,
             atol=1e-5,
-            checks={"correct": 1, "jit": 2},
+            checks=(
+                Correct(1),
+                Jit(
+                    2,
+                    requirements=(
+                        FlopsAtMost(
+                            1.5,
+                            100.0,
+                            "with l2 = 0 the penalty must not be in the compiled program "
+                            "(0 * penalty is not dead code: XLA cannot drop it)",
+                        ),
+                    ),
+                ),
+            ),
             hints=(
                 "`l2` is a Python float that jit treats as static: a Python `if` on it runs at trace time and decides "
                 "what the program contains.",
@@ -262,14 +335,22 @@ TOPIC = Topic(
             name="bce_fast",
             sample=_batch,
             edge_cases=(
-                Edge(Case((np.array([[0.0, 100.0, -100.0]], np.float32), np.array([[1.0, 1.0, 0.0]], np.float32)),
-                          "large logits (exp would overflow)"), _large_logits),
+                Edge(
+                    Case(
+                        (np.array([[0.0, 100.0, -100.0]], np.float32), np.array([[1.0, 1.0, 0.0]], np.float32)),
+                        "large logits (exp would overflow)",
+                    ),
+                    _large_logits,
+                ),
             ),
             rtol=1e-5,
             atol=1e-6,
-            checks={"correct": 1, "jit": 1, "compiles": 1, "speed": 1},
-            options={"compiles": Stream(make=_bce_stream, max_compiles=4, calls=12, jit=False)},
-            speed=Speed(size={"cpu": 1 << 16, "gpu": 1 << 20}, zero=5.0, max_reps=31, jit=False),
+            checks=(
+                Correct(1),
+                Jit(1),
+                Compiles(1, make=_bce_stream, max_compiles=4, calls=12, jit=False),
+                Speed(1, size={"cpu": 1 << 16, "gpu": 1 << 20}, zero=5.0, max_reps=31, jit=False),
+            ),
             hints=(
                 "The grader calls `bce_fast` as you wrote it. Where can the compilation happen so that one call runs "
                 "one fused program, compiled once per shape?",
@@ -287,8 +368,11 @@ TOPIC = Topic(
             sizes=(1, 3, 17, 32),
             rtol=1e-5,
             atol=1e-5,
-            checks={"correct": 1, "jit": 1, "speed": 1},
-            speed=Speed(size={"cpu": 384, "gpu": 1024}, max_reps=31, jit=False),
+            checks=(
+                Correct(1),
+                Jit(1),
+                Speed(1, size={"cpu": 384, "gpu": 1024}, max_reps=31, jit=False),
+            ),
             hints=(
                 "This is one matrix product and one broadcast add; nothing here needs a loop.",
                 "`@` multiplies an (n, k) array by a (k, m) one; adding an (m,) vector to an (n, m) array broadcasts "

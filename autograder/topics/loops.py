@@ -28,10 +28,18 @@ use the same matmul precision on the GPU.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from autograder.requirements import (CompileTimeAtMost, DataDependentLoop, HloLinesAtMost, OpsDoNotGrow, Requirement,
-                                     UsesOp)
-from autograder.spec import Case, Edge, Exercise, Grad, Topic
+from autograder.checks import Correct, Grad, Jit
+from autograder.requirements import (
+    CompileTimeAtMost,
+    DataDependentLoop,
+    HloLinesAtMost,
+    OpsDoNotGrow,
+    Requirement,
+    UsesOp,
+)
+from autograder.spec import Case, Edge, Exercise, Topic
 
 
 def stays_a_loop(api: str) -> tuple[Requirement, ...]:
@@ -41,12 +49,14 @@ def stays_a_loop(api: str) -> tuple[Requirement, ...]:
         # default margin x3 + 20: unroll=4 grows 25 -> 44 (limit 95), a Python loop 25 -> 1,609 (see above)
         OpsDoNotGrow("a Python loop is unrolled while tracing, one copy of its body per step"),
         # x4 + 300 lines: the references have 154-179 (limits 916-1016), unroll=4 261, the faults 5,500
-        HloLinesAtMost(4.0, 300.0, "the loop reaches XLA unrolled (a Python loop, or unroll=True); a small unroll=k is fine"),
+        HloLinesAtMost(
+            4.0, 300.0, "the loop reaches XLA unrolled (a Python loop, or unroll=True); a small unroll=k is fine"
+        ),
         CompileTimeAtMost(4.0, 1.0, "an unrolled loop compiles slower the more steps it has"),
     )
 
 
-def _f32(a: np.ndarray) -> np.ndarray:
+def _f32(a: ArrayLike) -> np.ndarray:
     return np.asarray(a, np.float32)
 
 
@@ -78,6 +88,7 @@ def _rnn_loss(rng: np.random.Generator, size: int) -> Case:
 
 
 # -- edge families: each edge case's instances in a graded run (`Edge`), never its public one
+
 
 def _ints(rng: np.random.Generator, *shape: int, lo: int = -4, hi: int = 5, scale: float = 1.0) -> np.ndarray:
     """Small integers (times a power-of-two `scale`) as float32: exact."""
@@ -125,7 +136,7 @@ def _squares(rng: np.random.Generator) -> Case:
         x, near = a.copy(), False
         for _ in range(100):
             r = np.max(np.abs(x * x - a) / a)
-            near |= tol / 3 < r < 3 * tol
+            near = near or bool(tol / 3 < r < 3 * tol)
             if r <= tol:
                 break
             x = 0.5 * (x + a / x)
@@ -169,17 +180,22 @@ TOPIC = Topic(
             sizes=(2, 5, 20, 200),
             static_argnums=(2,),
             edge_cases=(
-                Edge(Case((_f32([[2, 0], [0, 1]]), _f32([1, 1]), 1), "the docstring's example"),
-                     lambda rng: _diagonal(rng, 1)),
-                Edge(Case((_f32([[2, 0], [0, 1]]), _f32([1, 1]), 60), "the docstring's example, converged"),
-                     lambda rng: _diagonal(rng, int(rng.integers(40, 81)))),
-                Edge(Case((_f32([[3, 1], [1, 3]]), _f32([3, 4]), 0), "no iterations: the normalised start"),
-                     _no_iterations),
+                Edge(
+                    Case((_f32([[2, 0], [0, 1]]), _f32([1, 1]), 1), "the docstring's example"),
+                    lambda rng: _diagonal(rng, 1),
+                ),
+                Edge(
+                    Case((_f32([[2, 0], [0, 1]]), _f32([1, 1]), 60), "the docstring's example, converged"),
+                    lambda rng: _diagonal(rng, int(rng.integers(40, 81))),
+                ),
+                Edge(
+                    Case((_f32([[3, 1], [1, 3]]), _f32([3, 4]), 0), "no iterations: the normalised start"),
+                    _no_iterations,
+                ),
             ),
             rtol=1e-5,
             atol=1e-5,
-            requirements=stays_a_loop("lax.fori_loop"),
-            checks={"correct": 2, "jit": 2},
+            checks=(Correct(2), Jit(2, requirements=stays_a_loop("lax.fori_loop"))),
             outputs=("x", "lam"),
             hints=(
                 "Under jit a Python `for` loop is unrolled: n_iters copies of the step. Hand the loop to JAX instead.",
@@ -194,16 +210,19 @@ TOPIC = Topic(
             sample=_ema,
             sizes=(2, 5, 30, 100),
             edge_cases=(
-                Edge(Case((_f32([[2], [0], [4]]), 0.5), "the docstring's example"),
-                     lambda rng: _ema_steps(rng, int(rng.integers(2, 6)))),
-                Edge(Case((_f32([[1, -2], [3, 5], [0, 7]]), 1.0), "alpha = 1 follows the signal"),
-                     lambda rng: _ema_steps(rng, int(rng.integers(2, 6)), 1.0)),
+                Edge(
+                    Case((_f32([[2], [0], [4]]), 0.5), "the docstring's example"),
+                    lambda rng: _ema_steps(rng, int(rng.integers(2, 6))),
+                ),
+                Edge(
+                    Case((_f32([[1, -2], [3, 5], [0, 7]]), 1.0), "alpha = 1 follows the signal"),
+                    lambda rng: _ema_steps(rng, int(rng.integers(2, 6)), 1.0),
+                ),
                 Edge(Case((_f32([[1, -2, 3]]), 0.3), "one step"), lambda rng: _ema_steps(rng, 1)),
             ),
             rtol=1e-5,
             atol=1e-5,
-            requirements=stays_a_loop("lax.scan"),
-            checks={"correct": 2, "jit": 2},
+            checks=(Correct(2), Jit(2, requirements=stays_a_loop("lax.scan"))),
             hints=(
                 "The average after step t depends on the one after step t-1: carry it from step to step, and keep each one.",
                 "`lax.scan(step, init, xs)` calls `step(carry, x)` for each row x of xs; `step` returns "
@@ -226,9 +245,18 @@ TOPIC = Topic(
             atol=1e-6,
             # measured: the reference and the right variant have 1 loop, 0 counted; a fixed 100
             # passes (loops__one_fault_each) 1 loop, 1 counted
-            requirements=(DataDependentLoop("the number of updates depends on the data: use lax.while_loop "
-                                            "(a fori_loop with fixed bounds runs a fixed count, as a scan)"),),
-            checks={"correct": 2, "jit": 2},
+            checks=(
+                Correct(2),
+                Jit(
+                    2,
+                    requirements=(
+                        DataDependentLoop(
+                            "the number of updates depends on the data: use lax.while_loop "
+                            "(a fori_loop with fixed bounds runs a fixed count, as a scan)"
+                        ),
+                    ),
+                ),
+            ),
             outputs=("x", "k"),
             hints=(
                 "Under jit you cannot test a traced value in a Python `while`: its value is not known while tracing. "
@@ -246,15 +274,19 @@ TOPIC = Topic(
             sample=_rnn_loss,
             sizes=(2, 5, 30, 200),
             edge_cases=(
-                Edge(Case((np.zeros((2, 2), np.float32), _f32([[0.5, -0.5]])), "the docstring's example"),
-                     _zero_recurrence),
+                Edge(
+                    Case((np.zeros((2, 2), np.float32), _f32([[0.5, -0.5]])), "the docstring's example"),
+                    _zero_recurrence,
+                ),
                 Edge(Case((_f32([[0, 1], [0, 0]]), _f32([[0, 1], [0, 0]])), "two steps"), _two_steps),
             ),
             rtol=1e-5,
             atol=1e-6,
-            requirements=stays_a_loop("lax.scan"),
-            checks={"correct": 1, "jit": 1, "grad": 2},
-            options={"grad": Grad(argnums=(0,), rtol=1e-4, atol=1e-6)},
+            checks=(
+                Correct(1),
+                Jit(1, requirements=stays_a_loop("lax.scan")),
+                Grad(2, argnums=(0,), rtol=1e-4, atol=1e-6),
+            ),
             hints=(
                 "Training needs the gradient of this loss, so the loop must be one that reverse-mode autodiff can go back through.",
                 "`lax.scan` is differentiable (backpropagation through time); `lax.while_loop` is not, because its "

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from autograder.checks import Correct, Grad, Jit, Vmap
 from autograder.requirements import AdvisedAnyPrimitive, AdvisedPrimitive, AvoidsOps, MaxOps
-from autograder.spec import Case, Edge, Exercise, Grad, Topic, Vmap
+from autograder.spec import Case, Edge, Exercise, Topic
 
 F64 = np.float64
 BINDS = AdvisedPrimitive("multiply_add", "bind `multiply_add_p`; the same arithmetic in jax.numpy is not the primitive")
@@ -49,6 +50,7 @@ def _arr(*values: float, dtype=F64) -> np.ndarray:
 
 
 # -- edge families: each edge case's instances in a graded run (`Edge`), never its public one
+
 
 def _ints(rng: np.random.Generator, *shape: int, lo: int = -4, hi: int = 5, dtype=F64) -> np.ndarray:
     """Small integers: exact, so that zeros stay exact zeros."""
@@ -103,11 +105,15 @@ TOPIC = Topic(
             edge_cases=(
                 Edge(Case((_arr(1, 2, 3), _arr(4, 5, 6), _arr(1, 1, 1)), "the docstring's example"), _three_vectors),
                 Edge(Case((np.asarray(2.0), np.asarray(-3.0), np.asarray(0.5)), "0-d operands"), _three_scalars),
-                Edge(Case(tuple(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4) + k for k in range(3)),
-                          "float32 operands stay float32"), _three_float32),
+                Edge(
+                    Case(
+                        tuple(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4) + k for k in range(3)),
+                        "float32 operands stay float32",
+                    ),
+                    _three_float32,
+                ),
             ),
-            requirements=(BINDS,),
-            checks={"correct": 2, "jit": 2},
+            checks=(Correct(2), Jit(2, requirements=(BINDS,))),
             hints=(
                 "A primitive is an empty name until you register rules for it: one to compute eagerly, one for shapes "
                 "and dtypes while tracing, one for XLA under jit. Applying it is `bind` on the primitive, with the "
@@ -126,17 +132,23 @@ TOPIC = Topic(
             sample=_poly_eval,
             sizes=(1, 3, 40),
             edge_cases=(
-                Edge(Case((_arr(1, 2, 3), np.asarray(0.5)), "the docstring's example"),
-                     lambda rng: _polynomial(rng, _length(rng, 1, 5))),
+                Edge(
+                    Case((_arr(1, 2, 3), np.asarray(0.5)), "the docstring's example"),
+                    lambda rng: _polynomial(rng, _length(rng, 1, 5)),
+                ),
                 Edge(Case((_arr(7), np.asarray(-2.0)), "a constant polynomial"), lambda rng: _polynomial(rng, 0)),
-                Edge(Case((_arr(2, 0, -1, 0), np.asarray(0.0)), "at x = 0"),
-                     lambda rng: _polynomial(rng, _length(rng, 0, 5), 0.0)),
+                Edge(
+                    Case((_arr(2, 0, -1, 0), np.asarray(0.0)), "at x = 0"),
+                    lambda rng: _polynomial(rng, _length(rng, 0, 5), 0.0),
+                ),
             ),
             rtol=TIGHT,
             atol=TIGHT,
-            requirements=(BINDS,),
-            checks={"correct": 1, "jit": 1, "grad": 3},
-            options={"grad": Grad(argnums=(0, 1), rtol=TIGHT, atol=TIGHT)},
+            checks=(
+                Correct(1),
+                Jit(1, requirements=(BINDS,)),
+                Grad(3, argnums=(0, 1), rtol=TIGHT, atol=TIGHT),
+            ),
             hints=(
                 "jax.grad linearizes (your JVP rule, which uses multiply_add on tangents) and then transposes every "
                 "linear multiply_add (your transpose rule). Register both in `ad.primitive_jvps` and "
@@ -155,20 +167,36 @@ TOPIC = Topic(
             name="axpy",
             sample=_axpy,
             sizes=(2, 17, 100),
-            edge_cases=(Edge(Case((np.asarray(2.0), _arr(1, 2), _arr(10, 10)), "the docstring's example"),
-                             lambda rng: Case((np.asarray(rng.integers(-8, 9) / 2, F64), *_three_vectors(rng).args[:2]))),),
+            edge_cases=(
+                Edge(
+                    Case((np.asarray(2.0), _arr(1, 2), _arr(10, 10)), "the docstring's example"),
+                    lambda rng: Case((np.asarray(rng.integers(-8, 9) / 2, F64), *_three_vectors(rng).args[:2])),
+                ),
+            ),
             rtol=TIGHT,
             atol=TIGHT,
-            requirements=(BINDS,),
-            checks={"correct": 1, "jit": 1, "vmap": 3},
-            options={"vmap": Vmap(in_axes=(0, 1, None), batch=8, requirements=(
-                AdvisedPrimitive("multiply_add", "the batching rule must bind the primitive on the whole batch"),
-                AvoidsOps(("while",), "bind the primitive once on the whole batch, not in a loop"),
-                # measured (batch of 8): the reference and a right variant 5 operations, a Python
-                # loop over the batch (primitives__shortcuts) 298
-                MaxOps(40, "bind the primitive once on the whole batch; a Python loop over the batch "
-                           "adds operations for every example"),
-            ))},
+            checks=(
+                Correct(1),
+                Jit(1, requirements=(BINDS,)),
+                Vmap(
+                    3,
+                    in_axes=(0, 1, None),
+                    batch=8,
+                    requirements=(
+                        AdvisedPrimitive(
+                            "multiply_add", "the batching rule must bind the primitive on the whole batch"
+                        ),
+                        AvoidsOps(("while",), "bind the primitive once on the whole batch, not in a loop"),
+                        # measured (batch of 8): the reference and a right variant 5 operations, a Python
+                        # loop over the batch (primitives__shortcuts) 298
+                        MaxOps(
+                            40,
+                            "bind the primitive once on the whole batch; a Python loop over the batch "
+                            "adds operations for every example",
+                        ),
+                    ),
+                ),
+            ),
             hints=(
                 "vmap asks your batching rule for the batched result, given the batched arguments and where each "
                 "one's batch axis is (None: that argument is the same for the whole batch).",
@@ -191,10 +219,19 @@ TOPIC = Topic(
             ),
             rtol=TIGHT,
             atol=TIGHT,
-            requirements=(AdvisedAnyPrimitive(("custom_jvp_call", "custom_vjp_call"),
-                                              "give the norm its own derivative with jax.custom_jvp (or jax.custom_vjp)"),),
-            checks={"correct": 1, "jit": 1, "grad": 3},
-            options={"grad": Grad(argnums=(0,), rtol=TIGHT, atol=TIGHT)},
+            checks=(
+                Correct(1),
+                Jit(
+                    1,
+                    requirements=(
+                        AdvisedAnyPrimitive(
+                            ("custom_jvp_call", "custom_vjp_call"),
+                            "give the norm its own derivative with jax.custom_jvp (or jax.custom_vjp)",
+                        ),
+                    ),
+                ),
+                Grad(3, argnums=(0,), rtol=TIGHT, atol=TIGHT),
+            ),
             hints=(
                 "The value is easy; the chain rule's derivative is not: at x = 0 it multiplies 0 by the infinite "
                 "slope of sqrt. Tell JAX the derivative yourself.",

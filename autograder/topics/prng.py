@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from autograder.checks import Correct, Jit, KeyReuse, Speed
 from autograder.requirements import HloLinesAtMost, OpsDoNotGrow, Requirement
+from autograder.spec import Case, Edge, Exercise, Key, Topic
 
 # A Python loop over keys, trials or steps: the exported program grows with the loop's count.
 # (As written it grows little: JAX lowers every random draw as a call to one shared private
@@ -23,7 +25,6 @@ from autograder.requirements import HloLinesAtMost, OpsDoNotGrow, Requirement
 
 def no_python_loop(why: str) -> tuple[Requirement, ...]:
     return (OpsDoNotGrow(why), HloLinesAtMost(4.0, 300.0, why))
-from autograder.spec import Case, Edge, Exercise, Key, Speed, Topic
 
 
 def _key(rng: np.random.Generator) -> Key:
@@ -50,6 +51,7 @@ def _noisy_walk(rng: np.random.Generator, size: int) -> Case:
 
 # -- edge families: each edge case's instances in a graded run (`Edge`), never its public one
 
+
 def _rate_zero(rng: np.random.Generator) -> Case:
     """rate 0: every entry kept, unscaled."""
     shape = tuple(int(d) for d in rng.integers(1, 7, int(rng.integers(1, 3))))
@@ -72,8 +74,11 @@ TOPIC = Topic(
             sizes=(1, 2, 5, 64),
             static_argnums=(1,),
             outputs=("init_key", "step_keys"),
-            requirements=no_python_loop("fold in all indices at once with jax.vmap, not a Python loop"),
-            checks={"correct": 3, "jit": 1, "key_reuse": 0},
+            checks=(
+                Correct(3),
+                Jit(1, requirements=no_python_loop("fold in all indices at once with jax.vmap, not a Python loop")),
+                KeyReuse(),
+            ),
             hints=(
                 "Two jobs, two tools, two different keys: one `split` of `key` gives the init key and a root for the "
                 "steps; every step key is then folded in from that root. Nothing is derived from `key` after its split.",
@@ -90,10 +95,11 @@ TOPIC = Topic(
             sample=_dropout,
             edge_cases=(
                 Edge(Case((Key(7), np.ones((4, 4), np.float32), 0.0), "rate 0 keeps everything"), _rate_zero),
-                Edge(Case((Key(11), np.arange(12, dtype=np.float32).reshape(3, 4), 0.5), "rate 0.5, small"), _half_small),
+                Edge(
+                    Case((Key(11), np.arange(12, dtype=np.float32).reshape(3, 4), 0.5), "rate 0.5, small"), _half_small
+                ),
             ),
-            checks={"correct": 3, "jit": 1, "speed": 1, "key_reuse": 0},
-            speed=Speed(size={"cpu": 1 << 20, "gpu": 1 << 25}),
+            checks=(Correct(3), Jit(1), Speed(1, size={"cpu": 1 << 20, "gpu": 1 << 25}), KeyReuse()),
             hints=(
                 "One key, one draw: the whole mask comes from a single random call with the key as given.",
                 "`jax.random.bernoulli(key, p, shape)` is True with probability `p`, here the keep probability; "
@@ -108,14 +114,22 @@ TOPIC = Topic(
             sample=_monte_carlo_pi,
             sizes=(1, 3, 16),
             static_argnums=(1, 2),
-            requirements=no_python_loop("run the trials with jax.vmap; a Python loop repeats the trial's code once per trial"),
             # A point on the circle's edge may count differently where XLA fuses x**2 + y**2 differently (one
             # in a few million, seen with a Python loop): rtol 1e-4 lets one such point per trial of the speed
             # workload (16,384 samples: 4 / 16384 / pi = 7.8e-5) through; a wrong key discipline is off by ~0.4%.
             rtol=1e-4,
             atol=1e-5,
-            checks={"correct": 3, "jit": 1, "speed": 1, "key_reuse": 0},
-            speed=Speed(size={"cpu": 256, "gpu": 4096}),
+            checks=(
+                Correct(3),
+                Jit(
+                    1,
+                    requirements=no_python_loop(
+                        "run the trials with jax.vmap; a Python loop repeats the trial's code once per trial"
+                    ),
+                ),
+                Speed(1, size={"cpu": 256, "gpu": 4096}),
+                KeyReuse(),
+            ),
             hints=(
                 "Write one trial as a function of one key, then run it on many keys at once.",
                 "`jax.random.split(key, n_trials)` makes one key per trial; `jax.vmap(trial)` maps a one-key function "
@@ -130,11 +144,19 @@ TOPIC = Topic(
             sample=_noisy_walk,
             sizes=(1, 4, 33),
             static_argnums=(2,),
-            requirements=no_python_loop("loop with jax.lax.scan; a Python loop repeats the step's code once per step"),
             rtol=1e-5,
             atol=1e-5,
-            checks={"correct": 3, "jit": 1, "speed": 1, "key_reuse": 0},
-            speed=Speed(size={"cpu": 2048, "gpu": 8192}),
+            checks=(
+                Correct(3),
+                Jit(
+                    1,
+                    requirements=no_python_loop(
+                        "loop with jax.lax.scan; a Python loop repeats the step's code once per step"
+                    ),
+                ),
+                Speed(1, size={"cpu": 2048, "gpu": 8192}),
+                KeyReuse(),
+            ),
             hints=(
                 "Each step needs its own key. Make all of them before the loop starts.",
                 "`jax.random.split(key, n_steps)` makes all the keys up front; `jax.lax.scan(f, init, xs)` feeds `f` one "

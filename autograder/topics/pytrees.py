@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from autograder.spec import Case, Edge, Exercise, Grad, Topic, Vmap
+from autograder.checks import Correct, Grad, Jit, Vmap
+from autograder.spec import Case, Edge, Exercise, Topic
 
 ACTIVATIONS = ("relu", "tanh", "linear")
 
@@ -31,8 +32,10 @@ def _params(rng: np.random.Generator, size: int) -> dict:
 def _model(rng: np.random.Generator, size: int) -> dict:
     """A transformer-like tree: an embedding, 1-3 blocks (a list), a head; width = size."""
     d = size
-    blocks = [{"attn": {"w": _f32(rng, d, d), "b": _f32(rng, d)}, "norm": {"scale": _f32(rng, d)}}
-              for _ in range(1 + size % 3)]
+    blocks = [
+        {"attn": {"w": _f32(rng, d, d), "b": _f32(rng, d)}, "norm": {"scale": _f32(rng, d)}}
+        for _ in range(1 + size % 3)
+    ]
     return {"embed": {"table": _f32(rng, 5, d)}, "blocks": blocks, "head": {"w": _f32(rng, d, 3), "b": _f32(rng, 3)}}
 
 
@@ -73,8 +76,14 @@ def _stack_trees(rng: np.random.Generator, size: int) -> Case:
 
 def _unstack_tree(rng: np.random.Generator, size: int) -> Case:
     k = _k(size)
-    return Case(({"params": {"w": _f32(rng, k, size, 3), "b": _f32(rng, k, 3)},
-                  "step": rng.integers(0, 1000, size=k).astype(np.int32)},))
+    return Case(
+        (
+            {
+                "params": {"w": _f32(rng, k, size, 3), "b": _f32(rng, k, 3)},
+                "step": rng.integers(0, 1000, size=k).astype(np.int32),
+            },
+        )
+    )
 
 
 def _a(*values: float) -> np.ndarray:
@@ -83,6 +92,7 @@ def _a(*values: float) -> np.ndarray:
 
 # -- edge families: each edge case's instances in a graded run (`Edge`), never its public one: the
 # public instance's tree structure, other leaf shapes and values
+
 
 def _ints(rng: np.random.Generator, *shape: int, scale: float = 1.0) -> np.ndarray:
     """Small integers (times a power-of-two `scale`) as float32: exact."""
@@ -108,7 +118,10 @@ def _tuple_trees(rng: np.random.Generator) -> Case:
     nw, lengths = _n(rng), [_n(rng) for _ in range(_n(rng, 1, 3))]
 
     def tree():
-        return ({"w": _ints(rng, nw, scale=0.5)}, [*(_ints(rng, k, scale=0.5) for k in lengths), np.float32(_quarter(rng))])
+        return (
+            {"w": _ints(rng, nw, scale=0.5)},
+            [*(_ints(rng, k, scale=0.5) for k in lengths), np.float32(_quarter(rng))],
+        )
 
     return Case((tree(), tree(), _quarter(rng)))
 
@@ -120,8 +133,15 @@ def _wb_tree(rng: np.random.Generator) -> Case:
 def _linear_layer(rng: np.random.Generator) -> Case:
     """The docstring's example's structure: a "linear" layer, other sizes and values."""
     n_in, n_out, batch = _n(rng, 1, 4), _n(rng, 1, 4), _n(rng, 1, 4)
-    return Case((_ints(rng, n_in, n_out, scale=0.5), _ints(rng, n_out, scale=0.5), _ints(rng, batch, n_in, scale=0.5),
-                 _ints(rng, batch, n_out, scale=0.5), "linear"))
+    return Case(
+        (
+            _ints(rng, n_in, n_out, scale=0.5),
+            _ints(rng, n_out, scale=0.5),
+            _ints(rng, batch, n_in, scale=0.5),
+            _ints(rng, batch, n_out, scale=0.5),
+            "linear",
+        )
+    )
 
 
 def _head_and_embed(rng: np.random.Generator) -> Case:
@@ -158,14 +178,25 @@ TOPIC = Topic(
             name="tree_arith",
             sample=_tree_arith,
             edge_cases=(
-                Edge(Case(({"a": _a(1, 2), "b": _a(3)}, {"a": _a(1, 1), "b": _a(2)}, 2.0), "the docstring's example"),
-                     _ab_trees),
-                Edge(Case((({"w": _a(1, -1)}, [_a(0.5), np.float32(2)]), ({"w": _a(2, 2)}, [_a(-1), np.float32(3)]), -0.5),
-                          "a tuple holding a dict and a list"), _tuple_trees),
+                Edge(
+                    Case(({"a": _a(1, 2), "b": _a(3)}, {"a": _a(1, 1), "b": _a(2)}, 2.0), "the docstring's example"),
+                    _ab_trees,
+                ),
+                Edge(
+                    Case(
+                        (
+                            ({"w": _a(1, -1)}, [_a(0.5), np.float32(2)]),
+                            ({"w": _a(2, 2)}, [_a(-1), np.float32(3)]),
+                            -0.5,
+                        ),
+                        "a tuple holding a dict and a list",
+                    ),
+                    _tuple_trees,
+                ),
             ),
             rtol=1e-5,
             atol=1e-5,
-            checks={"correct": 2, "jit": 1},
+            checks=(Correct(2), Jit(1)),
             outputs=("total", "scaled", "dot"),
             hints=(
                 "Each part is one pass over the leaves; JAX walks the nesting for you, whatever it is.",
@@ -184,8 +215,7 @@ TOPIC = Topic(
             ),
             rtol=1e-5,
             atol=1e-5,
-            checks={"correct": 1, "jit": 1, "grad": 1},
-            options={"grad": Grad(argnums=(0,))},
+            checks=(Correct(1), Jit(1), Grad(1, argnums=(0,))),
             hints=(
                 "Square-and-sum every leaf into one number per leaf, add those numbers up, take one square root.",
                 "`jax.tree.map` with a function returning one leaf's sum of squares gives a tree of scalars; "
@@ -201,13 +231,23 @@ TOPIC = Topic(
             sizes=(1, 4, 32),
             static_argnums=(4,),
             edge_cases=(
-                Edge(Case((np.array([[1.0]], np.float32), _a(0), np.array([[2.0]], np.float32),
-                           np.array([[1.0]], np.float32), "linear"), "the docstring's example"), _linear_layer),
+                Edge(
+                    Case(
+                        (
+                            np.array([[1.0]], np.float32),
+                            _a(0),
+                            np.array([[2.0]], np.float32),
+                            np.array([[1.0]], np.float32),
+                            "linear",
+                        ),
+                        "the docstring's example",
+                    ),
+                    _linear_layer,
+                ),
             ),
             rtol=1e-5,
             atol=1e-5,
-            checks={"correct": 2, "jit": 1, "vmap": 1},
-            options={"vmap": Vmap(in_axes=(None, None, 0, 0, None), batch=5)},
+            checks=(Correct(2), Jit(1), Vmap(1, in_axes=(None, None, 0, 0, None), batch=5)),
             hints=(
                 "Unregistered, a Dense is one opaque leaf to JAX and jax.grad refuses it; registered, "
                 "w and b are leaves and activation rides along in the treedef.",
@@ -223,12 +263,22 @@ TOPIC = Topic(
             name="weight_decay",
             sample=_weight_decay,
             edge_cases=(
-                Edge(Case(({"head": {"w": np.array([[2.0]], np.float32), "b": _a(2)},
-                            "embed": {"table": np.array([[2.0]], np.float32)}}, 0.5), "the docstring's example"),
-                     _head_and_embed),
+                Edge(
+                    Case(
+                        (
+                            {
+                                "head": {"w": np.array([[2.0]], np.float32), "b": _a(2)},
+                                "embed": {"table": np.array([[2.0]], np.float32)},
+                            },
+                            0.5,
+                        ),
+                        "the docstring's example",
+                    ),
+                    _head_and_embed,
+                ),
             ),
             rtol=1e-5,
-            checks={"correct": 2, "jit": 1},
+            checks=(Correct(2), Jit(1)),
             hints=(
                 "Whether a leaf decays depends on its name, not on its shape: an embedding table is 2-D too.",
                 "`jax.tree.map_with_path(f, params)` calls `f(path, leaf)`; `path[-1]` is the leaf's own key (a "
@@ -242,10 +292,20 @@ TOPIC = Topic(
             name="param_counts",
             sample=_param_counts,
             edge_cases=(
-                Edge(Case(({"blocks": [{"w": np.zeros((2, 3), np.float32), "b": np.zeros(3, np.float32)}],
-                            "head": {"w": np.zeros((3, 1), np.float32)}},), "the docstring's example"), _blocks_and_head),
+                Edge(
+                    Case(
+                        (
+                            {
+                                "blocks": [{"w": np.zeros((2, 3), np.float32), "b": np.zeros(3, np.float32)}],
+                                "head": {"w": np.zeros((3, 1), np.float32)},
+                            },
+                        ),
+                        "the docstring's example",
+                    ),
+                    _blocks_and_head,
+                ),
             ),
-            checks={"correct": 2, "jit": 1},
+            checks=(Correct(2), Jit(1)),
             hints=(
                 "A leaf's path names where it sits; drop the last entry and you have its layer.",
                 "`jax.tree.leaves_with_path(params)` gives (path, leaf) pairs; `jax.tree_util.keystr(path[:-1], "
@@ -259,12 +319,16 @@ TOPIC = Topic(
             name="stack_trees",
             sample=_stack_trees,
             edge_cases=(
-                Edge(Case(([{"w": _a(1, 2), "n": np.int32(0)}, {"w": _a(3, 4), "n": np.int32(1)}],),
-                          "the docstring's example"),
-                     lambda rng: _states(rng, _n(rng, 2, 5))),
+                Edge(
+                    Case(
+                        ([{"w": _a(1, 2), "n": np.int32(0)}, {"w": _a(3, 4), "n": np.int32(1)}],),
+                        "the docstring's example",
+                    ),
+                    lambda rng: _states(rng, _n(rng, 2, 5)),
+                ),
                 Edge(Case(([{"w": _a(5), "n": np.int32(7)}],), "a list of one tree"), lambda rng: _states(rng, 1)),
             ),
-            checks={"correct": 2, "jit": 1},
+            checks=(Correct(2), Jit(1)),
             hints=(
                 "Each leaf of the answer gathers the k leaves found at the same place in the k trees.",
                 "`jax.tree.map(f, t1, t2, ..., tk)` calls `f(leaf1, ..., leafk)` at each place; `jnp.stack` stacks.",
@@ -277,12 +341,19 @@ TOPIC = Topic(
             name="unstack_tree",
             sample=_unstack_tree,
             edge_cases=(
-                Edge(Case(({"w": np.array([[1.0, 2.0], [3.0, 4.0]], np.float32), "n": np.array([0, 1], np.int32)},),
-                          "the docstring's example"), lambda rng: _stacked(rng, _n(rng, 2, 5))),
-                Edge(Case(({"w": np.ones((1, 2), np.float32), "n": np.array([5], np.int32)},), "k = 1"),
-                     lambda rng: _stacked(rng, 1)),
+                Edge(
+                    Case(
+                        ({"w": np.array([[1.0, 2.0], [3.0, 4.0]], np.float32), "n": np.array([0, 1], np.int32)},),
+                        "the docstring's example",
+                    ),
+                    lambda rng: _stacked(rng, _n(rng, 2, 5)),
+                ),
+                Edge(
+                    Case(({"w": np.ones((1, 2), np.float32), "n": np.array([5], np.int32)},), "k = 1"),
+                    lambda rng: _stacked(rng, 1),
+                ),
             ),
-            checks={"correct": 2, "jit": 1},
+            checks=(Correct(2), Jit(1)),
             hints=(
                 "k is known from any leaf's shape before any computing happens, so a Python loop over i is fine here.",
                 "Read k off the leading axis of any leaf (`jax.tree.leaves` gives you one); `jax.tree.map` with a "

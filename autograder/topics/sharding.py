@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from autograder.checks import Correct, Jit, Sharding
 from autograder.requirements import AdvisedNoPmap, CollectivesAtMostReference, FlopsAtMost, UsesAnyOp
 from autograder.spec import Case, Edge, Exercise, Topic
 
@@ -46,7 +47,8 @@ NO_PMAP = AdvisedNoPmap()
 # measured collectives: shard_batch and data_parallel_linear none, global_standardize 2 all-reduce,
 # mlp_2d 1 all-reduce; faults gathering the batch or the hidden activations add 1 all-gather.
 NO_EXTRA_COLLECTIVES = CollectivesAtMostReference(
-    "every extra collective moves data between devices that the task does not need to move")
+    "every extra collective moves data between devices that the task does not need to move"
+)
 # 1.75: an unused "model" axis doubles a device's FLOPs in mlp_2d (measured 68,096 vs 34,816); gathering its
 # hidden activations adds 1.5x (50,688), and that fault is the collective count's to report; a replicated
 # batch in data_parallel_linear costs 8x (150,530 vs 18,816).
@@ -65,8 +67,13 @@ def _shard_batch(rng: np.random.Generator, size: int) -> Case:
 
 def _data_parallel_linear(rng: np.random.Generator, size: int) -> Case:
     n, d_in, d_out = _rows(size), 24, 12
-    return Case((rng.normal(size=(n, d_in)).astype(np.float32), rng.normal(size=(d_in, d_out)).astype(np.float32),
-                 rng.normal(size=d_out).astype(np.float32)))
+    return Case(
+        (
+            rng.normal(size=(n, d_in)).astype(np.float32),
+            rng.normal(size=(d_in, d_out)).astype(np.float32),
+            rng.normal(size=d_out).astype(np.float32),
+        )
+    )
 
 
 def _global_standardize(rng: np.random.Generator, size: int) -> Case:
@@ -87,6 +94,7 @@ def _far_from_zero() -> np.ndarray:
 
 
 # -- edge families: each edge case's instances in a graded run (`Edge`), never its public one
+
 
 def _sixteen(rng: np.random.Generator) -> Case:
     """n = 16 (two rows per device): small integer images, labels 0..9."""
@@ -120,11 +128,15 @@ TOPIC = Topic(
             sample=_shard_batch,
             sizes=(2, 16),
             edge_cases=(
-                Edge(Case((np.arange(16 * 48, dtype=np.float32).reshape(16, 4, 4, 3), np.arange(16, dtype=np.int32)),
-                          "the docstring's example, n = 16"), _sixteen),
+                Edge(
+                    Case(
+                        (np.arange(16 * 48, dtype=np.float32).reshape(16, 4, 4, 3), np.arange(16, dtype=np.int32)),
+                        "the docstring's example, n = 16",
+                    ),
+                    _sixteen,
+                ),
             ),
-            requirements=(NO_PMAP, NO_EXTRA_COLLECTIVES),
-            checks={"correct": 1, "jit": 1, "sharding": 2},
+            checks=(Correct(1), Jit(1, requirements=(NO_PMAP, NO_EXTRA_COLLECTIVES)), Sharding(2)),
             outputs=("images", "labels"),
             hints=(
                 "Two steps: describe the devices as a mesh with one named axis, then say which dimension of each "
@@ -141,8 +153,11 @@ TOPIC = Topic(
             name="data_parallel_linear",
             sample=_data_parallel_linear,
             sizes=(1, 5, 32),
-            requirements=(NO_PMAP, NO_EXTRA_COLLECTIVES, OWN_SHARE),
-            checks={"correct": 1, "jit": 2, "sharding": 1},
+            checks=(
+                Correct(1),
+                Jit(2, requirements=(NO_PMAP, NO_EXTRA_COLLECTIVES, OWN_SHARE)),
+                Sharding(1),
+            ),
             rtol=1e-4,
             atol=1e-4,
             hints=(
@@ -159,15 +174,31 @@ TOPIC = Topic(
             sample=_global_standardize,
             sizes=(8, 32),
             edge_cases=(
-                Edge(Case((np.arange(0, 16, 2, dtype=np.float32).reshape(8, 1),),
-                          "the docstring's example, one row per device"),
-                     _row_per_device),
+                Edge(
+                    Case(
+                        (np.arange(0, 16, 2, dtype=np.float32).reshape(8, 1),),
+                        "the docstring's example, one row per device",
+                    ),
+                    _row_per_device,
+                ),
                 Edge(Case((_far_from_zero(),), "features near 100"), _near),
             ),
             # a shard_map is an `sdy.manual_computation` under Shardy, SPMDFullToShardShape custom calls under GSPMD
-            requirements=(UsesAnyOp(("manual_computation", "SPMDFullToShardShape"), "write the per-device code with jax.shard_map"),
-                          NO_PMAP, NO_EXTRA_COLLECTIVES),
-            checks={"correct": 2, "jit": 2, "sharding": 1},
+            checks=(
+                Correct(2),
+                Jit(
+                    2,
+                    requirements=(
+                        UsesAnyOp(
+                            ("manual_computation", "SPMDFullToShardShape"),
+                            "write the per-device code with jax.shard_map",
+                        ),
+                        NO_PMAP,
+                        NO_EXTRA_COLLECTIVES,
+                    ),
+                ),
+                Sharding(1),
+            ),
             rtol=1e-4,
             atol=1e-4,
             hints=(
@@ -186,8 +217,11 @@ TOPIC = Topic(
             name="mlp_2d",
             sample=_mlp_2d,
             sizes=(1, 16),
-            requirements=(NO_PMAP, NO_EXTRA_COLLECTIVES, OWN_SHARE),
-            checks={"correct": 2, "jit": 2, "sharding": 1},
+            checks=(
+                Correct(2),
+                Jit(2, requirements=(NO_PMAP, NO_EXTRA_COLLECTIVES, OWN_SHARE)),
+                Sharding(1),
+            ),
             rtol=1e-4,
             atol=1e-4,
             hints=(

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from autograder.checks import Compiles, Correct, Jit, Speed
 from autograder.requirements import AvoidsOps, UsesOp
-from autograder.spec import Case, Edge, Exercise, Speed, Stream, Topic
+from autograder.spec import Case, Edge, Exercise, Topic
 
 MAX_LENGTH = 1000
 # Both timed workloads are short calls (well under a millisecond of work each), where two
@@ -22,6 +23,7 @@ BUCKETS = (MAX_LENGTH - 1).bit_length() + 1  # powers of two 1, 2, ..., 1024: 11
 
 
 # -- create_filled ----------------------------------------------------------------------
+
 
 def _shape(rng: np.random.Generator, size: int, rank: int) -> tuple[int, ...]:
     """A shape of `rank` dimensions whose first is `size` (the rest small, drawn)."""
@@ -40,12 +42,14 @@ def _create_filled_stream(rng: np.random.Generator, calls: int) -> list[Case]:
 
 # -- conditional_fn ---------------------------------------------------------------------
 
+
 def _conditional_fn(rng: np.random.Generator, size: int) -> Case:
     x = rng.normal(size=(size, 4)).astype(np.float32)
     return Case((x, bool(rng.integers(0, 2))))
 
 
 # -- cached_solve -----------------------------------------------------------------------
+
 
 def _system(rng: np.random.Generator, n: int, hit: bool) -> Case:
     """A well-conditioned system (eigenvalues within 2 +- 0.6) and a cached solution that is
@@ -69,6 +73,7 @@ def _cache_hits(rng: np.random.Generator, size: int) -> list[Case]:
 
 
 # -- standardize_padded and standardize -------------------------------------------------
+
 
 def _data(rng: np.random.Generator, n: int) -> np.ndarray:
     return (rng.normal(size=n) * rng.uniform(0.5, 2.0) + rng.uniform(-2.0, 2.0)).astype(np.float32)
@@ -98,6 +103,7 @@ def _recurring_lengths(rng: np.random.Generator, calls: int) -> list[Case]:
 
 # -- window_sums ------------------------------------------------------------------------
 
+
 def _as_config(rng: np.random.Generator, widths: tuple[int, ...]) -> list[int] | np.ndarray:
     """Widths as a configuration file hands them over: a list, or an int32 array."""
     return list(widths) if rng.integers(0, 2) else np.array(widths, np.int32)
@@ -126,6 +132,7 @@ def _fixed_system(seed: int, n: int, hit: bool, label: str) -> Case:
 
 
 # -- edge families: each edge case's instances in a graded run (`Edge`), never its public one
+
 
 def _quarter(rng: np.random.Generator) -> float:
     return float(rng.integers(-40, 41)) / 4
@@ -186,8 +193,11 @@ TOPIC = Topic(
                 Edge(Case((-1.0, ()), "a 0-d array"), lambda rng: Case((_quarter(rng), ()))),
                 Edge(Case((7.0, (2, 0, 3)), "an empty array"), lambda rng: Case((_quarter(rng), _empty_shape(rng)))),
             ),
-            checks={"correct": 1, "jit": 1, "compiles": 2},
-            options={"compiles": Stream(_create_filled_stream, max_compiles=3, calls=24, jit=True)},
+            checks=(
+                Correct(1),
+                Jit(1),
+                Compiles(2, make=_create_filled_stream, max_compiles=3, calls=24, jit=True),
+            ),
             hints=(
                 "Which argument decides the output's shape? Under jit it must be known while tracing; the other is "
                 "just data.",
@@ -205,21 +215,35 @@ TOPIC = Topic(
             sizes=(3, 20),
             static_argnums=(1,),
             edge_cases=(
-                Edge(Case((np.array([[3.0, 4.0]], np.float32), True), "the docstring's example"),
-                     lambda rng: _rows_of(rng, True)),
-                Edge(Case((np.array([[3.0, 4.0]], np.float32), False), "the flag off"), lambda rng: _rows_of(rng, False)),
-                Edge(Case((np.zeros((2, 3), np.float32), True), "zero rows stay zero"),
-                     lambda rng: _rows_of(rng, True, zero=True)),
+                Edge(
+                    Case((np.array([[3.0, 4.0]], np.float32), True), "the docstring's example"),
+                    lambda rng: _rows_of(rng, True),
+                ),
+                Edge(
+                    Case((np.array([[3.0, 4.0]], np.float32), False), "the flag off"), lambda rng: _rows_of(rng, False)
+                ),
+                Edge(
+                    Case((np.zeros((2, 3), np.float32), True), "zero rows stay zero"),
+                    lambda rng: _rows_of(rng, True, zero=True),
+                ),
             ),
             rtol=1e-5,
             atol=1e-6,
             # measured: the reference has neither (9 operations with the flag on, 0 off); lax.cond
             # on the flag has a `case`, jnp.where a `select`
-            requirements=(AvoidsOps(
-                ("case", "select"),
-                "the flag is static, so decide with a plain Python `if` while tracing; "
-                "lax.cond / jnp.where put both branches into the compiled program"),),
-            checks={"correct": 1, "jit": 2},
+            checks=(
+                Correct(1),
+                Jit(
+                    2,
+                    requirements=(
+                        AvoidsOps(
+                            ("case", "select"),
+                            "the flag is static, so decide with a plain Python `if` while tracing; "
+                            "lax.cond / jnp.where put both branches into the compiled program",
+                        ),
+                    ),
+                ),
+            ),
             hints=(
                 "The flag is a Python bool that is known before tracing: the choice can be made in Python, not in the "
                 "program.",
@@ -235,16 +259,29 @@ TOPIC = Topic(
             sample=_cached_solve,
             sizes=(4, 16),
             edge_cases=(
-                Edge(_fixed_system(1, 16, True, "a cache hit"),
-                     lambda rng: _system(rng, int(rng.choice([8, 16, 24])), True)),
-                Edge(_fixed_system(2, 16, False, "a cache miss"),
-                     lambda rng: _system(rng, int(rng.choice([8, 16, 24])), False)),
+                Edge(
+                    _fixed_system(1, 16, True, "a cache hit"),
+                    lambda rng: _system(rng, int(rng.choice([8, 16, 24])), True),
+                ),
+                Edge(
+                    _fixed_system(2, 16, False, "a cache miss"),
+                    lambda rng: _system(rng, int(rng.choice([8, 16, 24])), False),
+                ),
             ),
             rtol=1e-4,
             atol=1e-4,
-            requirements=(UsesOp("case", "the choice depends on a computed value: decide it in the program with jax.lax.cond"),),
-            checks={"correct": 1, "jit": 2, "speed": 2},
-            speed=Speed(size={"cpu": 2048, "gpu": 4096}, stream=_cache_hits, full=SPEED_FULL, max_reps=15),
+            checks=(
+                Correct(1),
+                Jit(
+                    2,
+                    requirements=(
+                        UsesOp(
+                            "case", "the choice depends on a computed value: decide it in the program with jax.lax.cond"
+                        ),
+                    ),
+                ),
+                Speed(2, size={"cpu": 2048, "gpu": 4096}, stream=_cache_hits, full=SPEED_FULL, max_reps=15),
+            ),
             hints=(
                 "The predicate is computed from the arrays, so under jit it is a tracer: Python cannot branch on it, "
                 "but the compiled program can.",
@@ -262,14 +299,18 @@ TOPIC = Topic(
             sizes=(1, 64, 1024),
             edge_cases=(
                 Edge(Case((np.array([1.0, 2.0, 3.0, 100.0], np.float32), 3), "the docstring's example"), _padded_some),
-                Edge(Case((np.arange(8, dtype=np.float32), 8), "no padding"),
-                     lambda rng: _padded(rng, *[int(rng.integers(2, 11))] * 2)),
-                Edge(Case((np.array([5.0, -7.0, 9.0], np.float32), 1), "one data entry"),
-                     lambda rng: _padded(rng, 1, int(rng.integers(2, 7)))),
+                Edge(
+                    Case((np.arange(8, dtype=np.float32), 8), "no padding"),
+                    lambda rng: _padded(rng, *[int(rng.integers(2, 11))] * 2),
+                ),
+                Edge(
+                    Case((np.array([5.0, -7.0, 9.0], np.float32), 1), "one data entry"),
+                    lambda rng: _padded(rng, 1, int(rng.integers(2, 7))),
+                ),
             ),
             rtol=1e-5,
             atol=1e-5,
-            checks={"correct": 1, "jit": 2},
+            checks=(Correct(1), Jit(2)),
             hints=(
                 "`n` is traced, so nothing may take its shape from it; keep the full length m and make the padding "
                 "harmless.",
@@ -287,9 +328,13 @@ TOPIC = Topic(
             edge_cases=(Edge(Case((np.array([1.0, 2.0, 3.0], np.float32),), "the docstring's example"), _few),),
             rtol=1e-5,
             atol=1e-5,
-            checks={"correct": 1, "compiles": 2, "speed": 1},
-            options={"compiles": Stream(_random_lengths, max_compiles=BUCKETS, calls=100, jit=False)},
-            speed=Speed(size={"cpu": 100, "gpu": 100}, stream=_recurring_lengths, jit=False, full=SPEED_FULL, max_reps=21),
+            checks=(
+                Correct(1),
+                Compiles(2, make=_random_lengths, max_compiles=BUCKETS, calls=100, jit=False),
+                Speed(
+                    1, size={"cpu": 100, "gpu": 100}, stream=_recurring_lengths, jit=False, full=SPEED_FULL, max_reps=21
+                ),
+            ),
             hints=(
                 "Count the distinct shapes your jitted kernel sees: one per length is one compilation per length. "
                 "Make the lengths fall into a few sizes.",
@@ -306,13 +351,16 @@ TOPIC = Topic(
             sample=_window_sums,
             sizes=(1, 40),
             edge_cases=(
-                Edge(Case((np.array([1, 2, 3, 4], np.int32), [1, 2, 4]), "the docstring's example"),
-                     lambda rng: _widths(rng, False)),
-                Edge(Case((np.array([1, 2, 3, 4], np.int32), np.array([4, 1, 2], np.int32)), "widths as an array"),
-                     lambda rng: _widths(rng, True)),
+                Edge(
+                    Case((np.array([1, 2, 3, 4], np.int32), [1, 2, 4]), "the docstring's example"),
+                    lambda rng: _widths(rng, False),
+                ),
+                Edge(
+                    Case((np.array([1, 2, 3, 4], np.int32), np.array([4, 1, 2], np.int32)), "widths as an array"),
+                    lambda rng: _widths(rng, True),
+                ),
             ),
-            checks={"correct": 1, "compiles": 2},
-            options={"compiles": Stream(_window_stream, max_compiles=3, calls=12, jit=False)},
+            checks=(Correct(1), Compiles(2, make=_window_stream, max_compiles=3, calls=12, jit=False)),
             hints=(
                 "jit looks static arguments up in a dictionary, so they must be hashable, and equal configurations "
                 "must compare equal.",

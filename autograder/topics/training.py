@@ -18,7 +18,7 @@ rows: the reference 0.0016 to 0.079 over 1,000 seeds (median 0.006), from initia
 (stale, or re-initialised every step) 0.88 to 1.15, exactly the initial loss (the warmup's
 learning rate at count 0 is 0), without clipping 0.0035 to 0.11 (it trains: clipping is
 `correct`'s to catch). The bound, 0.2, is x2.5 the worst correct run and x4.3 below the best
-broken one (`benchmarks/trains_band.py`; tests/test_topic_training.py shows the band on six
+broken one (`benchmarks/trains_band.py`; tests/topics/test_topic_training.py shows the band on six
 seeds of its own). In
 a grading run the reference's `fit` takes about 3 s on the first run (compiling the step) and
 0.1 to 0.2 s on the next.
@@ -43,8 +43,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from autograder.checks import Compiles, Correct, Jit, Speed, Trains
 from autograder.requirements import Donates
-from autograder.spec import Case, Edge, Exercise, Speed, Stream, Topic, Trains
+from autograder.spec import Case, Edge, Exercise, Topic
 
 IN, HIDDEN, OUT = 8, 32, 1
 TEACHER = 4  # hidden units of the network that makes the targets
@@ -56,13 +57,20 @@ def _f32(rng: np.random.Generator, *shape: int, scale: float = 1.0) -> np.ndarra
 
 
 def _params(rng: np.random.Generator, readout: float = 1.0) -> dict:
-    return {"hidden": {"bias": _f32(rng, HIDDEN, scale=0.1), "kernel": _f32(rng, IN, HIDDEN, scale=IN**-0.5)},
-            "out": {"bias": _f32(rng, OUT, scale=0.1 * readout), "kernel": _f32(rng, HIDDEN, OUT, scale=readout * HIDDEN**-0.5)}}
+    return {
+        "hidden": {"bias": _f32(rng, HIDDEN, scale=0.1), "kernel": _f32(rng, IN, HIDDEN, scale=IN**-0.5)},
+        "out": {
+            "bias": _f32(rng, OUT, scale=0.1 * readout),
+            "kernel": _f32(rng, HIDDEN, OUT, scale=readout * HIDDEN**-0.5),
+        },
+    }
 
 
 def _zero_params() -> dict:
-    return {"hidden": {"bias": np.zeros(HIDDEN, np.float32), "kernel": np.zeros((IN, HIDDEN), np.float32)},
-            "out": {"bias": np.zeros(OUT, np.float32), "kernel": np.zeros((HIDDEN, OUT), np.float32)}}
+    return {
+        "hidden": {"bias": np.zeros(HIDDEN, np.float32), "kernel": np.zeros((IN, HIDDEN), np.float32)},
+        "out": {"bias": np.zeros(OUT, np.float32), "kernel": np.zeros((HIDDEN, OUT), np.float32)},
+    }
 
 
 def _leaves(params: dict) -> list[np.ndarray]:
@@ -70,7 +78,10 @@ def _leaves(params: dict) -> list[np.ndarray]:
 
 
 def _moments(rng: np.random.Generator, params: dict, positive: bool) -> list[np.ndarray]:
-    return [(np.abs(_f32(rng, *a.shape, scale=1e-2)) if positive else _f32(rng, *a.shape, scale=1e-2)) for a in _leaves(params)]
+    return [
+        (np.abs(_f32(rng, *a.shape, scale=1e-2)) if positive else _f32(rng, *a.shape, scale=1e-2))
+        for a in _leaves(params)
+    ]
 
 
 def _opt_leaves(rng: np.random.Generator, params: dict) -> list[np.ndarray]:
@@ -112,7 +123,9 @@ def _fit(rng: np.random.Generator, size: int) -> Case:
     x ~ N(0, 1) and standardised targets from a random 4-unit tanh teacher, the steps and batch."""
     params = _params(rng, readout=0.1)
     x = _f32(rng, size, IN)
-    teacher = np.tanh(x.astype(np.float64) @ rng.normal(size=(IN, TEACHER)) * IN**-0.5) @ rng.normal(size=(TEACHER, OUT))
+    teacher = np.tanh(x.astype(np.float64) @ rng.normal(size=(IN, TEACHER)) * IN**-0.5) @ rng.normal(
+        size=(TEACHER, OUT)
+    )
     y = ((teacher - teacher.mean()) / teacher.std()).astype(np.float32)
     return Case((params, x, y, FIT_STEPS, FIT_BATCH))
 
@@ -123,11 +136,17 @@ _EXAMPLE_PARAMS = _params(np.random.default_rng(7))
 
 # -- edge families: each edge case's instances in a graded run (`Edge`), never its public one
 
+
 def _zero_model(rng: np.random.Generator) -> Case:
     """Zero parameters: the loss is mean(y**2), whatever x."""
     n = int(rng.integers(1, 5))
-    return Case((_zero_params(), (rng.integers(-4, 5, (n, IN)) / 2).astype(np.float32),
-                 rng.integers(-4, 5, (n, OUT)).astype(np.float32)))
+    return Case(
+        (
+            _zero_params(),
+            (rng.integers(-4, 5, (n, IN)) / 2).astype(np.float32),
+            rng.integers(-4, 5, (n, OUT)).astype(np.float32),
+        )
+    )
 
 
 def _fresh_step(rng: np.random.Generator) -> Case:
@@ -143,11 +162,18 @@ TOPIC = Topic(
         Exercise(
             name="mse_loss",
             sample=_loss,
-            edge_cases=(Edge(Case((_zero_params(), _X2, np.array([[1.0], [3.0]], np.float32)),
-                                  "zero parameters: the loss is mean(y**2)"), _zero_model),),
+            edge_cases=(
+                Edge(
+                    Case(
+                        (_zero_params(), _X2, np.array([[1.0], [3.0]], np.float32)),
+                        "zero parameters: the loss is mean(y**2)",
+                    ),
+                    _zero_model,
+                ),
+            ),
             rtol=1e-5,
             atol=1e-6,
-            checks={"correct": 1, "jit": 1},
+            checks=(Correct(1), Jit(1)),
             hints=(
                 "The parameters arrive as a plain nested dict, but the model is an object. Rebuild an object around "
                 "the dict rather than writing the layers' arithmetic by hand.",
@@ -161,7 +187,7 @@ TOPIC = Topic(
         Exercise(
             name="init_opt_state",
             sample=_init,
-            checks={"correct": 1},
+            checks=(Correct(1),),
             hints=(
                 "Optax optimizers are pairs of pure functions; `init` builds the state from the parameters, and the "
                 "state is an ordinary pytree (named tuples of arrays).",
@@ -174,18 +200,34 @@ TOPIC = Topic(
             name="train_step",
             sample=_step,
             sizes=(1, 4, 32, 128),
-            edge_cases=(Edge(Case((_EXAMPLE_PARAMS, _fresh_leaves(_EXAMPLE_PARAMS), *_batch(np.random.default_rng(8), 16)),
-                                  "a fresh state: the first step's learning rate is 0"), _fresh_step),),
+            edge_cases=(
+                Edge(
+                    Case(
+                        (_EXAMPLE_PARAMS, _fresh_leaves(_EXAMPLE_PARAMS), *_batch(np.random.default_rng(8), 16)),
+                        "a fresh state: the first step's learning rate is 0",
+                    ),
+                    _fresh_step,
+                ),
+            ),
             outputs=("new_params", "new_opt_leaves", "loss"),
             rtol=1e-4,
             atol=1e-5,
-            checks={"correct": 2, "jit": 1, "compiles": 1, "speed": 1},
+            checks=(
+                Correct(2),
+                Jit(
+                    1,
+                    requirements=(
+                        Donates(
+                            why="the step replaces the parameters and the optimizer state: donating them "
+                            "lets the new ones take the old ones' memory"
+                        ),
+                    ),
+                ),
+                Compiles(1, make=_step_stream, max_compiles=1, calls=20, jit=False),
+                Speed(1, size={"cpu": 16384, "gpu": 65536}, max_reps=31, jit=False),
+            ),
             # reference: 14 of its 16 inputs donated (4 parameters, 10 state leaves; not x, y); the same step
             # jitted by the grader (no donate_argnums): 0
-            requirements=(Donates(why="the step replaces the parameters and the optimizer state: donating them "
-                                      "lets the new ones take the old ones' memory"),),
-            options={"compiles": Stream(make=_step_stream, max_compiles=1, calls=20, jit=False)},
-            speed=Speed(size={"cpu": 16384, "gpu": 65536}, max_reps=31, jit=False),
             hints=(
                 "The optimizer state comes as a flat list, but Optax updates a tree: get its structure back first. A "
                 "freshly initialised state of the same optimizer has exactly that structure.",
@@ -201,15 +243,14 @@ TOPIC = Topic(
             name="fit",
             sample=_fit,
             sizes=(),  # no value-by-value cases: the `trains` check draws its own runs
-            checks={"trains": 2},
-            options={"trains": Trains(size=256, max_loss=0.2, max_drift=0.7, runs=2)},
+            checks=(Trains(2, size=256, max_loss=0.2, max_drift=0.7, runs=2),),
             hints=(
                 "A training loop is ordinary Python around the jitted step: the training state is the parameters and "
                 "the optimizer's state, and every step replaces both.",
                 "`init_opt_state(params)` gives the fresh state. `x[start:start + batch_size]` with Python ints is a "
                 "batch of one fixed shape, so the step compiles once for the whole loop.",
                 "Rebind both names to what each step returns: the step donates its inputs, so the arrays you passed "
-                "are gone (a buffer that \"has been deleted or donated\" means the loop used one again). Return the "
+                'are gone (a buffer that "has been deleted or donated" means the loop used one again). Return the '
                 "parameters only.",
             ),
         ),

@@ -34,7 +34,8 @@ import os
 import sys
 import traceback
 from collections import Counter
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from autograder.worker import jaxpr, program, shm, wire
 from autograder.worker.wire import Key, Spec
@@ -56,7 +57,9 @@ class PersistentCache:
 
         self.update, self.reset = jax.config.update, compilation_cache.reset_cache
         configured = bool(os.environ.get("JAX_COMPILATION_CACHE_DIR"))
-        self.ops = frozenset(filter(None, os.environ.pop("JAXLINGS_CACHED_OPS", "").split(","))) if configured else frozenset()
+        self.ops = (
+            frozenset(filter(None, os.environ.pop("JAXLINGS_CACHED_OPS", "").split(","))) if configured else frozenset()
+        )
         self.on = configured
 
     def for_op(self, op: str) -> None:
@@ -84,7 +87,11 @@ class Harness:
         self.jit, self.make_jaxpr = jax.jit, jax.make_jaxpr
         self.shape_dtype, self.typeof = jax.ShapeDtypeStruct, jax.typeof
         self.jit_type = type(jax.jit(lambda x: x))
-        self.transforms = {"grad": jax.grad, "vmap": jax.vmap, "value_and_grad": jax.value_and_grad}
+        self.transforms: dict[str, Callable[..., Any]] = {
+            "grad": jax.grad,
+            "vmap": jax.vmap,
+            "value_and_grad": jax.value_and_grad,
+        }
         self.clear_caches, self.device_put = jax.clear_caches, jax.device_put
         self.block = jax.block_until_ready
         self.key, self.key_data, self.key_impl = jax.random.key, jax.random.key_data, jax.random.key_impl
@@ -113,11 +120,11 @@ class Harness:
         self.prepared: Callable[..., Any] | None = None
         self.stdout = sys.stdout
 
-    def _on_event(self, event: str, duration: float, **_: Any) -> None:
+    def _on_event(self, event: str, duration_secs: float, **_: str | int) -> None:
         if event in (COMPILE_EVENT, TRACE_EVENT):
             self.counts[event] += 1
         if event == COMPILE_EVENT:
-            self.compile_seconds += duration
+            self.compile_seconds += duration_secs
 
     def _on_hit(self, event: str, **_: Any) -> None:
         if event == CACHE_HIT_EVENT:
@@ -128,6 +135,8 @@ class Harness:
     def load(self) -> dict[str, Any]:
         """Import the topic module from its file; report the functions it defines."""
         spec = importlib.util.spec_from_file_location(self.module_name, self.module_path)
+        if spec is None or spec.loader is None:  # not for a .py file's path
+            raise ImportError(f"cannot import {self.module_path} as a module")
         module = importlib.util.module_from_spec(spec)
         sys.modules[self.module_name] = module
         spec.loader.exec_module(module)
@@ -144,6 +153,7 @@ class Harness:
         """Case arguments as the student receives them: jax.Arrays (nested ones too), typed
         keys, Python scalars. `device_put` rather than `jnp.asarray`, which compiles a
         conversion for every new shape (jax 0.10)."""
+
         def conv(x: Any) -> Any:
             if isinstance(x, self.np.ndarray):
                 return self.device_put(x)
@@ -193,13 +203,19 @@ class Harness:
                 leaf = leaf.to_sparse().toarray()
             kind = type(leaf)
             if kind not in self.array_types and kind not in self.scalar_types:
-                raise OutputRefused(f"an output leaf of type {kind.__name__} is not a numeric array: return jax or "
-                                    "NumPy arrays (or Python numbers)")
+                raise OutputRefused(
+                    f"an output leaf of type {kind.__name__} is not a numeric array: return jax or "
+                    "NumPy arrays (or Python numbers)"
+                )
             if kind is self.array_types[1] or (kind is self.array_types[0] and self.is_key(leaf)):
-                exported.append({"kind": "key", "impl": str(self.key_impl(leaf)), "data": self.asarray(self.key_data(leaf))})
+                exported.append(
+                    {"kind": "key", "impl": str(self.key_impl(leaf)), "data": self.asarray(self.key_data(leaf))}
+                )
                 continue
             arr = self.asarray(leaf)
-            if type(arr) is not self.np.ndarray or (arr.dtype.kind not in "biufc" and type(arr.dtype).__module__ != "ml_dtypes"):
+            if type(arr) is not self.np.ndarray or (
+                arr.dtype.kind not in "biufc" and type(arr.dtype).__module__ != "ml_dtypes"
+            ):
                 raise OutputRefused(f"an output leaf of type {kind.__name__} is not a numeric array")
             exported.append({"kind": "array", "data": arr})
         return {"treedef": str(treedef), "leaves": exported, "paths": [self.keystr(path) for path, _ in with_paths]}
@@ -225,7 +241,7 @@ class Harness:
                 out = self.block(fn(*args))
         else:
             out = self.block(fn(*args))
-        reply = {"out": self.export(out, req.get("operators", False))}
+        reply: dict[str, Any] = {"out": self.export(out, req.get("operators", False))}
         if req.get("shardings"):
             reply["shardings"] = [describe_sharding(leaf) for leaf in self.flatten(out)[0]]
         return reply
@@ -235,7 +251,7 @@ class Harness:
         compile nothing: JAX's checker runs on the traced program (a reused key raises
         `KeyReuseError` here), so compiling it, under a flag that is part of the compilation
         key, would only cost time. Advisory, as `op_call`'s `key_reuse`."""
-        fn = self.jitted(self.transformed(req), tuple(req.get("static_argnums", ())))
+        fn: Any = self.jitted(self.transformed(req), tuple(req.get("static_argnums", ())))  # jax.jit's: has .trace
         with self.key_reuse(True):
             fn.trace(*self.arguments(req["args"]))
         return {}
@@ -307,11 +323,14 @@ class Harness:
     def described(self, specs: tuple[Any, ...]) -> tuple[Any, ...]:
         """Arguments from their specs (`wire.Spec`): `jax.ShapeDtypeStruct`s, nested ones too;
         static arguments (plain values) as they are."""
+
         def conv(x: Any) -> Any:
             if isinstance(x, Spec):
                 if x.kind == "key":
                     key_type = (self.key(0) if x.dtype is None else self.key(0, impl=x.dtype)).dtype
                     return self.shape_dtype(x.shape, key_type)
+                if x.dtype is None:
+                    raise ValueError(f"a {x.kind} spec names no dtype")
                 if x.kind == "scalar":
                     aval = self.typeof({"bool": False, "int": 0, "float": 0.0, "complex": 0j}[x.dtype])
                     return self.shape_dtype((), aval.dtype, weak_type=aval.weak_type)
@@ -330,7 +349,8 @@ class Harness:
                 raise program.ProgramRefused(
                     f"your jax.jit marks argument {i} static, but its value changes from call to call (it is data, "
                     "not a setting): every new value re-traces and compiles the function; keep it traced "
-                    "(remove it from static_argnums / static_argnames)")
+                    "(remove it from static_argnums / static_argnames)"
+                )
 
     def op_analyse(self, req: dict[str, Any]) -> dict[str, Any]:
         """Analyse an exported program and run it on `args` (sent to trusted workers only: the
@@ -343,7 +363,7 @@ class Harness:
         blob = bytes(self.asarray(req["program"]))
         facts, out = program.analyse(blob, self.arguments(req["args"]))
         out = self.block(out)
-        reply = {"facts": facts, "out": self.export(out)}
+        reply: dict[str, Any] = {"facts": facts, "out": self.export(out)}
         if req.get("shardings"):
             reply["shardings"] = [describe_sharding(leaf) for leaf in self.flatten(out)[0]]
         return reply
@@ -361,7 +381,7 @@ class Harness:
         """Run one call of the prepared stream on `args`, sent with this request: putting them
         on the device is part of the call, inside the grader's window (a replay sends them
         again: a call may donate its buffers). What it prints goes to this process's stdout,
-        which the grader reads itself (`Worker.stdout_since`), flushed before the reply."""
+        which the grader reads itself (`WorkerProcess.stdout_since`), flushed before the reply."""
         if self.prepared is None:
             raise RuntimeError("the grader sent a stream's call before preparing the stream")
         args = self.block(self.arguments(req["args"]))
@@ -369,6 +389,7 @@ class Harness:
         out, count = self.counted(self.prepared, args)
         self.stdout.flush()
         return {"out": self.export(out), "counts": count, "cache_hits": self.counts[CACHE_HIT_EVENT] - hits}
+
 
 def _mapped(x: Any, leaf: Callable[[Any], Any]) -> Any:
     """`x` with `leaf` applied to every leaf of its lists, tuples and dicts (an argument tuple as
@@ -429,7 +450,6 @@ def _is_operator(x: Any) -> bool:
 def _tuples(value: Any) -> Any:
     """JSON lists back to the tuples that JAX's transform parameters expect."""
     return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
-
 
 
 def describe(exc: BaseException, module_path: str) -> dict[str, str]:

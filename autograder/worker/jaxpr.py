@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 
 def count_primitives(jaxpr: Any) -> tuple[Counter[str], int]:
@@ -42,8 +43,10 @@ def count_pmap_calls(jaxpr: Any) -> int:
     equation was bound from inside JAX's pmap module, which the equation's traceback records.
     """
     return sum(
-        1 for eqn in all_equations(jaxpr)
-        if eqn.primitive.name in PMAP_PRIMITIVES or (eqn.primitive.name in PMAP_CARRIERS and _bound_in(eqn, PMAP_MODULE))
+        1
+        for eqn in all_equations(jaxpr)
+        if eqn.primitive.name in PMAP_PRIMITIVES
+        or (eqn.primitive.name in PMAP_CARRIERS and _bound_in(eqn, PMAP_MODULE))
     )
 
 
@@ -61,6 +64,6 @@ def _sub_jaxprs(values: Any) -> list[Any]:
             found.extend(_sub_jaxprs(v))
         elif hasattr(v, "eqns") and hasattr(v, "invars"):
             found.append(v)
-        elif hasattr(v, "jaxpr") and hasattr(getattr(v, "jaxpr"), "eqns"):
+        elif hasattr(v, "jaxpr") and hasattr(v.jaxpr, "eqns"):
             found.append(v.jaxpr)
     return found

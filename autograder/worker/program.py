@@ -43,7 +43,7 @@ import json
 import re
 import time
 from collections import Counter, OrderedDict
-from typing import Any
+from typing import Any, cast
 
 MAGIC = b"JAXLINGS-PROGRAM-1\n"
 HEADER_LIMIT = 8192  # bytes of JSON header accepted
@@ -74,21 +74,54 @@ TYPED_FFI = 4  # `api_version` of XLA's typed FFI: operand shapes come from the 
 # cuSOLVER, cuSPARSE and threefry kernels are typed-FFI handlers (they take every dimension from
 # the buffers they are given), and are accepted only with that calling convention: the legacy
 # LAPACK convention read sizes from operands, which a forged program could set at will.
-_LAPACK = ("potrf", "geqrf", "orgqr", "ungqr", "syevd", "heevd", "geev", "gesdd", "getrf", "sytrd",
-           "hetrd", "gehrd", "gees", "trsm", "gtsv")
+_LAPACK = (
+    "potrf",
+    "geqrf",
+    "orgqr",
+    "ungqr",
+    "syevd",
+    "heevd",
+    "geev",
+    "gesdd",
+    "getrf",
+    "sytrd",
+    "hetrd",
+    "gehrd",
+    "gees",
+    "trsm",
+    "gtsv",
+)
 _LAPACK_TARGETS = {f"lapack_{p}{name}_ffi" for name in _LAPACK for p in "sdcz"}
 _GPU_TARGETS = {
-    "cu_lu_pivots_to_permutation", "cusolver_getrf_ffi", "cusolver_geqrf_ffi", "cusolver_orgqr_ffi",
-    "cusolver_potrf_ffi", "cusolver_syevd_ffi", "cusolver_gesvd_ffi", "cusolver_gesvdj_ffi",
-    "cusolver_sytrd_ffi", "cusparse_gtsv2_ffi", "cu_threefry2x32_ffi",
-    "hip_lu_pivots_to_permutation", "hipsolver_getrf_ffi", "hipsolver_geqrf_ffi", "hipsolver_orgqr_ffi",
-    "hipsolver_potrf_ffi", "hipsolver_syevd_ffi", "hipsolver_gesvd_ffi", "hipsolver_gesvdj_ffi",
-    "hipsolver_gesdd_ffi", "hipsolver_sytrd_ffi", "hip_threefry2x32_ffi",
+    "cu_lu_pivots_to_permutation",
+    "cusolver_getrf_ffi",
+    "cusolver_geqrf_ffi",
+    "cusolver_orgqr_ffi",
+    "cusolver_potrf_ffi",
+    "cusolver_syevd_ffi",
+    "cusolver_gesvd_ffi",
+    "cusolver_gesvdj_ffi",
+    "cusolver_sytrd_ffi",
+    "cusparse_gtsv2_ffi",
+    "cu_threefry2x32_ffi",
+    "hip_lu_pivots_to_permutation",
+    "hipsolver_getrf_ffi",
+    "hipsolver_geqrf_ffi",
+    "hipsolver_orgqr_ffi",
+    "hipsolver_potrf_ffi",
+    "hipsolver_syevd_ffi",
+    "hipsolver_gesvd_ffi",
+    "hipsolver_gesvdj_ffi",
+    "hipsolver_gesdd_ffi",
+    "hipsolver_sytrd_ffi",
+    "hip_threefry2x32_ffi",
 }
 ALLOWED_CUSTOM_CALLS: dict[str, int | None] = {
-    **{t: TYPED_FFI for t in sorted(_LAPACK_TARGETS | _GPU_TARGETS)},
+    **dict.fromkeys(sorted(_LAPACK_TARGETS | _GPU_TARGETS), TYPED_FFI),
     # sharding annotations (jax.device_put / with_sharding_constraint / shard_map under GSPMD)
-    "Sharding": None, "SPMDFullToShardShape": None, "SPMDShardToFullShape": None,
+    "Sharding": None,
+    "SPMDFullToShardShape": None,
+    "SPMDShardToFullShape": None,
     # memory-kind placement annotation (device_put to a memory kind)
     "annotate_device_placement": None,
 }
@@ -105,9 +138,14 @@ ALLOWED_DIALECTS = frozenset({"builtin", "func", "stablehlo", "chlo", "sdy"})
 BOOKKEEPING = frozenset({"module", "func", "return", "mesh", "constant"})
 
 # A scatter's update region `(old, new) -> ...` as jaxpr-style names.
-_SCATTER_KINDS = {"stablehlo.add": "scatter-add", "stablehlo.multiply": "scatter-mul",
-                  "stablehlo.minimum": "scatter-min", "stablehlo.maximum": "scatter-max",
-                  "stablehlo.or": "scatter-or", "stablehlo.and": "scatter-and"}
+_SCATTER_KINDS = {
+    "stablehlo.add": "scatter-add",
+    "stablehlo.multiply": "scatter-mul",
+    "stablehlo.minimum": "scatter-min",
+    "stablehlo.maximum": "scatter-max",
+    "stablehlo.or": "scatter-or",
+    "stablehlo.and": "scatter-and",
+}
 
 
 class ProgramRefused(Exception):
@@ -152,8 +190,9 @@ def export(jitted: Any, args: tuple) -> bytes:
         text = str(exc)
         if "host_callback" in text or "keepalive" in text or "callback" in text.lower():
             raise ProgramRefused(CALLBACK_MESSAGE) from None
-        raise ProgramRefused(f"the jitted function could not be exported as a program: {type(exc).__name__}: "
-                             f"{_first_lines(exc)}") from None
+        raise ProgramRefused(
+            f"the jitted function could not be exported as a program: {type(exc).__name__}: {_first_lines(exc)}"
+        ) from None
     encoded = json.dumps(header).encode()
     return MAGIC + len(encoded).to_bytes(4, "big") + encoded + bytes(blob)
 
@@ -229,8 +268,10 @@ def analyse(blob: bytes, args: tuple, max_ops: int = MAX_OPS) -> tuple[dict, Any
         raise ProgramRefused("not a valid exported program") from None
     facts = inspect_module(text)
     if facts["n_ops"] > max_ops:
-        raise ProgramRefused(f"the program has {facts['n_ops']} operations, more than the grader "
-                             f"compiles ({max_ops}); a Python loop unrolled while tracing repeats its body once per step")
+        raise ProgramRefused(
+            f"the program has {facts['n_ops']} operations, more than the grader "
+            f"compiles ({max_ops}); a Python loop unrolled while tracing repeats its body once per step"
+        )
     if exp.ordered_effects or exp.unordered_effects:
         effects = ", ".join(sorted({type(e).__name__ for e in (*exp.ordered_effects, *exp.unordered_effects)}))
         raise ProgramRefused(f"the program has side effects ({effects}); the grader runs only pure programs")
@@ -241,9 +282,18 @@ def analyse(blob: bytes, args: tuple, max_ops: int = MAX_OPS) -> tuple[dict, Any
         facts["out_tree"] = header["out_tree"][:2000]
     kept = _inputs_for(exp, tuple(args), header.get("static"))
 
-    key = (facts["fingerprint"], _calling_signature(exp),
-           tuple((tuple(getattr(x, "shape", ())), str(getattr(x, "dtype", type(x).__name__)), str(getattr(x, "sharding", "")))
-                 for x in jax.tree.leaves(kept)))
+    key = (
+        facts["fingerprint"],
+        _calling_signature(exp),
+        tuple(
+            (
+                tuple(getattr(x, "shape", ())),
+                str(getattr(x, "dtype", type(x).__name__)),
+                str(getattr(x, "sharding", "")),
+            )
+            for x in jax.tree.leaves(kept)
+        ),
+    )
     with _mesh_for(exp):
         if key in _COMPILED:  # the same module and signature at the same inputs' types: the same program
             compiled, measured = _COMPILED[key]
@@ -257,7 +307,9 @@ def analyse(blob: bytes, args: tuple, max_ops: int = MAX_OPS) -> tuple[dict, Any
             try:
                 compiled = jax.jit(exp.call).lower(*kept).compile()
             except Exception as exc:  # noqa: BLE001
-                raise ProgramRefused(f"the program does not compile here: {type(exc).__name__}: {_first_lines(exc)}") from None
+                raise ProgramRefused(
+                    f"the program does not compile here: {type(exc).__name__}: {_first_lines(exc)}"
+                ) from None
             measured = {"compile_seconds": time.perf_counter() - t0, **compiled_facts(compiled)}
             _COMPILED[key] = (compiled, measured)
             while len(_COMPILED) > COMPILED_KEPT:
@@ -314,9 +366,21 @@ def _warm_up() -> None:
 
 def _calling_signature(exp: Any) -> str:
     """Everything of an `Exported` besides its module that the compiled call depends on."""
-    fields = ("in_tree", "out_tree", "in_avals", "out_avals", "in_shardings_hlo", "out_shardings_hlo", "nr_devices",
-              "platforms", "module_kept_var_idx", "uses_global_constants", "calling_convention_version",
-              "_in_named_shardings", "_out_named_shardings")
+    fields = (
+        "in_tree",
+        "out_tree",
+        "in_avals",
+        "out_avals",
+        "in_shardings_hlo",
+        "out_shardings_hlo",
+        "nr_devices",
+        "platforms",
+        "module_kept_var_idx",
+        "uses_global_constants",
+        "calling_convention_version",
+        "_in_named_shardings",
+        "_out_named_shardings",
+    )
     return repr(tuple(str(getattr(exp, f, None)) for f in fields))
 
 
@@ -336,26 +400,30 @@ def _mesh_for(exp: Any) -> Any:
         raise ProgramRefused(f"the program was exported for {n} devices; the grader has {jax.device_count()}")
     # the program's named shardings (private fields), else its avals' (Explicit axes put the
     # sharding in the type): the first mesh that has axes
-    shardings = [*getattr(exp, "_in_named_shardings", ()), *getattr(exp, "_out_named_shardings", ()),
-                 *(getattr(a, "sharding", None) for a in (*exp.in_avals, *exp.out_avals))]
+    shardings = [
+        *getattr(exp, "_in_named_shardings", ()),
+        *getattr(exp, "_out_named_shardings", ()),
+        *(getattr(a, "sharding", None) for a in (*exp.in_avals, *exp.out_avals)),
+    ]
     named = [s for s in shardings if s is not None and not getattr(getattr(s, "mesh", None), "empty", True)]
     devices = jax.devices()[:n]
     try:
         if named:
             shape = named[0].mesh
             if int(np.prod(shape.axis_sizes)) != n:
-                raise ProgramRefused(f"the program's mesh {dict(zip(shape.axis_names, shape.axis_sizes))} "
-                                     f"does not have its {n} devices")
-            mesh = jax.make_mesh(tuple(shape.axis_sizes), tuple(shape.axis_names), axis_types=tuple(shape.axis_types),
-                                 devices=devices)
+                raise ProgramRefused(
+                    f"the program's mesh {dict(zip(shape.axis_names, shape.axis_sizes))} does not have its {n} devices"
+                )
+            mesh = jax.make_mesh(
+                tuple(shape.axis_sizes), tuple(shape.axis_names), axis_types=tuple(shape.axis_types), devices=devices
+            )
         else:
             mesh = jax.sharding.Mesh(np.array(devices), ("devices",))
     except ProgramRefused:
         raise
     except Exception as exc:  # noqa: BLE001
         raise ProgramRefused(f"the program's device mesh cannot be built here: {_first_lines(exc)}") from None
-    set_mesh = getattr(jax, "set_mesh", None) or jax.sharding.use_mesh
-    return set_mesh(mesh)
+    return jax.set_mesh(mesh)
 
 
 def _split(blob: bytes) -> tuple[dict, bytes]:
@@ -364,12 +432,12 @@ def _split(blob: bytes) -> tuple[dict, bytes]:
     blob = bytes(blob)
     if not blob.startswith(MAGIC):
         return {"static": None}, blob
-    rest = blob[len(MAGIC):]
+    rest = blob[len(MAGIC) :]
     size = int.from_bytes(rest[:4], "big")
     if len(rest) < 4 + size or size > HEADER_LIMIT:
         raise ProgramRefused("not a valid exported program")
     try:
-        header = json.loads(rest[4:4 + size])
+        header = json.loads(rest[4 : 4 + size])
         if not isinstance(header, dict):
             header = {}
     except ValueError:
@@ -377,7 +445,7 @@ def _split(blob: bytes) -> tuple[dict, bytes]:
     static = header.get("static")
     if not (isinstance(static, list) and all(type(i) is int for i in static)):
         header["static"] = None
-    return header, rest[4 + size:]
+    return header, rest[4 + size :]
 
 
 def _first_lines(exc: BaseException) -> str:
@@ -438,8 +506,9 @@ def inspect_module(text: str) -> dict:
                 callees.setdefault(fn, []).append(_symbol(op, "callee"))
             elif name == "func.func":
                 if not _has_body(op):
-                    raise ProgramRefused("the program declares an external function; the grader runs only "
-                                         "self-contained programs")
+                    raise ProgramRefused(
+                        "the program declares an external function; the grader runs only self-contained programs"
+                    )
                 fn = _symbol(op, "sym_name")
                 defined.add(fn)
                 inputs[fn] = _donated(op)
@@ -448,7 +517,7 @@ def inspect_module(text: str) -> dict:
             for region in op.regions:
                 for block in region:
                     stack.extend((o.operation, fn) for o in reversed(list(block)))
-        stripped = module.operation.get_asm(enable_debug_info=False)
+        stripped = cast(str, module.operation.get_asm(enable_debug_info=False))  # jaxlib's stub says `object`
     entry = "main" if "main" in public else (public[0] if public else None)
     if entry is None:
         raise ProgramRefused("the program has no public entry function")
@@ -557,8 +626,9 @@ def _check_custom_call(op: Any) -> str:
     if target not in ALLOWED_CUSTOM_CALLS:
         if "callback" in target.lower():
             raise ProgramRefused(CALLBACK_MESSAGE + f" (custom call `{target}`)")
-        raise ProgramRefused(f"the program calls `{target}`, a custom call the grader does not run; "
-                             "compute with jax.numpy / lax")
+        raise ProgramRefused(
+            f"the program calls `{target}`, a custom call the grader does not run; compute with jax.numpy / lax"
+        )
     if ALLOWED_CUSTOM_CALLS[target] == TYPED_FFI and not _is_typed_ffi(op):
         raise ProgramRefused(f"the program calls `{target}` with a calling convention other than XLA's typed FFI")
     return target
@@ -608,7 +678,9 @@ def _scatter_kind(op: Any) -> str:
     if len(body) == 2:
         comb = body[0].operation
         operands = list(comb.operands)
-        pair = len(operands) == 2 and ((operands[0] == old and operands[1] == new) or (operands[0] == new and operands[1] == old))
+        pair = len(operands) == 2 and (
+            (operands[0] == old and operands[1] == new) or (operands[0] == new and operands[1] == old)
+        )
         if comb.name in _SCATTER_KINDS and pair and len(ret.operands) == 1 and ret.operands[0] == comb.results[0]:
             return _SCATTER_KINDS[comb.name]
     return "scatter-apply"
@@ -639,7 +711,11 @@ def _costs(compiled: Any) -> dict[str, float]:
         return {}
     if isinstance(cost, (list, tuple)):
         cost = cost[0] if cost else {}
-    return {k: float(cost[src]) for k, src in (("flops", "flops"), ("bytes_accessed", "bytes accessed")) if src in (cost or {})}
+    return {
+        k: float(cost[src])
+        for k, src in (("flops", "flops"), ("bytes_accessed", "bytes accessed"))
+        if src in (cost or {})
+    }
 
 
 # -- matching the arguments to the program's inputs ------------------------------------------
@@ -669,8 +745,11 @@ def _inputs_for(exp: Any, args: tuple, static: list[int] | None) -> tuple:
     for keep in candidates:
         kept = tuple(args[i] for i in keep)
         leaves, tree = jax.tree.flatten((kept, {}))
-        if tree == exp.in_tree and len(leaves) == len(exp.in_avals) and all(
-                _matches(leaf, aval) for leaf, aval in zip(leaves, exp.in_avals)):
+        if (
+            tree == exp.in_tree
+            and len(leaves) == len(exp.in_avals)
+            and all(_matches(leaf, aval) for leaf, aval in zip(leaves, exp.in_avals))
+        ):
             return kept
     want = ", ".join(str(a) for a in exp.in_avals)
     raise ProgramRefused(f"the program's inputs ({want}) do not match the call's arguments")

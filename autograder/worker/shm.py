@@ -71,7 +71,7 @@ class Region:
         self.map = mmap.mmap(fd, size)
 
     @classmethod
-    def create(cls, size: int = SIZE) -> "Region":
+    def create(cls, size: int = SIZE) -> Region:
         """A new region (grader side): a memfd of `size` bytes, sealed at that size."""
         import fcntl
 
@@ -85,7 +85,7 @@ class Region:
             raise
 
     @classmethod
-    def from_env(cls) -> "Region | None":
+    def from_env(cls) -> Region | None:
         """The region the grader handed this worker (worker side), or None."""
         value = os.environ.pop(ENV, "")
         try:
@@ -179,8 +179,14 @@ class Region:
 
     def _parse(self, ref: Any) -> tuple[int, np.dtype, tuple[int, ...]]:
         fields = ref.get(REF) if isinstance(ref, dict) else None
-        if not (isinstance(fields, list) and len(fields) == 3 and type(fields[0]) is int and isinstance(fields[2], list)
-                and all(type(n) is int and n >= 0 for n in fields[2]) and len(fields[2]) <= 64):
+        if not (
+            isinstance(fields, list)
+            and len(fields) == 3
+            and type(fields[0]) is int
+            and isinstance(fields[2], list)
+            and all(type(n) is int and n >= 0 for n in fields[2])
+            and len(fields[2]) <= 64
+        ):
             raise Malformed("a malformed reference into the shared region")
         offset, dt, shape = fields[0], _dtype(fields[1]), tuple(fields[2])
         nbytes = int(np.prod(shape, dtype=object)) * dt.itemsize

@@ -13,11 +13,11 @@ import os
 import select
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
-
 
 MAX_FRAME = 1 << 30
 
@@ -112,7 +112,9 @@ def encode(tree: Any) -> bytes:
     return b"".join([struct.pack("<I", len(header)), header, *(a.tobytes() for a in arrays)])
 
 
-def decode(payload: bytes, key: Callable[[int], Any] = Key, array: Callable[[np.ndarray], Any] = lambda a: a) -> Any:
+def decode(
+    payload: bytes | bytearray, key: Callable[[int], Any] = Key, array: Callable[[np.ndarray], Any] = lambda a: a
+) -> Any:
     """Rebuild a message tree; `key` and `array` map the leaves (the worker makes JAX values)."""
     try:
         (hlen,) = struct.unpack_from("<I", payload)
@@ -130,7 +132,7 @@ def decode(payload: bytes, key: Callable[[int], Any] = Key, array: Callable[[np.
             arrays.append(a)
     except WireError:
         raise
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - numpy's errors on a malformed frame are many kinds
         raise WireError(f"malformed message: {exc}") from None
 
     def dec(x: Any) -> Any:
@@ -159,14 +161,20 @@ def decode(payload: bytes, key: Callable[[int], Any] = Key, array: Callable[[np.
         return dec(header["tree"])
     except WireError:
         raise
-    except Exception as exc:  # a frame from an untrusted worker may be shaped any way at all
+    except Exception as exc:  # noqa: BLE001 - a frame from an untrusted worker may be shaped any way at all
         raise WireError(f"malformed message: {type(exc).__name__}: {exc}") from None
 
 
 def _spec(fields: Any) -> Spec:
     """A `Spec` as sent: a known kind, a shape of non-negative ints, a dtype name or None."""
-    if not (isinstance(fields, list) and len(fields) == 3 and fields[0] in SPEC_KINDS and isinstance(fields[1], list)
-            and all(type(n) is int and n >= 0 for n in fields[1]) and (fields[2] is None or type(fields[2]) is str)):
+    if not (
+        isinstance(fields, list)
+        and len(fields) == 3
+        and fields[0] in SPEC_KINDS
+        and isinstance(fields[1], list)
+        and all(type(n) is int and n >= 0 for n in fields[1])
+        and (fields[2] is None or type(fields[2]) is str)
+    ):
         raise WireError("malformed message: a bad argument spec")
     return Spec(fields[0], tuple(fields[1]), fields[2])
 
@@ -205,7 +213,7 @@ def _read_into(fd: int, view: memoryview, deadline: float | None, watch_fd: int 
                 raise Timeout("no answer in time")
             if fd not in ready:  # only `watch_fd`: the writer is gone and nothing is buffered
                 raise Closed("the process exited")
-        count = os.readv(fd, [view[got:got + (1 << 20)]])
+        count = os.readv(fd, [view[got : got + (1 << 20)]])
         if not count:
             raise Closed("the process closed its channel")
         got += count
@@ -229,8 +237,17 @@ def megabytes(n: int) -> str:
     return f"{n / 1e6:.3g} MB" if n >= 1e6 else f"{n / 1e3:.3g} kB"
 
 
-def read_frame(fd: int, deadline: float | None = None, max_bytes: int = MAX_FRAME, *, watch_fd: int | None = None,
-               max_header: int | None = None, why: str = "", sizes: list | None = None, **decode_kw: Any) -> Any:
+def read_frame(
+    fd: int,
+    deadline: float | None = None,
+    max_bytes: int = MAX_FRAME,
+    *,
+    watch_fd: int | None = None,
+    max_header: int | None = None,
+    why: str = "",
+    sizes: list | None = None,
+    **decode_kw: Any,
+) -> Any:
     """Receive one message; `deadline` is a `time.monotonic()` instant, None waits forever.
 
     The frame's size (and, with `max_header`, its JSON header's: decoding JSON builds Python
@@ -254,8 +271,10 @@ def read_frame(fd: int, deadline: float | None = None, max_bytes: int = MAX_FRAM
     _read_into(fd, view[:4], deadline, watch_fd)
     (hlen,) = struct.unpack_from("<I", payload)
     if max_header is not None and hlen > max_header:
-        raise TooLarge(f"the reply's description (its structure, names and messages) was {megabytes(hlen)}, "
-                       f"more than the {megabytes(max_header)} allowed{why}")
+        raise TooLarge(
+            f"the reply's description (its structure, names and messages) was {megabytes(hlen)}, "
+            f"more than the {megabytes(max_header)} allowed{why}"
+        )
     _read_into(fd, view[4:], deadline, watch_fd)
     del view
     if sizes is not None:

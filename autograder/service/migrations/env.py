@@ -12,11 +12,15 @@ from autograder.service.db import MIGRATION_LOCK, Base
 
 config = context.config
 url = config.attributes.get("url") or config.get_main_option("sqlalchemy.url")
-connectable = config.attributes.get("connection") or create_engine(url)
+connectable = config.attributes.get("connection")
+if connectable is None:
+    if not url:
+        raise RuntimeError("no database to migrate: give the URL as attributes['url'] or sqlalchemy.url")
+    connectable = create_engine(url)
 
 with connectable.connect() as connection:
     context.configure(connection=connection, target_metadata=Base.metadata, render_as_batch=True)
     with context.begin_transaction():
-        if connection.dialect.name == "postgresql":   # before the version is read: the next in turn finds it current
+        if connection.dialect.name == "postgresql":  # before the version is read: the next in turn finds it current
             connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
         context.run_migrations()

@@ -7,7 +7,7 @@ database connection is taken, so a client sending slowly holds a socket, not the
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Path, Query, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
@@ -22,19 +22,33 @@ from autograder.service.deps import MAX_ID, Caller, Instructor, SessionDep, bear
 from autograder.service.schemas import Health, Me, Problem, Regraded, SubmissionView, Topics
 
 SubmissionId = Annotated[int, Path(ge=1, le=MAX_ID, description="A submission's id.")]
-REFUSALS = {code: {"model": Problem} for code in (400, 401, 403, 404, 409, 413, 422, 429, 503)}
+REFUSALS: dict[int | str, dict[str, Any]] = {
+    code: {"model": Problem} for code in (400, 401, 403, 404, 409, 413, 422, 429, 503)
+}
 
 
 def view(request: Request, session: Session, row: Submission, duplicate: bool | None = None) -> SubmissionView:
     """A submission as the API shows it."""
     base = request.app.state.settings.base_path
     return SubmissionView(
-        id=row.id, student=row.student.login, topics=row.topic_list, status=row.status, progress=row.progress,
-        position=jobs.position(session, row), digest=row.digest, created_at=_iso(row.created_at),
-        started_at=_iso(row.started_at), finished_at=_iso(row.finished_at), attempts=row.attempts, score=row.score,
-        max_score=row.max_score, error=row.error,
+        id=row.id,
+        student=row.student.login,
+        topics=row.topic_list,
+        status=row.status,
+        progress=row.progress,
+        position=jobs.position(session, row),
+        digest=row.digest,
+        created_at=_iso(row.created_at),
+        started_at=_iso(row.started_at),
+        finished_at=_iso(row.finished_at),
+        attempts=row.attempts,
+        score=row.score,
+        max_score=row.max_score,
+        error=row.error,
         results_url=f"{base}/api/submissions/{row.id}/results.json" if row.result_json else None,
-        page_url=f"{base}/submissions/{row.id}", duplicate=duplicate)
+        page_url=f"{base}/submissions/{row.id}",
+        duplicate=duplicate,
+    )
 
 
 def _iso(t: dt.datetime | None) -> str | None:
@@ -80,23 +94,40 @@ def router() -> APIRouter:
     def me(who: Caller) -> Me:
         return Me(login=who.login, role=who.role)
 
-    @routes.post("/submissions", status_code=202, response_model=SubmissionView,
-                 openapi_extra={"requestBody": {"required": True, "content": {
-                     "application/zip": {"schema": {"type": "string", "format": "binary"}}}}})
-    async def create(request: Request, topics: Annotated[list[str] | None, Query(max_length=64)] = None) -> JSONResponse:
+    @routes.post(
+        "/submissions",
+        status_code=202,
+        response_model=SubmissionView,
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"application/zip": {"schema": {"type": "string", "format": "binary"}}},
+            }
+        },
+    )
+    async def create(
+        request: Request, topics: Annotated[list[str] | None, Query(max_length=64)] = None
+    ) -> JSONResponse:
         """Upload a zip of `<topic>.py` files as the request body (Content-Type: application/zip)."""
         token = bearer(request)
-        if not token:      # refused before the body is read
-            raise HTTPException(401, "no token: send `Authorization: Bearer <your course token>` (see `grade login`)",
-                                headers={"WWW-Authenticate": "Bearer"})
+        if not token:  # refused before the body is read
+            raise HTTPException(
+                401,
+                "no token: send `Authorization: Bearer <your course token>` (see `grade login`)",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
         raw = await read_body(request, request.app.state.settings.max_upload_bytes)
         body = await run_in_threadpool(_submit_as, request, token, raw, topics)
         return JSONResponse(body.model_dump(), status_code=202)
 
     @routes.get("/submissions")
-    def history(request: Request, session: SessionDep, who: Caller,
-                student: Annotated[str | None, Query(max_length=200)] = None,
-                limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> list[SubmissionView]:
+    def history(
+        request: Request,
+        session: SessionDep,
+        who: Caller,
+        student: Annotated[str | None, Query(max_length=200)] = None,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    ) -> list[SubmissionView]:
         query = select(Submission).order_by(Submission.id.desc()).limit(limit)
         if not who.is_instructor:
             query = query.where(Submission.student_id == who.student_id)
@@ -118,8 +149,13 @@ def router() -> APIRouter:
         return Regraded(**submitting.regrade(request.app.state, session, [submission_id]))
 
     @routes.post("/regrade")
-    def regrade_many(request: Request, session: SessionDep, _who: Instructor,
-                     topic: Annotated[str | None, Query(max_length=100)] = None, all: bool = False) -> Regraded:
+    def regrade_many(
+        request: Request,
+        session: SessionDep,
+        _who: Instructor,
+        topic: Annotated[str | None, Query(max_length=100)] = None,
+        all: bool = False,
+    ) -> Regraded:
         """Regrade every submission holding `topic`, or everything with `all=true`."""
         if not topic and not all:
             raise HTTPException(400, "say which: ?topic=NAME or ?all=true")
@@ -144,14 +180,20 @@ def results_download(row: Submission) -> Response:
     """A submission's results.json as a download (its latest complete grading)."""
     if not row.result_json:
         raise HTTPException(409, f"submission {row.id} is {row.status}, not graded yet")
-    return Response(row.result_json, media_type="application/json",
-                    headers={"Content-Disposition": f'attachment; filename="results-{row.id}.json"'})
+    return Response(
+        row.result_json,
+        media_type="application/json",
+        headers={"Content-Disposition": f'attachment; filename="results-{row.id}.json"'},
+    )
 
 
 def csv_download(request: Request, session: Session) -> Response:
     rows, topics = gradebook_rows(request, session)
-    return PlainTextResponse(gradebook.to_csv(rows, topics), media_type="text/csv",
-                             headers={"Content-Disposition": 'attachment; filename="gradebook.csv"'})
+    return PlainTextResponse(
+        gradebook.to_csv(rows, topics),
+        media_type="text/csv",
+        headers={"Content-Disposition": 'attachment; filename="gradebook.csv"'},
+    )
 
 
 def gradebook_rows(request: Request, session: Session) -> tuple[list[gradebook.Row], list[str]]:

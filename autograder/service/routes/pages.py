@@ -16,6 +16,7 @@ from fastapi.responses import RedirectResponse
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
 
 from autograder.service import auth, gradebook, jobs, storage, submitting, websession
 from autograder.service.auth import Identity
@@ -82,20 +83,28 @@ def router() -> APIRouter:
         return _login_page(request)
 
     @routes.post("/login")
-    def login(request: Request, session: SessionDep, token: Annotated[str, Form(max_length=4096)] = "",
-              csrf: Annotated[str, Form(max_length=200)] = "") -> Response:
+    def login(
+        request: Request,
+        session: SessionDep,
+        token: Annotated[str, Form(max_length=4096)] = "",
+        csrf: Annotated[str, Form(max_length=200)] = "",
+    ) -> Response:
         settings = request.app.state.settings
-        if not same_origin(request, settings) or not websession.same(request.cookies.get(websession.LOGIN_COOKIE, ""),
-                                                                     csrf):
-            return _login_page(request, 403, "This login form came from another site or has expired; log in again here.")
+        if not same_origin(request, settings) or not websession.same(
+            request.cookies.get(websession.LOGIN_COOKIE, ""), csrf
+        ):
+            return _login_page(
+                request, 403, "This login form came from another site or has expired; log in again here."
+            )
         token = token.strip()
         who = auth.identify(session, token, settings) if token else None
         if who is None:
             return _login_page(request, 401, "That token is not known. Ask your instructor for yours.")
         value, _ = websession.start(session, who, settings)
         response = _home(request, who)
-        response.set_cookie(websession.COOKIE, value, max_age=int(settings.session_hours * 3600),
-                            **websession.cookie_options(settings))
+        response.set_cookie(
+            websession.COOKIE, value, max_age=int(settings.session_hours * 3600), **websession.cookie_options(settings)
+        )
         response.delete_cookie(websession.LOGIN_COOKIE, path=settings.base_path or "/")
         return response
 
@@ -133,8 +142,16 @@ def router() -> APIRouter:
         who, row = found
         sub = visible(session, who, submission_id)
         result = json.loads(sub.result_json) if sub.result_json else None
-        return render(request, "submission.html", who=who, csrf=row.csrf, sub=sub, result=result,
-                      position=jobs.position(session, sub), pending=sub.status not in (DONE, FAILED))
+        return render(
+            request,
+            "submission.html",
+            who=who,
+            csrf=row.csrf,
+            sub=sub,
+            result=result,
+            position=jobs.position(session, sub),
+            pending=sub.status not in (DONE, FAILED),
+        )
 
     @routes.get("/submissions/{submission_id}/results.json")
     def submission_results(request: Request, session: SessionDep, submission_id: int) -> Response:
@@ -151,19 +168,34 @@ def router() -> APIRouter:
         rows, topics = gradebook_rows(request, session)
         subs = list(session.scalars(select(Submission).order_by(Submission.id.desc())))
         tops = gradebook.maxima(subs)
-        histograms = {t: gradebook.histogram_svg([r.best[t] for r in rows if t in r.best], tops[t], t)
-                      for t in topics if t in tops}
-        return render(request, "gradebook.html", who=found[0], csrf=found[1].csrf, rows=rows, topics=topics,
-                      histograms=histograms, timeline=gradebook.timeline_svg([s.created_at for s in subs]),
-                      recent=subs[:50])
+        histograms = {
+            t: gradebook.histogram_svg([r.best[t] for r in rows if t in r.best], tops[t], t)
+            for t in topics
+            if t in tops
+        }
+        return render(
+            request,
+            "gradebook.html",
+            who=found[0],
+            csrf=found[1].csrf,
+            rows=rows,
+            topics=topics,
+            histograms=histograms,
+            timeline=gradebook.timeline_svg([s.created_at for s in subs]),
+            recent=subs[:50],
+        )
 
     @routes.get("/gradebook.csv")
     def gradebook_csv(request: Request, session: SessionDep) -> Response:
         return _to_login(request) if instructor_visitor(request, session) is None else csv_download(request, session)
 
     @routes.post("/gradebook/regrade")
-    def page_regrade(request: Request, session: SessionDep, what: Annotated[str, Form(max_length=200)] = "",
-                     csrf: Annotated[str, Form(max_length=200)] = "") -> Response:
+    def page_regrade(
+        request: Request,
+        session: SessionDep,
+        what: Annotated[str, Form(max_length=200)] = "",
+        csrf: Annotated[str, Form(max_length=200)] = "",
+    ) -> Response:
         """Regrade one submission (`what` = its id), a topic (`topic:NAME`) or everything (`all`)."""
         found = visitor(request, session)
         if found is None:
@@ -184,18 +216,36 @@ def _regrade_targets(request: Request, session: Session, what: str) -> list[int]
         return matching(session, None)
     if what.startswith("topic:") and what[6:] in topics:
         return matching(session, what[6:])
-    if what.isascii() and what.isdigit() and 1 <= int(what) <= MAX_ID and session.get(Submission, int(what)):
+    if (
+        what.isascii()
+        and what.isdigit()
+        and 1 <= int(what) <= MAX_ID
+        and session.get(Submission, int(what)) is not None
+    ):
         return [int(what)]
     raise HTTPException(400, "a regrade names `all`, `topic:NAME` (a course topic) or a submission's id")
 
 
-def _student_page(request: Request, session: Session, found: tuple[Identity, WebSession], status_code: int = 200,
-                  error: str = "") -> Response:
+def _student_page(
+    request: Request, session: Session, found: tuple[Identity, WebSession], status_code: int = 200, error: str = ""
+) -> Response:
     who, row = found
-    subs = list(session.scalars(select(Submission).where(Submission.student_id == who.student_id)
-                                .order_by(Submission.id.desc())))
-    return render(request, "student.html", status_code=status_code, who=who, csrf=row.csrf, submissions=subs,
-                  best=gradebook.best_scores(subs), error=error, topics=request.app.state.topics)
+    subs = list(
+        session.scalars(
+            select(Submission).where(Submission.student_id == who.student_id).order_by(Submission.id.desc())
+        )
+    )
+    return render(
+        request,
+        "student.html",
+        status_code=status_code,
+        who=who,
+        csrf=row.csrf,
+        submissions=subs,
+        best=gradebook.best_scores(subs),
+        error=error,
+        topics=request.app.state.topics,
+    )
 
 
 async def _upload_form(request: Request, limit: int) -> tuple[bytes, str]:
@@ -212,7 +262,7 @@ async def _upload_form(request: Request, limit: int) -> tuple[bytes, str]:
 
     form = await Request(request.scope, replay).form(max_files=1, max_fields=4, max_part_size=limit + 1024)
     upload, csrf = form.get("file"), form.get("csrf")
-    data = await upload.read() if hasattr(upload, "read") else b""
+    data = await upload.read() if isinstance(upload, UploadFile) else b""
     return data, csrf if isinstance(csrf, str) else ""
 
 

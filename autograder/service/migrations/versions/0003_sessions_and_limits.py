@@ -4,6 +4,7 @@ count of gradings failed for an infrastructure reason.
 Revision ID: 0003
 Revises: 0002
 """
+
 import sqlalchemy as sa
 from alembic import op
 

@@ -1,0 +1,101 @@
+"""Processes by pid, read from /proc: the process tree under a worker, a process group's
+survivors, resident memory, a process's start time; and the two calls the layer makes on a pid
+(a pidfd that tells when it exits, a SIGKILL that tolerates it being gone).
+
+Without cgroups (`WorkerProcess.accounting == "process"`) this is all the layer has: memory is
+the resident set of the live process tree, and kills go by tree and process group. With them, a
+kill still goes by tree and group after the cgroup's, and `start_time` (with the pid) names the
+grader that owns a group (`cgroups`).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+
+def _per_thread(pid: int, name: str) -> list[str]:
+    """The contents of /proc/PID/task/TID/NAME for each thread of `pid` (vanished ones skipped)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    contents = []
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/{name}") as f:
+                contents.append(f.read())
+        except OSError:
+            pass
+    return contents
+
+
+def descendants(root: int) -> list[int]:
+    """Every live process under `root`, root included (from /proc/PID/task/TID/children)."""
+    found, stack = [], [root]
+    while stack:
+        pid = stack.pop()
+        found.append(pid)
+        for children in _per_thread(pid, "children"):
+            stack.extend(int(c) for c in children.split())
+    return found
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any process of group `pgid` is alive (a zombie is not)."""
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
+
+
+def await_group_exit(pgid: int, timeout: float = 2.0) -> None:
+    """Wait until no process of group `pgid` is left alive (they were sent SIGKILL)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not _group_alive(pgid):
+            return
+        time.sleep(0.01)
+
+
+def rss_bytes(pids: list[int]) -> int:
+    """The resident memory of the processes `pids` (vanished ones count nothing)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/statm") as f:
+                total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+
+def start_time(pid: int) -> int | None:
+    """The process's start time (clock ticks since boot): with the pid, it names one process."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def pidfd(pid: int) -> int | None:
+    """A descriptor that becomes readable when process `pid` exits (None if unsupported)."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def sigkill(pid: int) -> None:
+    """SIGKILL `pid`, if it is still there and ours to kill."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -1,0 +1,130 @@
+"""The public expectations' fingerprint hashes what a recording depends on, not how it is written:
+docstrings, comments and layout change nothing; code and the recording protocol do.
+
+Every edit is made to temporary copies of the solution and of the package's hashed modules,
+never to the real files."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+from pathlib import Path
+
+import pytest
+
+from autograder.course import expectations
+from autograder.source import SourceError, docstring, functions, parse_trusted
+from helpers.grading import SOLUTIONS
+
+TOPIC = "prng"
+
+
+@pytest.fixture
+def copies(tmp_path: Path) -> tuple[Path, Path]:
+    """(solutions folder, autograder folder) holding copies of everything `fingerprint` reads."""
+    solutions, package = tmp_path / "solutions", tmp_path / "autograder"
+    solutions.mkdir()
+    shutil.copyfile(SOLUTIONS / f"{TOPIC}.py", solutions / f"{TOPIC}.py")
+    for label, path in expectations._inputs(TOPIC, SOLUTIONS, expectations.PACKAGE)[1:]:
+        target = package / ("topics/" + path.name if label == "spec" else label)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+    return solutions, package
+
+
+def fingerprint(copies: tuple[Path, Path]) -> str:
+    return expectations.fingerprint(TOPIC, copies[0], package=copies[1])
+
+
+def edit(path: Path, change) -> None:
+    path.write_text(change(path.read_text()))
+
+
+def with_docstring_edited(text: str) -> str:
+    """`text` with a sentence added to every docstring (module, classes, functions, methods)."""
+    lines = text.splitlines(keepends=True)
+    documented = [d for node in ast.walk(parse_trusted(text, "test")) if (d := docstring(node)) is not None]
+    assert documented, "the file has no docstring to edit"
+    for doc in documented:
+        line = lines[doc.lineno - 1]
+        quote = next((line.index(q) + 3 for q in ('"""', "'''") if q in line), None)
+        if quote is not None:
+            lines[doc.lineno - 1] = line[:quote] + "An edited sentence. " + line[quote:]
+    return "".join(lines)
+
+
+def test_the_copies_fingerprint_as_the_real_files(copies):
+    assert fingerprint(copies) == expectations.fingerprint(TOPIC, SOLUTIONS)
+
+
+@pytest.mark.parametrize("where", ["solution", "spec", "shared module", "checks"])
+def test_docstrings_comments_and_layout_change_nothing(copies, where):
+    solutions, package = copies
+    path = {
+        "solution": solutions / f"{TOPIC}.py",
+        "spec": package / "topics" / f"{TOPIC}.py",
+        "shared module": package / "session.py",
+        "checks": package / "checks" / "correct.py",
+    }[where]
+    before, original = fingerprint(copies), path.read_text()
+    edit(path, with_docstring_edited)
+    assert path.read_text().count("An edited sentence.") >= 2
+    assert fingerprint(copies) == before, "a docstring edit"
+    edit(
+        path,
+        lambda text: "# a comment above everything\n\n\n" + text.replace("\ndef ", "\n# about this one\n\n\ndef ", 1),
+    )
+    assert fingerprint(copies) == before, "comments and blank lines"
+    edit(path, lambda text: text + "\n\n# a trailing comment\n")
+    assert fingerprint(copies) == before, "a trailing comment"
+    assert path.read_text() != original
+
+
+@pytest.mark.parametrize("where", ["solution", "spec", "shared module", "checks", "worker"])
+def test_a_code_change_changes_it(copies, where):
+    solutions, package = copies
+    path = {
+        "solution": solutions / f"{TOPIC}.py",
+        "spec": package / "topics" / f"{TOPIC}.py",
+        "shared module": package / "draws.py",
+        "checks": package / "checks" / "correct.py",
+        "worker": package / "worker" / "wire.py",
+    }[where]
+    before = fingerprint(copies)
+    edit(path, lambda text: text + "\nRECORDED_DIFFERENTLY = 1\n")
+    assert fingerprint(copies) != before
+
+
+def test_a_changed_constant_inside_a_function_changes_it(copies):
+    solutions, _ = copies
+    path = solutions / f"{TOPIC}.py"
+    text = path.read_text()
+    fn = functions(parse_trusted(text, "test"))[-1]
+    lines = text.splitlines(keepends=True)
+    indent = " " * fn.node.body[-1].col_offset
+    lines.insert(fn.node.body[-1].lineno - 1, f"{indent}unused = 2\n")  # before its last statement
+    before = fingerprint(copies)
+    path.write_text("".join(lines))
+    changed = fingerprint(copies)
+    assert changed != before
+    path.write_text("".join(lines).replace("unused = 2", "unused = 3"))
+    assert fingerprint(copies) not in (before, changed)
+
+
+def test_a_protocol_bump_changes_it(copies, monkeypatch):
+    before = fingerprint(copies)
+    monkeypatch.setattr(expectations, "RECORDING_PROTOCOL", expectations.RECORDING_PROTOCOL + 1)
+    assert fingerprint(copies) != before
+
+
+def test_a_new_module_in_a_hashed_folder_changes_it(copies):
+    before = fingerprint(copies)
+    (copies[1] / "checks" / "extra.py").write_text('"""A new check."""\n\nPOINTS = 1\n')
+    assert fingerprint(copies) != before
+
+
+def test_a_file_that_does_not_parse_is_named(copies):
+    path = copies[1] / "checks" / "correct.py"
+    edit(path, lambda text: text + "\ndef broken(:\n")
+    with pytest.raises(SourceError, match=r"correct\.py"):
+        fingerprint(copies)

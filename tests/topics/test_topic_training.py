@@ -1,0 +1,276 @@
+"""Topic `training`: the reference earns full marks, each crafted submission fails the checks it
+deserves to fail and only those, and the `trains` check's bound separates working loops from
+broken ones on every seed tried.
+
+The crafted submissions are `tests/submissions/training__*.py`, each the reference with one
+fault: `wrong_sign` (the step climbs), `stale_opt_state` (the step returns the state it was
+given), `no_clipping` (Adam without the chain's clipping), `recompiles` (a new jit per call),
+`undonated` (jitted without `donate_argnums`), `reinit_opt_state` (the loop makes a fresh
+optimizer state every step) and `reuses_donated` (the loop keeps the parameters the first step
+donated). Every verdict here is a value, a count or a loss, never a time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from autograder import engine, topics
+from helpers.grading import (
+    SOLUTIONS,
+    SUBMISSIONS,
+    TEST_LIMITS,
+    TopicView,
+    check_dir,
+    grade_variant,
+    reference_solutions,
+    short_of_full_marks,
+)
+
+TOPIC = "training"
+VIEW = TopicView(TOPIC)
+failed, message, data = VIEW.failed, VIEW.message, VIEW.data
+
+BAND_RUNS = 6  # datasets and initial parameters per submission in the band tests
+BAND_SEED = 2024
+
+
+@pytest.fixture(scope="module")
+def reference(request):
+    return reference_solutions(request, TOPIC)
+
+
+def test_reference_gets_full_marks(reference):
+    assert short_of_full_marks(reference) == set(), [t.output for t in reference.tests if t.score < t.max_score]
+    assert reference.max_score == 10  # every point earned, within the clock's noise (above)
+
+
+def test_reference_step_donates_its_whole_state_and_compiles_once(reference):
+    jit = data(reference, "train_step", "jit")
+    # 4 parameters + 10 optimizer-state leaves donated; x and y are not
+    assert (jit["n_inputs"], jit["donated_inputs"], jit["reference_donated_inputs"]) == (16, 14, 14)
+    compiles = data(reference, "train_step", "compiles")
+    assert compiles["compiles"] <= 1 and compiles["advisory"]["compiles"] == 1
+
+
+def test_reference_loop_reaches_the_bound_with_room_to_spare(reference):
+    trains = data(reference, "fit", "trains")
+    assert len(trains["losses"]) == 2 and trains["losses"] == trains["reference_losses"]
+    assert max(trains["losses"]) < trains["max_loss"] / 2 and min(trains["initial_losses"]) > 0.8
+
+
+# -- the train step: one fault each -----------------------------------------------------------
+
+
+@pytest.mark.slow  # five submissions' train_step graded: ~4 min on a 2-core CPU (recompiles alone ~100 s)
+@pytest.mark.parametrize(
+    "variant, expected",
+    [
+        ("wrong_sign", {"correct", "compiles", "speed"}),
+        ("stale_opt_state", {"correct", "compiles", "speed"}),
+        ("no_clipping", {"correct", "compiles", "speed"}),
+        ("recompiles", {"jit", "compiles", "speed"}),
+        ("undonated", {"jit"}),
+    ],
+)
+def test_crafted_train_step_fails_its_checks(tmp_path_factory, variant, expected):
+    names = [f"{TOPIC}.train_step"] + ([f"{TOPIC}.fit"] if variant == "undonated" else [])
+    result = grade_variant(tmp_path_factory, TOPIC, variant, names)
+    assert failed(result, "train_step") == expected, [t.output for t in result.tests]
+    if variant == "undonated":  # two copies of the state, but the same arithmetic: the loop trains
+        assert failed(result, "fit") == set()
+    if "correct" in expected:
+        assert "not judged until the function is correct" in message(result, "train_step", "speed")
+    if variant in ("recompiles", "undonated"):
+        jit = message(result, "train_step", "jit")
+        assert "donates none of its 16 inputs" in jit and "donate_argnums" in jit
+        assert data(result, "train_step", "jit")["donated_inputs"] == 0
+    if variant == "recompiles":
+        assert data(result, "train_step", "compiles")["advisory"]["compiles"] == 20
+
+
+# -- the loop: the `trains` band over several seeds -------------------------------------------
+
+
+def _band(tmp_path_factory, source):
+    """The `fit` exercise alone, graded with BAND_RUNS runs (each its own dataset and initial
+    parameters) from one fixed seed."""
+    spec = topics.load(TOPIC)
+    fit = spec.exercise("fit")
+    fit = dataclasses.replace(fit, checks=(dataclasses.replace(fit.check("trains"), runs=BAND_RUNS),))
+    folder = tmp_path_factory.mktemp(source.stem)
+    (folder / f"{TOPIC}.py").write_text(source.read_text())
+    result = engine.grade(
+        folder,
+        [dataclasses.replace(spec, exercises=(fit,))],
+        reference_dir=SOLUTIONS,
+        seed=BAND_SEED,
+        limits=TEST_LIMITS,
+    )
+    return result, data(result, "fit", "trains")
+
+
+@pytest.fixture(scope="module")
+def band_reference(tmp_path_factory):
+    return _band(tmp_path_factory, SOLUTIONS / f"{TOPIC}.py")
+
+
+def test_a_correct_loop_clears_the_bound_on_every_seed(band_reference):
+    result, trains = band_reference
+    assert failed(result, "fit") == set()
+    assert len(trains["losses"]) == BAND_RUNS and len(set(trains["initial_losses"])) == BAND_RUNS  # six datasets
+    assert (
+        max(trains["losses"]) < trains["max_loss"] / 2
+    )  # measured here: 0.0025 to 0.010 (at most 0.079 over 1,000 seeds)
+    assert trains["drifts"] == [0.0] * BAND_RUNS  # the reference's own loop ends where the reference's does
+
+
+def test_a_loop_in_another_order_the_task_allows_passes(tmp_path_factory, band_reference):
+    """The blocks in a fresh random order every epoch (tests/submissions/training__shuffled_batches.py):
+    its parameters end near the reference's, not on them, within the drift bound on every run."""
+    result, trains = _band(tmp_path_factory, SUBMISSIONS / f"{TOPIC}__shuffled_batches.py")
+    assert failed(result, "fit") == set(), message(result, "fit", "trains")
+    assert trains["initial_losses"] == band_reference[1]["initial_losses"]
+    assert 0 < min(trains["drifts"]) and max(trains["drifts"]) < trains["max_drift"]
+
+
+def _lstsq_readout(tmp_path_factory, attack: bool) -> Path:
+    """tests/submissions/training__attack_lstsq_readout.py, as written or as its honest twin."""
+    source = (SUBMISSIONS / f"{TOPIC}__attack_lstsq_readout.py").read_text()
+    assert "\nATTACK = True\n" in source
+    path = tmp_path_factory.mktemp("lstsq") / f"{'attack' if attack else 'twin'}_lstsq_readout.py"
+    path.write_text(source if attack else source.replace("\nATTACK = True\n", "\nATTACK = False\n"))
+    return path
+
+
+@pytest.mark.slow  # two submissions' loops, six runs each: ~40 s on a loaded 2-core CPU
+def test_a_fit_that_trains_nothing_fails_trains(tmp_path_factory):
+    """Attack: no loop; the readout by one least-squares solve on the initial hidden layer. Its
+    loss is below the bound on every run (2 of 2 points when only the loss was judged), but its
+    parameters lie farther from the reference loop's than the initial ones do. The honest twin,
+    the same module running the loop, passes on the same six datasets."""
+    attack, shortcut = _band(tmp_path_factory, _lstsq_readout(tmp_path_factory, True))
+    twin, loop = _band(tmp_path_factory, _lstsq_readout(tmp_path_factory, False))
+    assert failed(attack, "fit") == {"trains"} and failed(twin, "fit") == set()
+    assert max(shortcut["losses"]) < shortcut["max_loss"]  # the shortcut reaches the loss...
+    assert min(shortcut["drifts"]) > 1 > shortcut["max_drift"]  # ...not where the loop ends
+    assert message(attack, "fit", "trains").count("not where training ends") == BAND_RUNS
+    assert loop["initial_losses"] == shortcut["initial_losses"] and loop["drifts"] == [0.0] * BAND_RUNS
+
+
+@pytest.mark.slow  # three submissions' loops, six runs each: ~70 s on a 2-core CPU
+@pytest.mark.parametrize(
+    "variant, signature",
+    [
+        ("wrong_sign", "the loss grew"),
+        ("stale_opt_state", "barely moved"),
+        ("reinit_opt_state", "barely moved"),
+    ],
+)
+def test_a_broken_loop_never_clears_the_bound(tmp_path_factory, band_reference, variant, signature):
+    result, trains = _band(tmp_path_factory, SUBMISSIONS / f"{TOPIC}__{variant}.py")
+    assert failed(result, "fit") == {"trains"}
+    # the same six datasets as the reference's, every one of them failed
+    assert trains["initial_losses"] == band_reference[1]["initial_losses"]
+    assert len(trains["losses"]) == BAND_RUNS and min(trains["losses"]) > 2 * trains["max_loss"]
+    text = message(result, "fit", "trains")
+    assert text.count("not below 0.2") == BAND_RUNS and signature in text
+
+
+def test_a_loop_that_reuses_donated_parameters_fails_with_jaxs_error(tmp_path_factory):
+    result = grade_variant(tmp_path_factory, TOPIC, "reuses_donated", [f"{TOPIC}.fit"])
+    assert failed(result, "fit") == {"trains"}
+    assert "Buffer has been deleted or donated" in message(result, "fit", "trains")
+
+
+# -- public mode: the loss is judged offline, from the recorded datasets ------------------------
+
+
+def test_a_public_run_judges_the_loop_in_full_from_the_recording(tmp_path_factory):
+    good = check_dir(SOLUTIONS, [f"{TOPIC}.fit"])
+    test = next(t for t in good.tests if t.check == "trains")
+    assert test.status == "passed" and not test.pending and good.extra_data["reference"] == "recorded"
+    folder = tmp_path_factory.mktemp("public_stale")
+    (folder / f"{TOPIC}.py").write_text((SUBMISSIONS / f"{TOPIC}__stale_opt_state.py").read_text())
+    bad = check_dir(folder, [f"{TOPIC}.fit"])
+    test = next(t for t in bad.tests if t.check == "trains")
+    assert test.status == "failed" and not test.pending and "barely moved" in test.output
+    assert (
+        test.extra_data["reference_losses"] == next(t for t in good.tests if t.check == "trains").extra_data["losses"]
+    )
+
+
+# -- the check's own arithmetic (no workers) ---------------------------------------------------
+
+
+def _exported(tree) -> dict:
+    """An output as a worker sends it: treedef string and leaves (dict keys sorted)."""
+    import jax
+    import numpy as np
+
+    leaves, treedef = jax.tree.flatten(tree)
+    return {"treedef": str(treedef), "leaves": [{"kind": "array", "data": np.asarray(a)} for a in leaves]}
+
+
+def test_the_graders_loss_is_the_models_loss():
+    """The NumPy loss the check computes equals the reference's `mse_loss` (Flax NNX) on the same
+    parameters and data: the trusted evaluator is the task's model."""
+    import importlib.util
+
+    import jax.numpy as jnp
+    import numpy as np
+
+    from autograder.checks import trains
+    from autograder.topics.training import _fit
+
+    found = importlib.util.spec_from_file_location("training_reference_for_test", SOLUTIONS / f"{TOPIC}.py")
+    solution = importlib.util.module_from_spec(found)
+    found.loader.exec_module(solution)
+    params, x, y, _, _ = _fit(np.random.default_rng(3), 64).args
+    pairs, problem = trains.layers_of(_exported(params), ("hidden", "out"), x.shape[1], y.shape[1])
+    assert problem is None
+    ours = trains.mlp_loss(pairs, x, y)
+    theirs = float(
+        solution.mse_loss(
+            {k: {n: jnp.asarray(a) for n, a in v.items()} for k, v in params.items()}, jnp.asarray(x), jnp.asarray(y)
+        )
+    )
+    assert abs(ours - theirs) <= 1e-5 * ours
+
+
+def test_drift_measures_the_distance_from_the_reference_loops_end():
+    """0 at the reference's parameters, 1 at the initial ones, in units of the reference's travel."""
+    import numpy as np
+
+    from autograder.checks.trains import drift
+
+    start = [(np.zeros((2, 3)), np.zeros(3)), (np.zeros((3, 1)), np.zeros(1))]
+    end = [(np.ones((2, 3)), np.ones(3)), (np.ones((3, 1)), np.ones(1))]  # travelled sqrt(13)
+    assert drift(end, end, start) == 0.0 and drift(start, end, start) == 1.0
+    halfway = [(k / 2, b / 2) for k, b in end]
+    assert drift(halfway, end, start) == pytest.approx(0.5)
+    assert drift([(np.full((2, 3), np.inf), np.ones(3)), end[1]], end, start) == float("inf")
+    assert drift(start, start, start) == 0.0  # no travel (no steps): only the same parameters pass
+
+
+def test_returned_parameters_of_the_wrong_form_are_named_not_scored():
+    import numpy as np
+
+    from autograder.checks import trains
+
+    params = {
+        "hidden": {"bias": np.zeros(32, np.float32), "kernel": np.zeros((8, 32), np.float32)},
+        "out": {"bias": np.zeros(1, np.float32), "kernel": np.zeros((32, 1), np.float32)},
+    }
+    layers = ("hidden", "out")
+    assert trains.layers_of(_exported(params), layers, 8, 1)[1] is None
+    _, problem = trains.layers_of(_exported([params["hidden"], params["out"]]), layers, 8, 1)
+    assert "nested dict" in problem
+    wrong = {**params, "out": {"bias": np.zeros(2, np.float32), "kernel": np.zeros((32, 2), np.float32)}}
+    assert "outputs 2 values per row" in trains.layers_of(_exported(wrong), layers, 8, 1)[1]
+    blown = {**params, "out": {"bias": np.full(1, np.inf, np.float32), "kernel": params["out"]["kernel"]}}
+    pairs, _ = trains.layers_of(_exported(blown), layers, 8, 1)
+    assert trains.mlp_loss(pairs, np.zeros((4, 8)), np.zeros((4, 1))) == float("inf")
+    assert "grew" in trains._diagnosis(1.0, float("inf")) and "barely moved" in trains._diagnosis(1.0, 1.01)

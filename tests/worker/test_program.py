@@ -1,0 +1,426 @@
+"""`autograder.worker.program`: a jitted call exported by the student's side, analysed, refused or
+run by the trusted side.
+
+Each fact on a tiny function; the refusal of host callbacks (at export), of forged custom calls
+and of garbage (at analysis, before anything is compiled); outputs equal to the function's. The
+multi-device case runs in a subprocess with 8 CPU devices (marked slow).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+from autograder.worker import program
+from autograder.worker.program import ProgramRefused
+from helpers.grading import ROOT
+
+
+def roundtrip(fn, *args, static=()):
+    """(facts, outputs, the function's own jitted outputs) of `fn(*args)`."""
+    jitted = jax.jit(fn, static_argnums=static)
+    facts, out = program.analyse(program.export(jitted, args), args)
+    return facts, out, jitted(*args)
+
+
+def same(a, b) -> bool:
+    la, lb = jax.tree.leaves(a), jax.tree.leaves(b)
+
+    def data(x):
+        return (
+            np.asarray(jax.random.key_data(x)) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else np.asarray(x)
+        )
+
+    return len(la) == len(lb) and all(np.array_equal(data(x), data(y)) for x, y in zip(la, lb))
+
+
+X = jnp.arange(6.0, dtype=jnp.float32)
+IDX = jnp.array([4, 1], jnp.int32)
+VALS = jnp.array([10.0, -1.0], jnp.float32)
+
+
+def test_scatters_are_counted_by_kind_and_outputs_are_the_functions():
+    facts, out, mine = roundtrip(
+        lambda x, i, v: (
+            x.at[i].add(v),
+            x.at[i].set(v),
+            x.at[i].min(v),
+            x.at[i].max(v),
+            x.at[i].multiply(v),
+            x.at[i].apply(jnp.sin),
+        ),
+        X,
+        IDX,
+        VALS,
+    )
+    ops = facts["ops"]
+    assert ops["scatter"] == 6
+    assert [
+        ops[k] for k in ("scatter-add", "scatter-set", "scatter-min", "scatter-max", "scatter-mul", "scatter-apply")
+    ] == [1] * 6
+    assert same(out, mine)
+    assert (
+        facts["n_ops"]
+        == facts["n_ops_written"]
+        == sum(n for k, n in ops.items() if k not in program.BOOKKEEPING and not k.startswith("scatter-"))
+    )
+    assert facts["custom_calls"] == [] and facts["collectives"] == {} and facts["loops"] == 0
+
+
+def test_a_histogram_with_a_static_size_is_one_scatter_add():
+    x = jnp.array([1, 3, 1, 0], jnp.int32)
+    facts, out, _ = roundtrip(lambda x, n: jnp.zeros(n, jnp.int32).at[x].add(1), x, 4, static=(1,))
+    assert facts["ops"].get("scatter-add") == 1 and "scatter-set" not in facts["ops"]
+    assert out.tolist() == [1, 2, 0, 1]
+
+
+def test_scan_and_fori_loop_are_counted_while_loops_a_data_dependent_while_is_not():
+    scan, out, mine = roundtrip(lambda xs: lax.scan(lambda c, x: (c + x, c), 0.0, xs), X)
+    assert scan["ops"]["while"] == 1 and (scan["loops"], scan["counted_loops"]) == (1, 1) and same(out, mine)
+    fori, out, _ = roundtrip(lambda x, n: lax.fori_loop(0, n, lambda i, c: 2.0 * c, x), X, 5, static=(1,))
+    assert (fori["loops"], fori["counted_loops"]) == (1, 1) and np.allclose(out, 32 * X)
+    data, out, _ = roundtrip(lambda x: lax.while_loop(lambda c: jnp.max(c) < 100.0, lambda c: 2.0 * c, x), X + 1)
+    assert data["ops"]["while"] == 1 and (data["loops"], data["counted_loops"]) == (1, 0)
+    assert np.allclose(out, 32 * (X + 1))
+
+
+def test_cond_is_a_case_and_a_solve_is_an_allowed_lapack_custom_call():
+    facts, out, mine = roundtrip(
+        lambda p, a, b: lax.cond(p > 0, lambda: b, lambda: jnp.linalg.solve(a, b)), -1.0, 2 * jnp.eye(3), jnp.ones(3)
+    )
+    assert facts["ops"]["case"] == 1
+    assert any(t.startswith("lapack_") for t in facts["custom_calls"])
+    assert np.allclose(out, 0.5) and same(out, mine)
+    assert (
+        facts["flops"] > 0 and facts["bytes_accessed"] > 0 and facts["hlo_lines"] > 10 and facts["compile_seconds"] > 0
+    )
+
+
+def test_a_python_loop_over_a_jitted_helper_counts_its_body_once_per_step():
+    helper = jax.jit(lambda v: jnp.sin(v) * 2.0 + 1.0)
+
+    def looped(x, n):
+        for _ in range(n):
+            x = helper(x)
+        return x
+
+    small, _, _ = roundtrip(looped, X, 1, static=(1,))
+    large, _, _ = roundtrip(looped, X, 8, static=(1,))
+    assert large["ops"]["call"] == 8 and large["n_ops_written"] - small["n_ops_written"] == 7  # one call per step
+    assert large["n_ops"] >= 8 * (small["n_ops"] - 1)  # the whole body per step
+
+
+def test_fingerprints_equal_for_new_values_and_differ_for_baked_in_constants():
+    jitted = jax.jit(lambda x, scale: x * scale, static_argnums=(1,))
+    a = program.fingerprint(program.export(jitted, (X, 2.0)))
+    assert a == program.fingerprint(program.export(jitted, (X + 7.0, 2.0)))
+    assert a != program.fingerprint(program.export(jitted, (X, 3.0)))
+    facts, out = program.analyse(program.export(jitted, (X, 3.0)), (X + 1.0, 3.0))
+    assert np.allclose(out, 3.0 * (X + 1.0)) and facts["fingerprint"] != a
+
+
+def test_static_arguments_are_dropped_from_the_inputs_with_or_without_the_header():
+    def f(x, a, n, b):
+        return x * a + n + b
+
+    args = (X, 2.0, 3, 4.0)
+    blob = program.export(jax.jit(f, static_argnums=(2,)), args)
+    assert program.analyse(blob, args)[1].tolist() == (X * 2 + 7).tolist()
+    bare = blob[len(program.MAGIC) + 4 + int.from_bytes(blob[len(program.MAGIC) : len(program.MAGIC) + 4], "big") :]
+    assert program.analyse(bare, args)[1].tolist() == (X * 2 + 7).tolist()  # matched by the inputs' types
+    header = b'{"static": [0]}'  # a lie: position 0 is an array the program takes
+    lying = program.MAGIC + len(header).to_bytes(4, "big") + header + bare
+    assert program.analyse(lying, args)[1].tolist() == (X * 2 + 7).tolist()
+    traced_float = program.export(jax.jit(f, static_argnums=(1,)), (X, 2.0, 3.0, 4.0))
+    assert program.analyse(traced_float, (X, 2.0, 3.0, 4.0))[1].tolist() == (X * 2 + 7).tolist()
+
+
+def test_typed_keys_in_and_out():
+    key = jax.random.key(3)
+    facts, out, mine = roundtrip(lambda k, n: (jax.random.split(k, n), jax.random.normal(k, (n,))), key, 4, static=(1,))
+    assert jax.dtypes.issubdtype(out[0].dtype, jax.dtypes.prng_key) and same(out, mine)
+    assert facts["loops"] >= 1  # threefry's rounds
+
+
+def test_a_custom_primitive_is_the_operations_of_its_lowering():
+    from jax.extend.core import Primitive
+    from jax.interpreters import mlir
+
+    p = Primitive("test_multiply_add")
+
+    def fma(x, y, z):
+        return x * y + z
+
+    p.def_impl(fma)
+    p.def_abstract_eval(lambda x, y, z: jax.core.ShapedArray(x.shape, x.dtype))
+    mlir.register_lowering(p, mlir.lower_fun(fma, multiple_results=False))
+    facts, out, _ = roundtrip(lambda x, y, z: p.bind(x, y, z), X, X, X)
+    assert {"multiply", "add"} <= set(facts["ops"]) and facts["custom_calls"] == []
+    assert np.allclose(out, X * X + X)
+
+
+def _sgd_step(state, x):
+    """A train step's shape: a new state like the old one, and a loss."""
+    return jax.tree.map(lambda a: a - 0.1 * jnp.mean(x), state), jnp.sum(x)
+
+
+STATE = {"b": jnp.zeros((), jnp.float32), "w": jnp.ones(3, jnp.float32)}
+
+
+def test_donation_is_read_from_the_program_and_judged_by_donates():
+    from autograder.requirements import Donates
+
+    def facts_of(jitted):
+        state = jax.tree.map(jnp.copy, STATE)  # a donating call deletes what it is given
+        facts, out = program.analyse(program.export(jitted, (state, X)), (jax.tree.map(jnp.copy, STATE), X))
+        assert same(out, _sgd_step(STATE, X))  # the program runs; donation changes no value
+        return facts
+
+    donating = facts_of(jax.jit(_sgd_step, donate_argnums=(0,)))
+    plain = facts_of(jax.jit(_sgd_step))
+    assert (donating["n_inputs"], donating["donated_inputs"]) == (3, 2)  # b, w donated; x not
+    assert (plain["n_inputs"], plain["donated_inputs"]) == (3, 0)
+    assert donating["fingerprint"] != plain["fingerprint"]  # the aliasing is part of the program
+
+    assert Donates().judge(donating, donating) is None
+    message = Donates().judge(plain, donating)
+    assert "donates none of its 3 inputs" in message and "donate_argnums" in message
+    assert "the reference's program donates 2" in message
+    assert Donates(at_least=2).judge(donating, {}) is None
+    assert "donates only 2 of its 3 inputs, at least 3 wanted;" in Donates(at_least=3).judge(donating, {})
+
+
+def test_a_donation_no_output_can_use_is_not_in_the_program():
+    # jit warns "Some donated buffers were not usable" and drops it: the program donates nothing
+    with pytest.warns(UserWarning, match="donated buffers were not usable"):
+        blob = program.export(jax.jit(lambda a: jnp.sum(a), donate_argnums=(0,)), (X,))
+    facts, _ = program.analyse(blob, (X,))
+    assert (facts["n_inputs"], facts["donated_inputs"]) == (1, 0)
+
+
+def test_an_unregistered_output_pytree_is_exported_flattened():
+    @jax.tree_util.register_dataclass
+    @dataclasses.dataclass
+    class Pair:
+        a: jax.Array
+        b: jax.Array
+
+    facts, out, mine = roundtrip(lambda x: Pair(x + 1, 2 * x), X)
+    assert isinstance(out, list) and same(out, jax.tree.leaves(mine))
+    assert "Pair" in facts["out_tree"]
+
+
+# -- refusals --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda x: jax.pure_callback(lambda v: np.sin(v), jax.ShapeDtypeStruct(x.shape, x.dtype), x),
+        lambda x: (jax.debug.print("x = {}", x), x + 1)[1],
+    ],
+)
+def test_host_callbacks_cannot_be_exported(make):
+    with pytest.raises(ProgramRefused, match="calls back to the host"):
+        program.export(jax.jit(make), (X,))
+
+
+def test_tracing_errors_are_the_students_and_pass_through():
+    with pytest.raises(jax.errors.TracerBoolConversionError):
+        program.export(jax.jit(lambda x: x if x[0] > 0 else -x), (X,))
+
+
+@pytest.mark.parametrize(
+    "blob", [b"", b"garbage" * 10, program.MAGIC + b"\x00\x00\x00\x02{}" + b"junk", program.MAGIC + b"\xff\xff\xff\xff"]
+)
+def test_garbage_is_not_a_program(blob):
+    with pytest.raises(ProgramRefused, match="not a valid exported program"):
+        program.analyse(blob, (X,))
+
+
+def test_a_truncated_export_is_not_a_program():
+    blob = program.export(jax.jit(lambda x: x + 1), (X,))
+    with pytest.raises(ProgramRefused, match="not a valid exported program"):
+        program.analyse(blob[: len(blob) // 2], (X,))
+
+
+def forged(module_text: str) -> bytes:
+    """A serialized export of `x -> x + 1` on f32[6] whose module is replaced by `module_text`."""
+    from jax import export as jax_export
+    from jax._src.export import _export
+    from jax._src.interpreters import mlir
+    from jax._src.lib.mlir import ir
+
+    exp = jax_export.export(jax.jit(lambda x: x + 1))(X)
+    with mlir.make_ir_context():
+        module = ir.Module.parse(module_text)
+        data = _export._module_to_bytecode(module)
+    return bytes(dataclasses.replace(exp, mlir_module_serialized=data).serialize())
+
+
+def with_op(op_line: str) -> str:
+    return textwrap.dedent(f"""
+        module @jit_forged attributes {{mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32}} {{
+          func.func public @main(%arg0: tensor<6xf32>) -> (tensor<6xf32>) {{
+            {op_line}
+            return %0 : tensor<6xf32>
+          }}
+        }}""")
+
+
+CALLBACK = (
+    "%0 = stablehlo.custom_call @xla_python_cpu_callback(%arg0) {api_version = 2 : i32, "
+    'backend_config = "140737488355328", has_side_effect = true} : (tensor<6xf32>) -> tensor<6xf32>'
+)
+LEGACY_LAPACK = (
+    '%0 = stablehlo.custom_call @lapack_sgetrf_ffi(%arg0) {api_version = 2 : i32, backend_config = "6"} '
+    ": (tensor<6xf32>) -> tensor<6xf32>"
+)
+TRITON = (
+    "%0 = stablehlo.custom_call @__gpu$xla.gpu.triton(%arg0) {api_version = 4 : i32} : (tensor<6xf32>) -> tensor<6xf32>"
+)
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        (CALLBACK, "calls back to the host"),
+        (LEGACY_LAPACK, "calling convention"),
+        (TRITON, "custom call the grader does not run"),
+    ],
+)
+def test_forged_custom_calls_are_refused_before_anything_compiles(line, message, monkeypatch):
+    blob = forged(with_op(line))
+
+    def no_compiling(*args, **kwargs):
+        raise AssertionError("a refused program reached jax.jit")
+
+    monkeypatch.setattr(jax, "jit", no_compiling)
+    with pytest.raises(ProgramRefused, match=message):
+        program.analyse(blob, (X,))
+    with pytest.raises(ProgramRefused, match=message):
+        program.fingerprint(blob)
+
+
+def test_a_forged_program_of_allowed_ops_runs_and_its_outputs_are_its_own():
+    blob = forged(with_op("%0 = stablehlo.multiply %arg0, %arg0 : tensor<6xf32>"))
+    facts, out = program.analyse(blob, (X,))
+    assert np.allclose(out, X * X) and facts["ops"]["multiply"] == 1  # not x + 1: the grader compares outputs
+
+
+def test_outfeed_and_recursion_are_refused():
+    outfeed = textwrap.dedent("""
+        module @jit_forged {
+          func.func public @main(%arg0: tensor<6xf32>) -> (tensor<6xf32>) {
+            %t = stablehlo.create_token : !stablehlo.token
+            %1 = "stablehlo.outfeed"(%arg0, %t) {outfeed_config = ""} : (tensor<6xf32>, !stablehlo.token) -> !stablehlo.token
+            return %arg0 : tensor<6xf32>
+          }
+        }""")
+    with pytest.raises(ProgramRefused, match=r"stablehlo\.outfeed"):
+        program.inspect_module(outfeed)
+    recursive = textwrap.dedent("""
+        module @jit_forged {
+          func.func public @main(%arg0: tensor<6xf32>) -> (tensor<6xf32>) {
+            %0 = func.call @f(%arg0) : (tensor<6xf32>) -> tensor<6xf32>
+            return %0 : tensor<6xf32>
+          }
+          func.func private @f(%arg0: tensor<6xf32>) -> (tensor<6xf32>) {
+            %0 = func.call @f(%arg0) : (tensor<6xf32>) -> tensor<6xf32>
+            return %0 : tensor<6xf32>
+          }
+        }""")
+    with pytest.raises(ProgramRefused, match="recursively"):
+        program.inspect_module(recursive)
+
+
+def test_a_program_too_large_to_compile_is_refused():
+    blob = program.export(jax.jit(lambda x: jnp.sin(x) + jnp.cos(x) * 2.0), (X,))
+    with pytest.raises(ProgramRefused, match="more than the grader compiles"):
+        program.analyse(blob, (X,), max_ops=2)
+
+
+def test_inputs_that_do_not_fit_the_program_are_refused():
+    blob = program.export(jax.jit(lambda x: x + 1), (X,))
+    with pytest.raises(ProgramRefused, match="do not match"):
+        program.analyse(blob, (jnp.ones(7),))
+
+
+def test_the_same_bytes_compile_once_and_run_on_new_values():
+    jitted = jax.jit(lambda x: jnp.cumsum(x) * 2.0)
+    blob = program.export(jitted, (X,))
+    first, out1 = program.analyse(blob, (X,))
+    again, out2 = program.analyse(program.export(jitted, (X + 1,)), (X + 1,))
+    assert again["compile_seconds"] == first["compile_seconds"]  # the cached executable
+    assert np.allclose(out2, jnp.cumsum(X + 1) * 2.0) and not np.allclose(out1, out2)
+
+
+# -- many devices ----------------------------------------------------------------------------
+
+SHARDED = textwrap.dedent("""
+    import json
+    import jax, jax.numpy as jnp, numpy as np
+    from jax.sharding import NamedSharding, PartitionSpec as P
+    from autograder.worker import program
+
+    @jax.jit
+    def standardize(x):
+        mesh = jax.make_mesh((8,), ("data",))
+        def local(xb):
+            mean = jax.lax.psum(jnp.sum(xb, axis=0), "data") / x.shape[0]
+            return xb - mean
+        x = jax.device_put(x, NamedSharding(mesh, P("data", None)))
+        return jax.shard_map(local, mesh=mesh, in_specs=P("data", None), out_specs=P("data", None))(x)
+
+    @jax.jit
+    def mlp(x, w1, w2):
+        mesh = jax.make_mesh((4, 2), ("data", "model"))
+        x = jax.device_put(x, NamedSharding(mesh, P("data", None)))
+        w1 = jax.device_put(w1, NamedSharding(mesh, P(None, "model")))
+        w2 = jax.device_put(w2, NamedSharding(mesh, P("model", None)))
+        return jnp.matmul(jax.nn.relu(x @ w1), w2, out_sharding=NamedSharding(mesh, P("data", None)))
+
+    rng = np.random.default_rng(0)
+    report = {}
+    for name, fn, args in [
+        ("standardize", standardize, (jax.device_put(rng.normal(size=(32, 3)).astype(np.float32)),)),
+        ("mlp", mlp, tuple(jax.device_put(rng.normal(size=s).astype(np.float32)) for s in ((16, 4), (4, 8), (8, 4)))),
+    ]:
+        facts, out = program.analyse(program.export(fn, args), args)
+        report[name] = {"ops": facts["ops"], "collectives": facts["collectives"],
+                        "same": bool(np.allclose(np.asarray(out), np.asarray(fn(*args)), atol=1e-5)),
+                        "devices": len(out.sharding.device_set), "spec": str(out.sharding.spec)}
+    print(json.dumps(report))
+""")
+
+
+@pytest.mark.slow
+def test_shard_map_and_named_shardings_on_eight_devices():
+    env = {
+        **os.environ,
+        "JAX_PLATFORMS": "cpu",
+        "JAX_NUM_CPU_DEVICES": "8",
+        "XLA_FLAGS": "--xla_force_host_platform_device_count=8",
+        "PYTHONPATH": str(ROOT),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", SHARDED], env=env, capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    import json
+
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["standardize"]["ops"].get("manual_computation") == 1
+    assert report["standardize"]["collectives"] == {"all-reduce": 1}
+    assert report["mlp"]["collectives"] == {"all-reduce": 1} and report["mlp"]["ops"].get("sharding_constraint")
+    for r in report.values():
+        assert r["same"] and r["devices"] == 8 and "data" in r["spec"]
