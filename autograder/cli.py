@@ -3,7 +3,7 @@
     grade init [DIR]                           lay out a workspace: exercises/, lessons/, notebooks/
     grade check [TOPIC | TOPIC.EXERCISE ...]   public checks on ./exercises (fixed cases, offline)
     grade watch [TOPIC ...]                    re-check a topic each time its file is saved
-    grade hint TOPIC.EXERCISE [--level N]      the next hint (a nudge, the API, the shape)
+    grade hint [TOPIC.]EXERCISE [--level N]    the next hint (a nudge, the API, the shape)
     grade list                                 topics, exercises, points, what passed locally
   the grader's side only (the repo, not the student package):
     grade grade SUBMISSION [--json FILE]       hidden checks on a submission (dir or .zip)
@@ -16,20 +16,19 @@ Errors print one line and exit with status 2; `grade grade` exits 0 whatever the
 from __future__ import annotations
 
 import functools
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
-from autograder import __version__, changes, compile_cache, draws, engine, hints, paths, report, topics, workspace
+from autograder import __version__, draws, engine, hints, paths, report, topics, workspace
 from autograder import public as public_data
-from autograder.isolation import Limits, bwrap_available
+from autograder.isolation import bwrap_available
 from autograder.results import Result, TestResult
 from autograder.session import GraderError
 from autograder.spares import Spares
+from autograder.spec import Topic
 from autograder.submission import SubmissionError, open_submission
 
 app = typer.Typer(
@@ -129,6 +128,9 @@ def check(
     result = _run(directory, names, public=True, isolate=sandbox)
     report.result_tables(result, console)
     report.save_last_check(Path.cwd(), result)
+    known = report.load_last_check(Path.cwd())
+    checked = topics.resolve(names, public=True)
+    console.print(report.next_line(_course(), known, first=checked), highlight=False)
     if json_path:
         result.write(json_path)
     if _failed(result):
@@ -191,44 +193,48 @@ def grade(
 @app.command()
 @friendly
 def hint(
-    name: str = typer.Argument(..., metavar="TOPIC.EXERCISE"),
+    name: str = typer.Argument(..., metavar="[TOPIC.]EXERCISE"),
     level: int | None = typer.Option(None, help="Show this level (1 = a nudge) instead of the next one."),
 ) -> None:
-    """Show the next hint for one exercise."""
-    topic_name, _, ex_name = name.partition(".")
-    if not ex_name:
-        exercises = ", ".join(f"{topic_name}.{e.name}" for e in topics.load_public(topic_name).exercises)
-        raise ValueError(f"name an exercise: {exercises}")
+    """Show the next hint for one exercise (its topic may be left out where the name is unambiguous)."""
+    topic_name, ex_name = _exercise_named(name)
     ex = topics.load_public(topic_name).exercise(ex_name)
     lvl, text = hints.next_hint(Path.cwd(), topic_name, ex, level)
-    console.print(f"[bold]{name}[/] hint {lvl}/{len(ex.hints)}: {text}", highlight=False)
+    console.print(f"[bold]{topic_name}.{ex_name}[/] hint {lvl}/{len(ex.hints)}: {text}", highlight=False)
     if lvl < len(ex.hints):
         console.print("[dim](ask again for the next one)[/]")
+
+
+def _exercise_named(name: str) -> tuple[str, str]:
+    """(topic, exercise) for `TOPIC.EXERCISE`, or for a bare `EXERCISE` that one topic has; a
+    topic alone, or a name no topic (or several) has, is a ValueError listing the choices."""
+    topic_name, _, ex_name = name.partition(".")
+    if ex_name:
+        return topic_name, ex_name
+    if topic_name in topics.ORDER:
+        exercises = ", ".join(f"{topic_name}.{e.name}" for e in topics.load_public(topic_name).exercises)
+        raise ValueError(f"name an exercise: {exercises}")
+    found = hints.topics_with(name, _course())
+    if len(found) == 1:
+        return found[0], name
+    if found:
+        raise ValueError(f"{name!r} is in several topics: {', '.join(f'{t}.{name}' for t in found)}")
+    raise ValueError(f"no topic has an exercise {name!r} (`grade list` shows them all)")
+
+
+def _course() -> list[Topic]:
+    """Every topic's public spec, in course order."""
+    return [topics.load_public(name) for name in topics.ORDER]
 
 
 @app.command("list")
 @friendly
 def list_() -> None:
-    """List topics and exercises with their points, and what passed in your last checks."""
-    passed = report.load_last_check(Path.cwd())
-    table = Table(title=f"jaxlings {__version__}", title_justify="left")
-    for col in ("topic", "exercise", "checks (points)", "local"):
-        table.add_column(col)
-    for name in topics.ORDER:
-        spec = topics.load_public(name)
-        for i, ex in enumerate(spec.exercises):
-            names = [f"{spec.name}.{ex.name}:{c.name}" for c in ex.checks]
-            seen = [passed[n] for n in names if n in passed]
-            local = (
-                "—"
-                if not seen
-                else (
-                    "[green]all pass[/]" if all(seen) and len(seen) == len(names) else f"{sum(seen)}/{len(names)} pass"
-                )
-            )
-            checks = ", ".join(f"{c.name} ({c.points:g})" for c in ex.checks)
-            table.add_row(f"{spec.name}: {spec.title}" if i == 0 else "", ex.name, checks, local)
-    console.print(table)
+    """List the topics and exercises in course order, with what passed in your last checks."""
+    known = report.load_last_check(Path.cwd())
+    specs = _course()
+    report.course_list(specs, known, console, title=f"jaxlings {__version__}")
+    console.print("\n" + report.next_line(specs, known), highlight=False)
 
 
 @friendly
@@ -264,55 +270,19 @@ def build_(
 @app.command()
 @friendly
 def watch(
-    names: list[str] = typer.Argument(None, metavar="[TOPIC|TOPIC.EXERCISE]..."),
-    directory: Path = typer.Option(Path("exercises"), "--dir"),
-    interval: float = typer.Option(0.5, help="Seconds between looks at the files."),
+    names: list[str] = typer.Argument(
+        None, metavar="[TOPIC|TOPIC.EXERCISE]...", help="What to watch (default: your first unfinished topic)."
+    ),
+    directory: Path = typer.Option(Path("exercises"), "--dir", help="Your exercises folder."),
+    interval: float = typer.Option(0.2, help="Seconds between looks at the files (a look is one stat of each file)."),
 ) -> None:
-    """Check a topic each time you save its file, re-checking only the functions you changed
-    (and those that use what you changed); Ctrl-C to stop."""
-    specs = {t.name: t for t in topics.resolve(names, public=True)}
-    selection = {n: [ex.name for ex in t.exercises] for n, t in specs.items()}
-    seen: dict[str, tuple[float | None, changes.Snapshot | None]] = dict.fromkeys(specs, (None, None))
-    latest: dict[str, TestResult] = {}
-    spares = Spares()  # a student worker per topic, started while the student edits
-    console.print(f"watching {', '.join(f'{directory}/{n}.py' for n in specs)}; save a file to check it")
-    try:
-        while True:
-            for n in specs:
-                path = directory / f"{n}.py"
-                mtime = path.stat().st_mtime if path.exists() else None
-                if mtime == seen[n][0]:
-                    continue
-                after = changes.snapshot(path.read_text()) if mtime is not None else None
-                todo = selection[n] if after is None else changes.changed(seen[n][1], after, selection[n])
-                seen[n] = (mtime, after)
-                if mtime is None or not todo:
-                    if mtime is not None:
-                        console.print(f"{path}: saved, no function changed")
-                    continue
-                if len(todo) < len(selection[n]):
-                    console.print(f"{path}: re-checking {', '.join(todo)} (changed)")
-                result = _run(directory, [f"{n}.{ex}" for ex in todo], public=True, spares=spares)
-                report.result_tables(result, console)
-                latest.update({t.name: t for t in result.tests})
-                mine = [t for t in latest.values() if t.topic == n]
-                console.print(
-                    f"{n} so far: {sum(t.score for t in mine):g} / "
-                    f"{sum(t.max_score for t in mine if not t.pending):g} judged here"
-                )
-                report.save_last_check(Path.cwd(), result)
-                if path.exists():
-                    spares.prepare(
-                        specs[n],
-                        path.read_text(errors="replace"),
-                        limits=Limits(),
-                        cache=compile_cache.student_public(),
-                    )
-            time.sleep(interval)
-    except KeyboardInterrupt:
-        console.print("stopped watching")
-    finally:
-        spares.close()
+    """Check a topic each time you save its file, on one screen redrawn in place (re-checking only
+    the functions you changed); keys: h a hint, n the next exercise, q quit."""
+    from autograder import watch as watching
+
+    if not directory.is_dir():
+        raise FileNotFoundError(f"no exercises folder at {directory.resolve()} (run `grade init` first, or use --dir)")
+    watching.run(names, directory, interval=interval, console=console)
 
 
 @app.command()
@@ -341,7 +311,7 @@ if paths.has_grader():  # the grader's commands: not in the student package
 
 from autograder.service.cli import register as _register_service  # noqa: E402 - after the grader's own commands
 
-_register_service(app)
+_register_service(app, student=not paths.has_grader())
 
 
 def main() -> None:

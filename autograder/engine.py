@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from autograder import draws, stubs
+from autograder import draws, source, stubs, words
 from autograder.answers import Live
 from autograder.checks import Check, ordered, waiting_for
 from autograder.context import CheckContext
@@ -289,7 +289,12 @@ def grade_topic(
     with tempfile.TemporaryDirectory(prefix=f"jaxlings-{topic.name}-") as tmp:
         private = Path(tmp) / module.name
         shutil.copyfile(module, private)
-        stubbed = stubs.find(private.read_text(errors="replace"), [ex.name for ex in topic.exercises])
+        text = private.read_text(errors="replace")
+        shown = {module.name: words.shown_path(module)}  # the private copy's paths, as the student's file
+        typo = source.syntax_error(text, shown[module.name])
+        if typo:  # reported at once, before any worker starts: one cause, shown once by `progress.rows`
+            return failed_topic(topic, typo), {}
+        stubbed = stubs.find(text, [ex.name for ex in topic.exercises])
         t0 = time.monotonic()
         with gate.shared():
             session = TopicSession(
@@ -307,19 +312,23 @@ def grade_topic(
         with session:
             timings["start"] = round(time.monotonic() - t0, 3)
             if session.load_error:
-                return failed_topic(topic, session.load_error), session.platform
-            tests = []
+                return failed_topic(topic, words.student_paths(session.load_error, shown)), session.platform
+            tests: list[TestResult] = []
+
+            def done(test: TestResult) -> None:
+                """A test as the student reads it (their file's path), told as soon as it is made."""
+                test = replace(test, output=words.student_paths(test.output, shown))
+                tests.append(test)
+                if on_test:
+                    on_test(test)
+
             for ex in topic.exercises:
                 ex_timings = timings.setdefault("exercises", {}).setdefault(ex.name, {})
-                graded = (
-                    stub_tests(topic, ex, stubbed[ex.name])
-                    if ex.name in stubbed
-                    else grade_exercise(session, ex, ex_timings, gate)
-                )
-                for test in graded:
-                    tests.append(test)
-                    if on_test:
-                        on_test(test)
+                if ex.name in stubbed:
+                    for test in stub_tests(topic, ex, stubbed[ex.name]):
+                        done(test)
+                else:
+                    grade_exercise(session, ex, ex_timings, gate, on_test=done)
             timings["compile"] = session.compile_stats()
             return tests, session.platform
 
@@ -343,10 +352,16 @@ def _gated(session: TopicSession, gate: ClockGate, check: Check | None) -> conte
 
 
 def grade_exercise(
-    session: TopicSession, ex: Exercise, timings: dict | None = None, gate: ClockGate | None = None
+    session: TopicSession,
+    ex: Exercise,
+    timings: dict | None = None,
+    gate: ClockGate | None = None,
+    *,
+    on_test: Listener | None = None,
 ) -> list[TestResult]:
     """Run the exercise's checks in order (`checks.ordered`: each after those it requires or
-    reads, else as declared); each one's seconds (and the cases') go into `timings`."""
+    reads, else as declared); each one's seconds (and the cases') go into `timings`, and each
+    test goes to `on_test` as soon as its check ends (`grade watch` shows which one runs)."""
     timings = {} if timings is None else timings
     gate = gate or ClockGate()
     t0 = time.monotonic()
@@ -362,7 +377,7 @@ def grade_exercise(
         if died_in:
             outcome = Outcome.fail(f"not run: the function took its process down in the `{died_in}` check")
         elif waiting:
-            outcome = Outcome.fail(waiting)
+            outcome = Outcome.fail(waiting, waits=True)
         else:
             try:
                 with _gated(session, gate, check):
@@ -378,6 +393,8 @@ def grade_exercise(
         ctx.findings.passed[check.name] = outcome.fraction >= 1.0
         timings[check.name] = round(time.monotonic() - t0, 3)
         tests.append(TestResult.of(session.topic.name, ex.name, check.name, check.points, outcome, VISIBILITY))
+        if on_test:
+            on_test(tests[-1])
     return tests
 
 
@@ -404,7 +421,12 @@ def stub_tests(topic: Topic, ex: Exercise, message: str) -> list[TestResult]:
             ex.name,
             check.name,
             check.points,
-            Outcome.fail(waiting_for(check, {}) or raised, stub=True, **({"advisory": True} if check.advisory else {})),
+            Outcome.fail(
+                waiting_for(check, {}) or raised,
+                stub=True,
+                **({"waits": True} if waiting_for(check, {}) else {}),
+                **({"advisory": True} if check.advisory else {}),
+            ),
             VISIBILITY,
         )
         for check in ordered(ex.checks)

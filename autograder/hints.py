@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from autograder.paths import state_dir
-from autograder.spec import Exercise
+from autograder.spec import Exercise, Topic
 
 
 def _state_file(workdir: Path) -> Path:
@@ -38,3 +38,9 @@ def next_hint(workdir: Path, topic: str, ex: Exercise, level: int | None = None)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(state, indent=1, sort_keys=True))
     return level, ex.hints[level - 1]
+
+
+def topics_with(exercise: str, specs: list[Topic]) -> list[str]:
+    """The topics (of `specs`, in their order) that have an exercise called `exercise`: what a
+    bare exercise name (`grade hint noisy_walk`) may mean."""
+    return [spec.name for spec in specs if any(ex.name == exercise for ex in spec.exercises)]

@@ -11,34 +11,61 @@ the notebook's setup cell):
 The grader rebuilds the student's module from what the kernel has run (the topic's stub, with
 each exercise's definition replaced by the latest executed cell that defines it), grades the
 exercise with the same engine as `grade grade` (workers in their own processes, the
-reference never in the kernel), caches the result for that source, and reports the one check:
-full or partial points are returned as a number (nbgrader reads a number a grade cell
-evaluates to as its partial credit); no points write the grader's message to stderr, which
-nbgrader scores 0.
+reference never in the kernel), caches the result for that source, and reports the one check
+as a box (`autograder.boxes`: HTML, with the CLI's line as its `text/plain`), then returns the
+points earned as a number: nbgrader reads the number a grade cell evaluates to as its partial
+credit (0 for a check that earned nothing; nothing at all for one judged on submission).
 
 `mode` is "public" (the fixed cases of `grade check`, replayed from the public expectations:
 no reference solution on the student's server) in the released notebook; the hidden block of
 the grade cell, which nbgrader strips from the student's copy and restores when it autogrades,
 switches it to "hidden" (fresh cases against the live reference, as `grade grade`). Messages
-name the student's cell ("cell In [7], line 3"), not the rebuilt module's lines, and
-`jaxlings.hint("histogram")` is the notebook's `grade hint`.
+name the student's cell ("cell In [7], line 3"), not the rebuilt module's lines, and the
+notebook's way to ask for a hint (`jaxlings.hint("histogram")`, the notebook's `grade hint`),
+not the shell's. The notebook's first code cell (after any settings) makes `jaxlings`, so a
+hint works from the lesson on; `jaxlings.hint()` with no name gives one for the first
+exercise not passed yet.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
-import sys
 import tempfile
 from functools import cache
 from pathlib import Path
 
-from autograder import engine, hints, paths, public, topics
+from autograder import boxes, engine, hints, paths, progress, public, topics
 from autograder.isolation import bwrap_available
 from autograder.results import Result, TestResult
 from autograder.source import defined_names, functions, parse, statement_end
 
 MODES = ("public", "hidden")
+
+SHELL_HINT = re.compile(r"(?:run )?`grade hint (?:\w+\.)?(\w+)`")
+"""The CLI's way to ask for a hint, in a message ("stuck? run `grade hint prng.dropout`")."""
+
+
+def for_notebook(message: str) -> str:
+    """A grader message told the notebook's way: `jaxlings.hint("dropout")`, not `grade hint`."""
+    return SHELL_HINT.sub(lambda m: f'`jaxlings.hint("{m[1]}")`', message)
+
+
+def told_once(test: TestResult, tests: list[TestResult]) -> TestResult:
+    """One cause, once: where the exercise is one row (`progress.rows`: a stub), its first check
+    says why and each later check's box points to it instead of saying it again."""
+    rows = progress.rows(tests)
+    if len(rows) == 1 and rows[0].check is None and test is not tests[0]:
+        return dataclasses.replace(test, output=f"not implemented yet: see `{tests[0].check}` above")
+    return test
+
+
+def show(bundle: dict[str, str]) -> None:
+    """Display a MIME bundle (HTML and its plain twin) as the cell's output."""
+    from IPython.display import display
+
+    display(bundle, raw=True)
 
 
 def top_level_names(source: str) -> set[str]:
@@ -136,12 +163,22 @@ class NotebookGrader:
         source, origins = assemble_with_origins(stub, list(cells), [ex.name for ex in self.topic.exercises])
         return source, origins, list(numbers)
 
-    def hint(self, exercise: str, level: int | None = None) -> None:
-        """Print the next hint for `exercise` (as `grade hint`; `level` jumps to one)."""
-        ex = self.topic.exercise(exercise)
+    def hint(self, exercise: str | None = None, level: int | None = None) -> None:
+        """Show the next hint for `exercise` (as `grade hint`; `level` jumps to one). `exercise`
+        may be "topic.exercise" too; without it, the first exercise not passed yet in this kernel."""
+        name = (exercise or self.first_unfinished()).removeprefix(f"{self.topic.name}.")
+        ex = self.topic.exercise(name)
         lvl, text = hints.next_hint(Path.cwd(), self.topic.name, ex, level)
         more = " (ask again for the next one)" if lvl < len(ex.hints) else ""
-        print(f"{self.topic.name}.{exercise} hint {lvl}/{len(ex.hints)}: {text}{more}")
+        show(boxes.note_bundle("hint", f"{self.topic.name}.{name} hint {lvl}/{len(ex.hints)}", f"{text}{more}"))
+
+    def first_unfinished(self) -> str:
+        """The first exercise with no result in this kernel where every pointed check passed."""
+        known = {t.name: progress.status(t) for r in self._results.values() for t in r.tests}
+        for ex in self.topic.exercises:
+            if not progress.counts(self.topic, known, ex.name).finished:
+                return ex.name
+        return self.topic.exercises[0].name
 
     def result(self, source: str, exercise: str, mode: str) -> Result:
         """One exercise's result for this module source and mode (graded on first use)."""
@@ -166,30 +203,27 @@ class NotebookGrader:
         self.topic.exercise(exercise)
         name = f"{self.topic.name}.{exercise}:{check}"
         source, origins, numbers = self.module_source()
-        for test in self.result(source, exercise, mode).tests:
+        tests = self.result(source, exercise, mode).tests
+        for test in tests:
             if test.name == name:
-                test.output = in_cells(test.output, origins, numbers)
-                return test
+                test.output = for_notebook(in_cells(test.output, origins, numbers))
+                return told_once(test, [t for t in tests if t.exercise == exercise])
         raise KeyError(f"{self.topic.name}.{exercise} has no check {check!r}")
 
     def verdict(self, exercise: str, check: str, mode: str = "public") -> float | None:
-        """Report one check: print its message and return the points earned (nbgrader's
-        partial credit), or, when it earned none, write the message to stderr and return None
-        (nbgrader scores a grade cell with stderr output 0). No exception: a traceback would
-        show the grade cell's source, hidden block included, in the students' feedback."""
+        """Report one check: display its box and return the points earned (nbgrader's partial
+        credit: 0 when it earned none), or None for a check judged on submission (nbgrader then
+        reads the cell as passed; `grade check` shows such a check as pending too). No
+        exception: a traceback would show the grade cell's source, hidden block included, in
+        the students' feedback."""
         try:
             test = self.test(exercise, check, mode)
         except FileNotFoundError as exc:  # hidden grading where the reference solutions are not
-            print(f"NOT GRADED {self.topic.name}.{exercise}:{check}: {exc}", file=sys.stderr)
-            return None
-        line = f"{test.name} [{mode} cases] {test.score:g}/{test.max_score:g}: {test.output}"
+            show(boxes.note_bundle("fail", f"{self.topic.name}.{exercise}:{check}", f"NOT GRADED: {exc}"))
+            return 0.0
+        show(boxes.bundle(test, mode))
         if test.pending:
-            print(line)
             return None
-        if test.max_score > 0 and test.score <= 0:
-            print(f"FAILED {line}", file=sys.stderr)
-            return None
-        print(line)
         return test.score
 
 

@@ -73,6 +73,7 @@ class TopicSession:
     ) -> None:
         self.topic, self.module, self.reference = topic, module, reference
         self._spares = spares if public and not isolate else None  # never in hidden grading, nor sandboxed
+        self._trusted_spares = self._spares  # for the analysis worker, once (`_start_reference`)
         self.seed, self.public, self.isolate, self.limits = seed, public, isolate, limits
         self.answers = answers or Live()
         self.deadline = time.monotonic() + topic.time_limit
@@ -96,10 +97,17 @@ class TopicSession:
 
     def _start_reference(self) -> WorkerProcess:
         """The trusted worker: the reference module live, or, when replaying, an empty module
-        that only analyses and runs the student's exported programs."""
+        that only analyses and runs the student's exported programs (the first time, the spare
+        `grade watch` started and warmed up for this topic, if it has one: `autograder.spares`)."""
         module, name, cache = self.reference, f"reference_{self.topic.name}", compile_cache.reference()
         if self.answers.mode == "replay":
             cache = compile_cache.student_public()
+            spares, self._trusted_spares = self._trusted_spares, None
+            if spares is not None:
+                timeout = min(120.0, self.time_left())
+                spare = spares.take_trusted(self.topic, limits=self.limits, cache=cache, timeout=timeout)
+                if spare is not None:
+                    return spare
             if self._analysis_dir is None:
                 self._analysis_dir = tempfile.TemporaryDirectory(prefix="jaxlings-analysis-")
             module, name = Path(self._analysis_dir.name) / "analysis.py", "jaxlings_analysis"

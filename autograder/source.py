@@ -198,3 +198,25 @@ def code_dump(tree: ast.AST) -> str:
         return repr(value)
 
     return dump(tree)
+
+
+def syntax_error(source: str, shown_as: str) -> str | None:
+    """Why a STUDENT's `source` is not valid Python, for them: the file as they know it
+    (`shown_as`, e.g. "exercises/prng.py", never a temporary copy), the line, the line's text and
+    a caret under the spot; None when it parses (or cannot be read for another reason, which the
+    import then reports). Read in the grader's own process, so a typo is reported before any
+    worker starts."""
+    try:
+        _parse(source)
+    except SyntaxError as exc:
+        where = f"{shown_as}, line {exc.lineno}" if exc.lineno else shown_as
+        text = f"SyntaxError in {where}: {exc.msg}"
+        line = (exc.text or "").rstrip("\n")
+        if line.strip():
+            stripped = line.lstrip()
+            caret = max(0, (exc.offset or 1) - 1 - (len(line) - len(stripped)))
+            text += f"\n    {stripped}\n    {' ' * min(caret, len(stripped))}^"
+        return text
+    except UNREADABLE:
+        return None
+    return None

@@ -13,10 +13,46 @@ A file that exists is never touched: running `grade init` again only adds what i
 from __future__ import annotations
 
 import shutil
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import paths, topics
+from autograder import checks, paths, topics
+
+JIT_CONVENTION = (
+    "Write plain functions: the grader calls them as written for `correct` (where the exercise has a `jit` check "
+    "it tries its own `jax.jit` first, which compiles faster, and calls the function as written when that fails or "
+    "differs: a function that is right as written is judged right), and applies `jax.jit` itself for "
+    '`jit` (with the static arguments the docstring names) and for the checks that say "jitted by the grader"; '
+    "a function you jit yourself is used as it is. Decorate a function only where its task says so (a check that "
+    'says "called as written" times or counts it as you wrote it).'
+)
+"""The one statement of how the grader calls students' functions (this README, notebooks)."""
+
+TOLERANCE = (
+    "A float output matches when |got - expected| <= atol + rtol·|expected| in every entry (NaN where the "
+    "reference has NaN); integers, booleans and keys must be equal."
+)
+
+
+def after_correct() -> str:
+    """Which checks wait for `correct`, from the checks' own declarations."""
+    needs = [f"`{name}`" for name, kind in checks.KINDS.items() if "correct" in kind.requires and not kind.advisory]
+    words = needs[0] if len(needs) == 1 else f"{', '.join(needs[:-1])} and {needs[-1]}"
+    return f"{words} count only once `correct` passes."
+
+
+def grading_rules() -> str:
+    """How every exercise is graded, for students to read once (the README's section; each
+    stub's header points to it)."""
+    return (
+        'Each function\'s docstring ends with its "Graded" list: what to do for each check, its points, and a last '
+        f"line of the exact numbers (tolerances, limits, time bands). {JIT_CONVENTION} {TOLERANCE} {after_correct()} "
+        "Advice (a check worth no points, such as `key_reuse`) is shown apart and never costs points. "
+        "`grade check` runs the public cases offline and shows your own time for `speed`, which is judged on "
+        "submission, on the grading machine."
+    )
+
 
 README = """\
 # My jaxlings workspace
@@ -35,6 +71,10 @@ For each topic:
    the speed checks on the grading machine.
 
 Run the `grade` commands in this folder: your progress is kept in `.jaxlings/`.
+
+## How you are graded
+
+{rules}
 """
 
 
@@ -60,12 +100,18 @@ def init(directory: Path) -> Laid:
         _place(laid, directory / "exercises" / f"{topic}.py", source=paths.exercises_dir() / f"{topic}.py")
         _place(laid, directory / "lessons" / f"{topic}.md", source=paths.lessons_dir() / f"{topic}.md")
         _place(laid, directory / "notebooks" / f"{topic}.ipynb", text=lambda t=topic: _notebook(t))
-    _place(laid, directory / "README.md", text=lambda: README.format(order=", ".join(f"`{t}`" for t in topics.ORDER)))
+    _place(laid, directory / "README.md", text=_readme)
     state = paths.state_dir(directory)
     if not state.exists():
         state.mkdir(parents=True)
         laid.created.append(state)
     return laid
+
+
+def _readme() -> str:
+    """The workspace's README: the loop, and the grading rules wrapped for reading."""
+    rules = "\n".join(textwrap.wrap(grading_rules(), 96, break_on_hyphens=False, break_long_words=False))
+    return README.format(order=", ".join(f"`{t}`" for t in topics.ORDER), rules=rules)
 
 
 def _place(laid: Laid, target: Path, *, source: Path | None = None, text=None) -> None:

@@ -25,7 +25,7 @@ never enters your Python code again. Each exercise below is one consequence of t
   runs several times faster jitted, because XLA fuses it into one pass over memory; eagerly,
   each new input shape also compiles every operation on its own. `x @ W + b` at n = 1024 takes
   about the same time jitted or not: one big matmul is one kernel either way (`affine`; the
-  lesson's figures, and `benchmarks/lesson_figures.py jit_basics`, measure both on this machine).
+  lesson's figures measure both).
   Measure before you believe a speed-up.
 """
 

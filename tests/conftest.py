@@ -17,7 +17,7 @@ import pytest
 
 from autograder import engine
 from autograder.results import Result
-from helpers.grading import EXERCISES, SOLUTIONS, SUBMISSIONS, grade_dir
+from helpers.grading import EXERCISES, SOLUTIONS, SUBMISSIONS, grade_crafted_public, grade_dir
 
 TESTS = Path(__file__).resolve().parent
 
@@ -46,6 +46,19 @@ def graded_solutions(tmp_path_factory: pytest.TempPathFactory, worker_id: str, t
         if not shared.exists():
             grade_dir(SOLUTIONS, jobs=engine.default_jobs()).write(shared)
     return result_of(json.loads(shared.read_text()))
+
+
+@pytest.fixture(scope="session")
+def crafted_public(tmp_path_factory: pytest.TempPathFactory, worker_id: str, testrun_uid: str):
+    """`stem -> Result`: a crafted submission (tests/submissions/<stem>.py) graded in public
+    mode, each once per run whoever asks (the student package's verdicts and the messages'
+    wording are both judged on these), whatever the number of test processes: they share one
+    folder, as `graded_solutions` does. Grading every crafted file takes about half an hour on
+    two cores: the tests that ask for all of them are `slow`."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base if worker_id == "master" else base.parent) / f"crafted_public-{testrun_uid}"
+    folder.mkdir(exist_ok=True)
+    return lambda stem: grade_crafted_public(stem, folder)
 
 
 @pytest.fixture(scope="session")

@@ -94,6 +94,9 @@ class Check(metaclass=_Validated):
         if "name" in cls.__dict__:
             if not cls.__dict__.get("summary"):
                 raise TypeError(f"the check {cls.__name__} must say what it asks: set `summary`")
+            for method in ("describe", "run"):
+                if getattr(cls, method) is getattr(Check, method):
+                    raise TypeError(f"the check {cls.__name__} must define `{method}`")
             if cls.name in KINDS and KINDS[cls.name].__qualname__ != cls.__qualname__:
                 raise TypeError(f"two checks are named {cls.name!r}: {KINDS[cls.name].__name__} and {cls.__name__}")
             KINDS[cls.name] = cls

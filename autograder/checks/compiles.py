@@ -210,15 +210,17 @@ class Compiles(Check):
 
     def describe(self, ex: Exercise, words: Words) -> str:
         forgiven = max(1, self.max_compiles // 4)
-        return (
-            f"a stream of {self.calls} calls, {words.jitted(self.jit, stream=True)}, gives the reference's "
-            f"outputs and compiles at most {self.max_compiles} time{'s' if self.max_compiles != 1 else ''} "
-            "(counted by JAX's compilation events and by the grader's clock: each slow call runs again after the "
-            "stream, and a call whose first run takes a compilation's time more than its replay, or whose replay "
-            f"alone takes half a compilation's, counts as one; {forgiven} such call"
+        counted = words.note(
+            "compilations are counted by JAX's compilation events and by the grader's clock: each slow call runs "
+            "again after the stream, and a call whose first run takes a compilation's time more than its replay, "
+            f"or whose replay alone takes half a compilation's, counts as one; {forgiven} such call"
             f"{'s' if forgiven != 1 else ''} forgiven; and the time those calls spend compiling may add up to at "
-            f"most {budget(self.max_compiles, forgiven):g} of the reference's compilations, so a function whose "
-            "operations compile one by one, without jit, fails)."
+            f"most {budget(self.max_compiles, forgiven):g} of the reference's compilations"
+        )
+        return (
+            f"compile at most {self.max_compiles} time{'s' if self.max_compiles != 1 else ''}{counted} on a stream "
+            f"of {self.calls} calls, {words.jitted(self.jit, stream=True)}, with the reference's outputs (a "
+            "function whose operations compile one by one, without jit, fails)."
         )
 
     def run(self, ctx: CheckContext) -> Outcome:

@@ -35,11 +35,12 @@ class Correct(Check):
 
     def describe(self, ex: Exercise, words: Words) -> str:
         what = (
-            "your operator's matrix (`to_sparse().toarray()`, in NetKet's basis order) equals the reference's"
+            "your operator's matrix (`to_sparse().toarray()`, in NetKet's basis order)"
             if ex.operator_outputs
-            else f"{words.equal()} the reference's"
+            else words.outputs()
         )
-        return f"called as written {words.cases()}, {what} ({words.tolerance(ex.rtol, ex.atol)})."
+        tolerance = words.tolerance(ex.rtol, ex.atol)
+        return f"make {what} equal the reference's{tolerance}, called as written {words.cases()}."
 
     def run(self, ctx: CheckContext) -> Outcome:
         ex = ctx.exercise

@@ -37,8 +37,8 @@ class Grad(Check):
 
     def describe(self, ex: Exercise, words: Words) -> str:
         return (
-            f"`jax.grad` with respect to {words.args(self.argnums)} equals the reference's gradient on every case "
-            f"({words.tolerance(self.rtol, self.atol)})."
+            f"make `jax.grad` with respect to {words.args(self.argnums)} equal the reference's gradient"
+            f"{words.tolerance(self.rtol, self.atol)} on every case."
         )
 
     def run(self, ctx: CheckContext) -> Outcome:
@@ -48,7 +48,7 @@ class Grad(Check):
             expected = ctx.reference_output(args=case.args, fn=ex.name, transforms=transforms, **reference_call(ex))
             try:
                 got = ctx.student_output("grad", case.args, expected, self.rtol, self.atol, transforms=transforms)
-                problem = mismatch(expected, got, self.rtol, self.atol)
+                problem = mismatch(expected, got, self.rtol, self.atol, root="gradient")
             except StudentError as exc:
                 return Outcome.fail(f"jax.grad, {case.label} {shapes(case.args)}: {exc}")
             if problem is not None:

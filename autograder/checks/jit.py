@@ -59,11 +59,11 @@ class Jit(Check):
 
     def describe(self, ex: Exercise, words: Words) -> str:
         head = (
-            "as called for `correct` (under its own `jax.jit`, the decorator the task gives it)"
+            "keep it right under its own `jax.jit` (the decorator the task gives it, as called for `correct`)"
             if words.decorated
-            else f"{words.jitted(True)}, it gives its un-jitted outputs on the same cases"
+            else f"make it work {words.jitted(True)}: the same outputs as un-jitted, on the same cases"
         )
-        return f"{head}; the exported program: {words.requirements(DEFAULT_JIT_REQUIREMENTS + self.requirements)}."
+        return f"{head}; in its exported program: {words.requirements(DEFAULT_JIT_REQUIREMENTS + self.requirements)}."
 
     def run(self, ctx: CheckContext) -> Outcome:
         ex = ctx.exercise

@@ -22,6 +22,7 @@ correct", as before.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -52,19 +53,18 @@ class KeyReuse(Check):
 
     def describe(self, ex: Exercise, words: Words) -> str:
         return (
-            "called directly and under `jax.jit` with `jax.debug_key_reuse(True)`, no key is used twice, and keys "
-            f"stay typed (no {' or '.join(f'`{p}`' for p in LEGACY_KEY_PRIMITIVES)} in the jaxpr)."
+            "use each key once and keep keys typed: called directly and under `jax.jit` with "
+            f"`jax.debug_key_reuse(True)`, no key may be consumed twice, nor unwrapped to raw data (no "
+            f"{' or '.join(f'`{p}`' for p in LEGACY_KEY_PRIMITIVES)} in the jaxpr)."
         )
 
     def run(self, ctx: CheckContext) -> Outcome:
         correct = ctx.findings.passed.get("correct", False)
         if found := probe(ctx):
             message = found.message
-            if found.reused and not correct:
-                message = (
-                    "a PRNG key is used twice, which is why the values are not the reference's (a reused key "
-                    f"repeats its random numbers): {message}"
-                )
+            if found.reused:
+                why = "" if correct else WHY_WRONG
+                message = f"a PRNG key is used twice{why}: {found.message}"
             return Outcome.fail(message, advisory=True)
         if not correct:
             return Outcome.fail("not judged until the function is correct", advisory=True)
@@ -97,9 +97,9 @@ def probe(ctx: CheckContext) -> KeyProbe | None:
                     ctx.student.call("call", fn=ex.name, args=case.args, key_reuse=True)
             except StudentError as exc:
                 mode = "under jax.jit" if jit else "called directly"
-                findings.key_probe = KeyProbe(
-                    f"{mode}, {case.label} {shapes(case.args)}: {exc}", str(exc).startswith("KeyReuseError")
-                )
+                text, reused = str(exc), str(exc).startswith("KeyReuseError")
+                where = f"{mode}, {case.label} {shapes(case.args)}"
+                findings.key_probe = KeyProbe(reuse_words(text, where) if reused else f"{where}: {text}", reused)
                 break
     return findings.key_probe
 
@@ -115,3 +115,64 @@ def reuse_note(ctx: CheckContext) -> str:
         ". A likely cause: a PRNG key is used twice, and a reused key repeats its random numbers (see this "
         'exercise\'s key_reuse check, and "Never use a key twice" in the lesson)'
     )
+
+
+WHY_WRONG = ", which is why the values are not the reference's (a reused key repeats its random numbers)"
+
+ERROR = re.compile(
+    r"KeyReuseError: (?P<what>.*?)(?: See (?P<url>https?://\S+))?"
+    r"(?: \(the key was first used at (?P<first>line \d+: .*?)\))?(?: \(at (?P<at>line \d+: .*)\))?",
+    re.S,
+)
+"""A KeyReuseError as the student's worker reports it (`harness.describe`, `session.format_error`):
+JAX's first line, its docs link, where the key was first used, and the student's line."""
+
+KEY_ARG = re.compile(r"random\.\w+\(\s*([A-Za-z_][\w.]*(?:\[[^\]]*\])?)")
+"""The key a `jax.random.<fn>(key, ...)` call on a line of code consumes."""
+
+
+def reuse_words(text: str, where: str) -> str:
+    """A reused key in the student's terms, from JAX's KeyReuseError (`text`): which key, on
+    which line, and why, in place of JAX's jaxpr, equation and signature; `where` is the call
+    (how it was made, the case). Ends with JAX's docs link, whole."""
+    match = ERROR.fullmatch(text.strip())
+    if match is None:
+        return f"{text} ({where})"
+    what, at, first = match["what"], match["at"], match["first"]
+    line = _line(at)
+    if what.startswith("scan body"):
+        if "constants" in what:
+            detail = (
+                f"the step function of the `lax.scan`{line} uses a key from outside the loop, so every step uses "
+                "the same key again; split the key into one per step and scan over them, or carry a key and split "
+                "it at each step"
+            )
+        else:
+            detail = (
+                f"the step function of the `lax.scan`{line} uses the key it carries without carrying on a fresh "
+                "one, so the next step uses it again; split it and carry one part"
+            )
+    elif what.startswith("while_loop"):
+        detail = (
+            f"the `lax.while_loop`{line} uses a key from outside the loop (or the one it carries, without "
+            "carrying on a fresh one), so every iteration uses it again"
+        )
+    elif "consumed" not in what:  # a message of JAX's this function does not know: its own words
+        detail = f"JAX reports: {what}{line}"
+    else:
+        key = KEY_ARG.search(at.split(": ", 1)[1]) if at and ": " in at else None
+        detail = f"{f'`{key[1]}`' if key else 'a key'} is used again{line}" + (
+            f", after its first use at {_code(first)}" if first else ""
+        )
+    return f"{detail} ({where})" + (f". See {match['url']}" if match["url"] else "")
+
+
+def _line(at: str | None) -> str:
+    """The student's line as a message gives it, " at line 4 (`code`)"; "" where the student's line is not known."""
+    return f" at {_code(at)}" if at else ""
+
+
+def _code(at: str) -> str:
+    """The worker's "line 4: b = f(key)" as "line 4 (`b = f(key)`)"."""
+    number, _, code = at.partition(": ")
+    return f"{number} (`{code.strip()}`)" if code.strip() else number

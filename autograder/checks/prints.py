@@ -51,8 +51,8 @@ class Prints(Check):
 
     def describe(self, ex: Exercise, words: Words) -> str:
         return (
-            f"{words.jitted(True, stream=True)} and called on a stream of {self.calls} inputs from cold caches, "
-            "every call prints exactly what the reference prints on that call (read from your process's stdout)."
+            "make every call print exactly what the reference prints on that call (read from your process's "
+            f"stdout): {words.jitted(True, stream=True)} and called on a stream of {self.calls} inputs from cold caches."
         )
 
     def run(self, ctx: CheckContext) -> Outcome:

@@ -42,10 +42,10 @@ class Sharding(Check):
     analyses = True
 
     def describe(self, ex: Exercise, words: Words) -> str:
-        each = f"each of {words.outputs()} is" if len(ex.outputs) > 1 else f"{words.outputs()} is"
+        each = f"each of {words.outputs()}" if len(ex.outputs) > 1 else words.outputs()
         return (
-            f"on a fresh input of each size, {each} laid out over the devices as the reference's (the blocks each "
-            "dimension is split into, replication), read from the exported program run by the grader."
+            f"lay out {each} over the devices as the reference's (the blocks each dimension is split into, "
+            "replication), on a fresh input of each size (read from the exported program run by the grader)."
         )
 
     def run(self, ctx: CheckContext) -> Outcome:

@@ -106,11 +106,12 @@ class Speed(Check):
 
     def describe(self, ex: Exercise, words: Words) -> str:
         how = words.jitted(self.jit, note="as written if it fails `jit`" if ex.check("jit") else "")
-        return (
-            f"{how}, timed against the reference on {words.workload(self)}: full points up to "
-            f"x{words.num(self.full)} the reference's time, none from x{words.num(self.zero)}, log-linear between "
-            f"(on a CPU the clock is CPU time, and a wall time past x{words.num(self.zero)} scores 0 too)."
+        bands = words.note(
+            f"full points up to x{words.num(self.full)} the reference's time, none from x{words.num(self.zero)}, "
+            f"log-linear between (on a CPU the clock is CPU time, and a wall time past x{words.num(self.zero)} "
+            "scores 0 too)"
         )
+        return f"be about as fast as the reference{bands}: {how}, timed on {words.workload(self)}."
 
     def jitted(self, ctx: CheckContext) -> bool:
         """Whether the student's function is timed under the grader's jit: where the workload is

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from autograder import words
 from autograder.checks.base import Check
 from autograder.checks.vmc import student_run
 from autograder.context import REFERENCE_TIMEOUT, CallFailed, CheckContext, GraderError, WorkerDied
@@ -94,15 +95,17 @@ class Trains(Check):
     cost = 4
 
     def describe(self, ex: Exercise, words: Words) -> str:
-        return (
-            f"called as written, {self.runs} runs, each on a dataset and initial parameters the grader draws "
-            f"({words.case_args(self.size)}). The grader computes the mean squared error of the parameters you return "
-            f"on the whole dataset itself: every run's must be below {words.num(self.max_loss)} (the targets have "
-            f"variance 1, so predicting their mean scores about 1). The parameters must also be where training "
-            f"ends: the reference's loop runs from the same initial parameters, and yours must end within "
+        where = words.note(
+            "the reference's loop runs from the same initial parameters, and yours must end within "
             f"{words.num(self.max_drift)} of the distance it travelled from them (any batch order the task allows "
-            f"does; a fit that takes no optimizer steps does not). A run past max({self.min_timeout:g} s, "
-            f"{self.timeout_factor:g}x the reference's) is stopped."
+            f"does; a fit that takes no optimizer steps does not); a run past max({self.min_timeout:g} s, "
+            f"{self.timeout_factor:g}x the reference's) is stopped"
+        )
+        return (
+            f"train as the task says, so that the parameters you return reach a mean squared error below "
+            f"{words.num(self.max_loss)} on the whole dataset (predicting the targets' mean scores about 1) and are "
+            f"where training ends{where}: called as written, {self.runs} runs, each on a dataset and initial "
+            f"parameters the grader draws ({words.case_args(self.size)})."
         )
 
     def run(self, ctx: CheckContext) -> Outcome:
@@ -119,9 +122,10 @@ def layers_of(out: dict, layers: tuple[str, ...], n_in: int, n_out: int) -> tupl
     """[(kernel, bias), ...] in `layers` order from an exported output; or why not."""
     structure = expected_structure(layers)
     if out["treedef"] != structure:
+        nested = ", ".join(f"'{name}': {{'kernel': ..., 'bias': ...}}" for name in layers)
         return None, (
-            f"the output's structure is {out['treedef'][:300]}, but the task asks for the trained "
-            f"parameters as a nested dict: {structure}"
+            f"{words.structure_difference(structure, out['treedef'])}: the task asks for the trained parameters "
+            f"as a nested dict, {{{nested}}}"
         )
     if any(leaf["kind"] != "array" for leaf in out["leaves"]):
         return None, "the parameters must be numeric arrays"
@@ -173,13 +177,28 @@ def _initial(params: dict, layers: tuple[str, ...]) -> list:
     return [(params[name]["kernel"], params[name]["bias"]) for name in layers]
 
 
+def _joined(failures: list[tuple[str, str, str, str]]) -> str:
+    """The failing runs, `(run, inputs, figures, advice)` each, as one message that says each
+    thing once: a run's inputs when they differ from the previous run's, its advice when no
+    earlier run gave it."""
+    parts, said, previous = [], set(), None
+    for run, inputs, figures, advice in failures:
+        text = f"{run if inputs == previous else f'{run} ({inputs})'}: {figures}"
+        if advice not in said:
+            text += f"; {advice}"
+            said.add(advice)
+        parts.append(text)
+        previous = inputs
+    return "; ".join(parts)
+
+
 def _diagnosis(initial: float, loss: float) -> str:
     """What a failed run's losses suggest, in words that lead without giving the fix."""
     if not np.isfinite(loss) or loss > 2 * initial:
         return "the loss grew: do the updates go downhill?"
     if abs(loss - initial) <= 0.05 * initial:
         return (
-            "the loss barely moved from the initial parameters': are the updates applied, and does the "
+            "the loss barely moved from the initial parameters: are the updates applied, and does the "
             "optimizer's state (its step count, its moments) carry over from one step to the next?"
         )
     return "the loss went down, but not far enough: every step should use the optimizer the task gives"
@@ -194,7 +213,7 @@ def train_runs(opts: Trains, ctx: CheckContext) -> Outcome:
     initial_losses: list[float] = []
     seconds: list[float] = []
     ref_seconds: list[float] = []
-    failures: list[str] = []
+    failures: list[tuple[str, str, str, str]] = []
     data: dict[str, Any] = {
         "losses": losses,
         "reference_losses": ref_losses,
@@ -208,7 +227,8 @@ def train_runs(opts: Trains, ctx: CheckContext) -> Outcome:
     for i in range(opts.runs):
         case = ctx.draw("trains", lambda rng: ex.sample(rng, opts.size))
         x, y = np.asarray(case.args[opts.x_arg]), np.asarray(case.args[opts.y_arg])
-        which = f"run {i + 1} of {opts.runs} ({_what(case.args, opts)})"
+        run, inputs = f"run {i + 1} of {opts.runs}", _what(case.args, opts)
+        which = f"{run} ({inputs})"
         start = _initial(case.args[opts.params_arg], opts.layers)
         initial = mlp_loss(start, x, y)
         ref = _reference_run(ctx, case, which)
@@ -240,21 +260,29 @@ def train_runs(opts: Trains, ctx: CheckContext) -> Outcome:
         ref_seconds.append(round(ref["seconds"], 3))
         if not loss < opts.max_loss:
             failures.append(
-                f"{which}: the loss of the parameters you return is {loss:.4g} (from {initial:.4g} at "
-                f"the initial parameters; the reference's loop reaches {ref_loss:.2g}), not below "
-                f"{opts.max_loss:g}; {_diagnosis(initial, loss)}"
+                (
+                    run,
+                    inputs,
+                    f"the loss of the parameters you return is {loss:.4g} (from {initial:.4g} at the "
+                    f"initial parameters; the reference's loop reaches {ref_loss:.2g}), not below {opts.max_loss:g}",
+                    _diagnosis(initial, loss),
+                )
             )
         elif not off < opts.max_drift:
             failures.append(
-                f"{which}: the loss is low ({loss:.2g}), but the parameters you return are not where "
-                f"training ends: their distance from the reference loop's, which started from the same "
-                f"parameters, is {off:.2f} times the distance that loop travelled (at most "
-                f"{opts.max_drift:g}; the batch orders the task allows end within about 0.5). Train "
-                "with the task's step, `steps` times, on minibatches of `batch_size` rows, from a "
-                "fresh optimizer state: a fit by other means ends elsewhere"
+                (
+                    run,
+                    inputs,
+                    f"the loss is low ({loss:.2g}), but the parameters you return are not where training "
+                    f"ends: their distance from the reference loop's, which started from the same "
+                    f"parameters, is {off:.2f} times the distance that loop travelled",
+                    f"at most {opts.max_drift:g} is allowed (the batch orders the task allows end within "
+                    "about 0.5). Train with the task's step, `steps` times, on minibatches of `batch_size` "
+                    "rows, from a fresh optimizer state: a fit by other means ends elsewhere",
+                )
             )
     if failures:
-        return Outcome.fail("; ".join(failures), **data)
+        return Outcome.fail(_joined(failures), **data)
     return Outcome.ok(
         f"{opts.runs} runs: losses {_listed(losses)} (from {_listed(initial_losses)} at the initial "
         f"parameters; the reference's {_listed(ref_losses)}), all below {opts.max_loss:g}; distances "

@@ -46,8 +46,8 @@ class Vmap(Check):
     def describe(self, ex: Exercise, words: Words) -> str:
         axes = "(" + ", ".join(repr(a) for a in self.in_axes) + ("," if len(self.in_axes) == 1 else "") + ")"
         text = (
-            f"`jax.vmap({ex.name}, in_axes={axes})` over a batch of {self.batch} cases equals the reference's "
-            f"({words.tolerance(ex.rtol, ex.atol)})"
+            f"make `jax.vmap({ex.name}, in_axes={axes})` over a batch of {self.batch} cases equal the reference's"
+            f"{words.tolerance(ex.rtol, ex.atol)}"
         )
         if self.requirements:
             text += f"; the batched program, jitted: {words.requirements(self.requirements)}"

@@ -45,6 +45,7 @@ from autograder.checks.speed import band_score, clock_for
 from autograder.context import REFERENCE_TIMEOUT, CallFailed, CheckContext, GraderError, StudentError, Timed, WorkerDied
 from autograder.results import Outcome
 from autograder.spec import Case, Exercise, Key
+from autograder.words import num
 
 if TYPE_CHECKING:
     from autograder.course.graded import Context as Words
@@ -94,19 +95,26 @@ class Vmc(Check):
     def describe(self, ex: Exercise, words: Words) -> str:
         rings = ", ".join(str(n) for n in self.rings)
         n, h, J = self.public
+        ring = words.note(
+            f"n from {{{rings}}}, J between {words.num(self.coupling[0])} and {words.num(self.coupling[1])}, h/J "
+            f"between {words.num(self.ratio[0])} and {words.num(self.ratio[1])}, a fresh `key` per run (the first "
+            f"run compiles); a public run, `grade check`, uses n = {n}, h = {words.num(h)}, J = {words.num(J)}, which "
+            "hidden grading never draws"
+        )
+        energy = words.note(
+            f"computed exactly, over all 2**n configurations (at most alpha = {MAX_HIDDEN_PER_SPIN} hidden units "
+            "per spin); one run that misses is run again on a fresh key, as a right VMC can stall from an unlucky key"
+        )
+        time = words.note(
+            f"full up to x{words.num(self.full)} the reference's time, none from x{words.num(self.zero)}, log-linear "
+            f"between (on a CPU the clock is CPU time, and a wall time past x{words.num(self.zero)} gets no time "
+            f"points); a run past max({self.min_timeout:g} s, {2 * self.zero:g}x the reference's) is stopped"
+        )
         return (
-            f"called as written, {self.runs} runs on a ring the grader draws for the grading: n from {{{rings}}}, J "
-            f"between {words.num(self.coupling[0])} and {words.num(self.coupling[1])}, h/J between "
-            f"{words.num(self.ratio[0])} and {words.num(self.ratio[1])}; each run with a fresh `key` (the first run compiles; "
-            f"a public run, `grade check`, uses n = {n}, h = {words.num(h)}, J = {words.num(J)}, which hidden grading "
-            f"never draws). The grader computes the energy of the RBM you return exactly, over all 2**n "
-            f"configurations (at most alpha = {MAX_HIDDEN_PER_SPIN} hidden units per spin), against the exact ground "
-            f"state's: half the points for a relative error below {words.num(self.max_error)} on every run (one run that "
-            f"misses is run again on a fresh key, as a right VMC can stall from an unlucky key); the other "
-            f"half, only then, for the time of the worse run against the reference's: full up to x{words.num(self.full)}, "
-            f"none from x{words.num(self.zero)}, log-linear between (on a CPU the clock is CPU time, and a wall time past "
-            f"x{words.num(self.zero)} gets no time points). A run past max({self.min_timeout:g} s, {2 * self.zero:g}x the "
-            "reference's) is stopped; runs with different keys must not return identical parameters."
+            f"return an RBM whose energy is within a relative {words.num(self.max_error)} of the exact ground "
+            f"state's{energy} on every run (half the points), then make the worse run about as fast as the "
+            f"reference's{time} (the other half, only then): called as written, {self.runs} runs on rings the grader "
+            f"draws{ring}; runs with different keys must not return identical parameters."
         )
 
     def run(self, ctx: CheckContext) -> Outcome:
@@ -157,8 +165,8 @@ class Vmc(Check):
             if not error < self.max_error:
                 again = f" (a fresh case after {second_chances[0]})" if second_chances else ""
                 return Outcome.fail(
-                    f"{which}{again}: the returned RBM's energy is {energy:.6f}, the exact ground state's "
-                    f"{exact:.6f}: relative error {error:.2e}, more than {self.max_error:g} (the reference "
+                    f"{which}{again}: the returned RBM's energy is {num(energy)}, the exact ground state's "
+                    f"{num(exact)}: relative error {error:.2e}, more than {self.max_error:g} (the reference "
                     f"reaches {ref_error:.1e}). Optimise longer or better: stochastic reconfiguration, "
                     "enough samples, a learning rate that converges"
                     + (

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from autograder import checks
+from autograder import checks, workspace
 from autograder.source import functions, parameters, parse_trusted
 from autograder.spec import Case, Edge, Exercise, Topic
 
@@ -39,41 +39,17 @@ WIDTH = 96
 GRADED = re.compile(r"^\s*Graded\b")
 
 
-JIT_CONVENTION = (
-    "Write plain functions: the grader calls them as written for `correct` (where the exercise has a `jit` check "
-    "it tries its own `jax.jit` first, which compiles faster, and calls the function as written when that fails or "
-    "differs: a function that is right as written is judged right), and applies `jax.jit` itself for "
-    '`jit` (with the static arguments the docstring names) and for the checks that say "jitted by the grader"; '
-    "a function you jit yourself is used as it is. Decorate a function only where its task says so (a check that "
-    'says "called as written" times or counts it as you wrote it).'
-)
-"""The one statement of how the grader calls students' functions (stub headers, notebooks)."""
-
-TOLERANCE = (
-    "A float output matches when |got - expected| <= atol + rtol·|expected| in every entry (NaN where the "
-    "reference has NaN); integers, booleans and keys must be equal."
-)
-
-
-def _after_correct() -> str:
-    needs = [f"`{name}`" for name, kind in checks.KINDS.items() if "correct" in kind.requires and not kind.advisory]
-    return f"{join_words(needs)} count only once `correct` passes."
-
-
-def stub_note() -> str:
-    """The paragraph of every stub's header on how it is graded."""
-    return (
-        f'How you are graded: each docstring ends with its "Graded" list (the checks, their points and what '
-        f"each asks), generated from the grader's spec. {JIT_CONVENTION} {TOLERANCE} {_after_correct()} "
-        "`grade check` judges speed on submission and shows your own time."
-    )
+# The rules every exercise shares are stated once, where students read them: the workspace's
+# README (shipped with the student package, unlike this module); notebooks repeat them once.
+JIT_CONVENTION = workspace.JIT_CONVENTION
+TOLERANCE = workspace.TOLERANCE
 
 
 def notebook_note() -> str:
-    """The same, for a notebook's grading note."""
+    """The grading rules, for a notebook's grading note (a notebook student has no README open)."""
     return (
-        f"Each function's docstring ends with its \"Graded\" list, generated from the grader's spec. "
-        f"{JIT_CONVENTION} {TOLERANCE} {_after_correct()}"
+        'Each function\'s docstring ends with its "Graded" list: what to do for each check, its points, and a '
+        f"last line of the exact numbers. {JIT_CONVENTION} {TOLERANCE} {workspace.after_correct()}"
     )
 
 
@@ -108,6 +84,17 @@ class Context:
         self, exercise: Exercise, params: Sequence[str], topic: Topic | None = None, *, decorated: bool = False
     ):
         self.exercise, self.params, self.topic, self.decorated = exercise, tuple(params), topic, decorated
+        self.notes: list[str] = []
+
+    # -- footnotes ---------------------------------------------------------------------------
+
+    def note(self, text: str) -> str:
+        """A footnote: `text` (the exact numbers: a tolerance, a limit, a time band) goes to the
+        Graded list's last line, so that each check's line says what to do; returns its marker
+        ("¹"), the same marker for the same text."""
+        if text not in self.notes:
+            self.notes.append(text)
+        return superscript(self.notes.index(text) + 1)
 
     # -- names -------------------------------------------------------------------------------
 
@@ -145,9 +132,9 @@ class Context:
 
     # -- numbers -----------------------------------------------------------------------------
 
-    @staticmethod
-    def tolerance(rtol: float, atol: float) -> str:
-        return f"rtol {num(rtol)}, atol {num(atol)}"
+    def tolerance(self, rtol: float, atol: float) -> str:
+        """The tolerance, as a footnote marker ("¹": "rtol 1e-6, atol 1e-6")."""
+        return self.note(f"rtol {num(rtol)}, atol {num(atol)}")
 
     @staticmethod
     def num(x: float) -> str:
@@ -206,12 +193,28 @@ class Context:
 
     def requirements(self, requirements: Sequence[Any]) -> str:
         """The requirements' descriptions, scored ones first, advice last (no points)."""
-        trusted = [_describe(r) for r in requirements if getattr(r, "trusted", True)]
-        advice = [_describe(r) for r in requirements if not getattr(r, "trusted", True)]
+        trusted = [self.footnoted(_describe(r)) for r in requirements if getattr(r, "trusted", True)]
+        advice = [self.footnoted(_describe(r)) for r in requirements if not getattr(r, "trusted", True)]
         text = "; ".join(trusted)
         if advice:
             text += f"{'; ' if text else ''}(advice, no points: {'; '.join(advice)})"
         return text
+
+    def footnoted(self, text: str) -> str:
+        """A requirement's description with its numbers moved to a footnote: a closing bracket
+        that holds a figure ("it does not grow with the input (at the largest case at most x3 +
+        20 ...)") and a limit relative to the reference's ("at most x2 + 2000 the reference's")."""
+        if m := TRAILING_FIGURES.search(text):
+            text = f"{text[: m.start()]}{self.note(m[1])}"
+        if m := RELATIVE_LIMIT.search(text):
+            text = f"{text[: m.start()]}at most about the reference's{m[1] or ''}{self.note(m[0])}{text[m.end() :]}"
+        return text
+
+
+TRAILING_FIGURES = re.compile(r" \(([^()]*\d[^()]*)\)$")
+RELATIVE_LIMIT = re.compile(
+    r"at most x[\d.]+ \+ [\d.]+(?: s)? the reference's( (?!on\b)\w+(?: time)?)?(?: on the same inputs)?"
+)
 
 
 def _top_level_parts(text: str) -> list[str]:
@@ -325,13 +328,20 @@ def items(
 ) -> list[tuple[str, float, str]]:
     """(check, points, what it asks) for each of the exercise's checks, in the spec's order;
     `decorated`: the task's function comes decorated (jitted) in the stub."""
+    return described(ex, params, topic, decorated=decorated)[0]
+
+
+def described(
+    ex: Exercise, params: Sequence[str], topic: Topic | None = None, *, decorated: bool = False
+) -> tuple[list[tuple[str, float, str]], list[str]]:
+    """`items`, and the footnotes their texts refer to ("¹" is the first)."""
     words = Context(ex, params, topic, decorated=decorated)
     out = []
     for check in ex.checks:
         if type(check).describe is checks.Check.describe:
             raise GradedError(f"the check {type(check).__name__} ({type(check).__module__}) has no `describe`")
         out.append((check.name, check.points, check.describe(ex, words)))
-    return out
+    return out, words.notes
 
 
 def _points(points: float, check: str) -> str:
@@ -344,20 +354,36 @@ def block(
     """The Graded list as docstring lines, indented by `indent`."""
     total = sum(c.points for c in ex.checks if not c.advisory)
     lines = [f"{indent}Graded ({total:g} point{'' if total == 1 else 's'}):"]
-    for check, points, text in items(ex, params, topic, decorated=decorated):
-        bullet = f"{indent}  - {check} ({_points(points, check)}): "
-        lines += textwrap.wrap(
-            text,
-            WIDTH,
-            initial_indent=bullet,
-            subsequent_indent=indent + "    ",
-            break_on_hyphens=False,
-            break_long_words=False,
-        )
+    found, notes = described(ex, params, topic, decorated=decorated)
+    for check, points, text in found:
+        lines += _wrap(text, f"{indent}  - {check} ({_points(points, check)}): ", indent + "    ")
+    if notes:
+        footnotes = " ".join(f"{superscript(i)} {_sentence(n)}" for i, n in enumerate(notes, 1))
+        lines += _wrap(footnotes, f"{indent}  ", indent + "  ")
     for line in lines:
         if "\\" in line or '"""' in line:
             raise GradedError(f"{ex.name}: the Graded list may not hold a backslash or triple quotes: {line!r}")
     return lines
+
+
+SUPERSCRIPTS = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def superscript(n: int) -> str:
+    """A footnote's marker: 1 -> "¹" (distinct from shapes' brackets, `float32[3]`)."""
+    return str(n).translate(SUPERSCRIPTS)
+
+
+def _wrap(text: str, first: str, rest: str) -> list[str]:
+    return textwrap.wrap(
+        text, WIDTH, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False, break_long_words=False
+    )
+
+
+def _sentence(text: str) -> str:
+    """A footnote's text ending with a full stop (it is kept in lower case: "rtol 1e-6")."""
+    text = text.strip()
+    return text if text.endswith(".") else text + "."
 
 
 def hand_written(source: str, names: Sequence[str]) -> list[str]:

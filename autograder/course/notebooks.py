@@ -3,8 +3,10 @@
 `course/source/<topic>/<topic>.ipynb` reads top to bottom as:
 
 1. the topic's worker settings, when it has any (a locked cell that runs before JAX starts);
+   then the setup cell, which makes `jaxlings` (the notebook's grader: `jaxlings.hint(...)`),
+   so that a hint works from the lesson on;
 2. the lesson, `course/lessons/<topic>.md`: its prose as markdown cells, its python blocks
-   as code cells to run;
+   as code cells to run, its shell directions told the notebook's way (`for_notebook`);
 3. the exercises: the solution module's docstring, its given code as locked cells, and per
    exercise a markdown heading with the checks and points, the answer cell (the solution
    function, its docstring ending with the Graded list generated from the spec, with
@@ -36,13 +38,20 @@ GRADING_NOTE = """\
 **How this notebook is graded.** Write each function in its answer cell, run it, then run the
 grade cells below it. A grade cell runs one check on your function, in separate worker
 processes, with the same engine as `grade check`: here on the public cases, and when your
-instructor autogrades, on fresh hidden cases and edge cases. It prints what it found and
-returns the points earned; a check that earns nothing prints FAILED and the reason (in red).
-Keep any helper your function needs inside its answer cell: the grader rebuilds your module from
-the answer cells you last ran. Stuck? `jaxlings.hint("<function>")` in a cell of your own gives a
-hint (ask again for the next one). Speed is judged when your instructor grades, on the grading
-machine: here its grade cell shows your own time.\
+instructor autogrades, on fresh hidden cases and edge cases. It shows one box per check, with
+the points earned: green passed, amber partly passed, red failed (with the reason), blue judged
+on submission (speed: here it shows your own time), purple advice (no points), grey waiting for
+another check to pass. Keep any helper your function needs inside its answer cell: the grader
+rebuilds your module from the answer cells you last ran. Stuck? `jaxlings.hint("<function>")`
+in a cell of your own gives a hint (ask again for the next one).\
 """
+
+SETUP_CELL = """\
+# Run this cell first: it sets up this notebook's grader. Stuck on an exercise? Run
+# jaxlings.hint("<function>") in a cell of your own (ask again for the next hint).
+from autograder.kernel import grader
+
+jaxlings = grader({topic!r})"""
 
 GRADE_CELL = """\
 # {check} ({points:g} {unit}): {summary}
@@ -53,13 +62,24 @@ mode = "hidden"
 ### END HIDDEN TESTS
 grader("{topic}").verdict("{exercise}", "{check}", mode)"""
 
+EXERCISES_BELOW = "the Exercises section below"
+
 CLI_TO_NOTEBOOK = (
-    (r"`exercises/{topic}\.py`", "the answer cells below (the functions of `exercises/{topic}.py`)"),
-    (r"`grade check {topic}`", "the grade cells below each answer cell"),
+    (r"`exercises/{topic}\.py`", EXERCISES_BELOW),
+    (r"`grade check {topic}`", "the grade cells under each answer cell"),
+    (r"`grade check`'s", "the grade cells'"),
     (r"`grade hint {topic}\.(\w+)`", r'`jaxlings.hint("\1")` in a cell of your own'),
+    (r"\(or any\s+other\s+`{topic}\.<exercise>`\)", "(or any other function's name)"),
     (r"`grade hint`", '`jaxlings.hint("<function>")`'),
+    (r"^Lesson: course/lessons/{topic}\.md\n?", ""),
+    (r"`?course/lessons/{topic}\.md`?", "the lesson above"),
 )
-"""The lesson's command-line directions, told the notebook's way (a notebook student has no shell)."""
+"""The lesson's and the module docstring's command-line directions, told the notebook's way (a
+notebook student has no shell, and the lesson is the notebook's first part). A replacement that
+opens a sentence is capitalised (`for_notebook`)."""
+
+SENTENCE_START = re.compile(r"(?:\A\s*|[.!?]\s+|\n\s*\n\s*|\n\s*[-*]\s+)\Z")
+"""The text before a sentence's first word: nothing, a full stop, a blank line or a bullet."""
 
 
 class NotebookError(Exception):
@@ -124,10 +144,25 @@ def solution_pieces(source: str, exercises: list[str]) -> tuple[str, list[tuple[
     return docstring, pieces
 
 
+def opens_sentence(before: str) -> bool:
+    """Whether text that follows `before` opens a sentence."""
+    return bool(SENTENCE_START.search(before[-8:] if len(before) > 8 else "\n\n" + before))
+
+
 def for_notebook(markdown: str, topic: str) -> str:
-    """A lesson's markdown with its command-line directions told the notebook's way."""
+    """Markdown with its command-line directions told the notebook's way, each replacement
+    capitalised where it opens a sentence ("`exercises/prng.py` has ..." -> "The Exercises
+    section below has ...")."""
     for pattern, replacement in CLI_TO_NOTEBOOK:
-        markdown = re.sub(pattern.format(topic=topic), replacement.replace("{topic}", topic), markdown)
+        regex = re.compile(pattern.format(topic=topic), re.M)
+
+        def told(m: re.Match, replacement: str = replacement) -> str:
+            text = m.expand(replacement)
+            if text and opens_sentence(m.string[: m.start()]):
+                text = text[0].upper() + text[1:]
+            return text
+
+        markdown = regex.sub(told, markdown)
     return markdown
 
 
@@ -149,6 +184,7 @@ def make_notebook(topic: Topic, lesson: str, solution: str) -> nbformat.Notebook
             ),
             "settings",
         )
+    add(new_code_cell(SETUP_CELL.format(topic=topic.name), metadata=nbgrader_meta("setup", locked=True)), "setup")
     for i, (kind, text) in enumerate(lesson_cells(lesson)):
         if kind == "code" and (clash := kernel.top_level_names(text) & set(names)):
             raise NotebookError(f"lesson {topic.name}: a code block defines {sorted(clash)}, an exercise's name")
@@ -159,15 +195,11 @@ def make_notebook(topic: Topic, lesson: str, solution: str) -> nbformat.Notebook
     docstring, pieces = solution_pieces(solution, names)
     if not pieces or pieces[0][0] is not None:
         raise NotebookError(f"solutions/{topic.name}.py must start with given code (its imports) before its exercises")
-    add(new_markdown_cell(f"## Exercises\n\n{docstring}\n\n{GRADING_NOTE}\n\n{graded.notebook_note()}"), "exercises")
+    intro = for_notebook(docstring, topic.name)
+    add(new_markdown_cell(f"## Exercises\n\n{intro}\n\n{GRADING_NOTE}\n\n{graded.notebook_note()}"), "exercises")
     given = 0
-    setup = (
-        f"from autograder.kernel import grader\n\n"
-        f'jaxlings = grader({topic.name!r})  # jaxlings.hint("<function>") gives a hint'
-    )
     for name, text in pieces:
         if name is None:
-            text = f"{text}\n\n{setup}" if given == 0 else text  # the grade cells' grader
             add(new_code_cell(text, metadata=nbgrader_meta(f"given-{given}", locked=True)), f"given-{given}")
             given += 1
             continue

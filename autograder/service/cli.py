@@ -387,14 +387,17 @@ def gradescope(
     console.print(f"wrote {path}; upload it as the assignment's autograder on Gradescope", highlight=False)
 
 
-def register(app: typer.Typer) -> None:
-    """Add the service's commands to the `grade` app."""
-    for fn in (login, submit, submissions, result, serve, worker):
+def register(app: typer.Typer, student: bool = False) -> None:
+    """Add the service's commands to the `grade` app. In the `student` package, the instructors'
+    (serve, worker, course, export) still work but are left out of `grade --help`."""
+    for fn in (login, submit, submissions, result):
         app.command(fn.__name__)(fn)
+    for fn in (serve, worker):
+        app.command(fn.__name__, hidden=student)(fn)
     course_app.command("add-students")(add_students)
     course_app.command("add-instructor")(add_instructor)
     course_app.command("rotate-token")(rotate_token)
     course_app.command("revoke")(revoke)
     export_app.command("gradescope")(gradescope)
-    app.add_typer(course_app, name="course")
-    app.add_typer(export_app, name="export")
+    app.add_typer(course_app, name="course", hidden=student)
+    app.add_typer(export_app, name="export", hidden=student)

@@ -34,6 +34,7 @@ import socket
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -488,6 +489,21 @@ def _finish(settings: Settings, submission_id: int, worker: str, attempt: int, *
             time.sleep(min(settings.heartbeat_seconds, 2.0))
 
 
+def topic_progress(order: list[str], progress: Callable[[str], None]) -> Callable[[Any], None]:
+    """Note the start of grading (`progress`), and return the engine's `on_test` that notes each
+    topic as its first test arrives: "grading topic 2 of 3: prng". Topics are graded side by side
+    and not in course order, so each is numbered once, as it starts (never "1 of 2" twice)."""
+    seen: set[str] = {order[0]} if len(order) == 1 else set()
+    progress(f"grading topic 1 of 1: {order[0]}" if len(order) == 1 else f"grading topics: {len(order)} to grade")
+
+    def on_test(test: Any) -> None:
+        if test.topic not in seen:
+            seen.add(test.topic)
+            progress(f"grading topic {len(seen)} of {len(order)}: {test.topic}")
+
+    return on_test
+
+
 def _grade_zip(settings: Settings, data: bytes, names: list[str], progress) -> str:
     """The results.json text `grade grade` would write for this zip and these topics."""
     from autograder import engine, paths, topics
@@ -500,14 +516,7 @@ def _grade_zip(settings: Settings, data: bytes, names: list[str], progress) -> s
     if settings.sandbox == "on" and not bwrap_available():
         raise GraderError("the sandbox needs bubblewrap on the worker (apt-get install bubblewrap)")
     specs = topics.resolve(names)
-    order = [s.name for s in specs]
-    progress(f"grading topic 1 of {len(order)}: {order[0]}")
-    seen: set[str] = set()
-
-    def on_test(test) -> None:  # topics may be graded side by side: the progress names the newest one
-        if test.topic not in seen:
-            seen.add(test.topic)
-            progress(f"grading topic {len(seen)} of {len(order)}: {test.topic}")
+    on_test = topic_progress([s.name for s in specs], progress)
 
     with tempfile.TemporaryDirectory(prefix="jaxlings-job-") as tmp:
         archive = Path(tmp) / "submission.zip"

@@ -30,9 +30,12 @@ Run as: python -m autograder.worker MODULE_PATH MODULE_NAME   (fds in JAXLINGS_W
 from __future__ import annotations
 
 import importlib.util
+import linecache
 import os
+import re
 import sys
 import traceback
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -453,13 +456,114 @@ def _tuples(value: Any) -> Any:
 
 
 def describe(exc: BaseException, module_path: str) -> dict[str, str]:
-    """An exception as the student should read it: type, message, and their line."""
+    """An exception as the student should read it: type, message, and their line.
+
+    Their line is the last of the module's frames in the exception's traceback, else in the
+    exceptions chained to it: an error JAX finds in a traced program (a reused key under jit)
+    carries the line that built the faulty operation on its cause."""
+    where, message = "", brief(exc, module_path)
+    chain = _chain(exc)
+    for link in chain:
+        if line := _own_line(link, module_path):
+            where = line
+            break
+    if type(exc).__name__ == "KeyReuseError" and len(chain) > 1 and str(chain[1]).startswith("PRNG key first used"):
+        first = _own_line(chain[1], module_path)  # JAX chains where the key was first used
+        if first and first != where:
+            message += f" (the key was first used at {first})"
+    return {"type": type(exc).__name__, "message": message, "where": where}
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """`exc` and the exceptions chained to it (its cause, else its context), at most 5."""
+    chain: list[BaseException] = []
+    link: BaseException | None = exc
+    while link is not None and len(chain) < 5 and link not in chain:
+        chain.append(link)
+        link = link.__cause__ or link.__context__
+    return chain
+
+
+def _own_line(exc: BaseException, module_path: str) -> str:
+    """The student's line, "line N: code", of the last frame of the module in `exc`'s traceback, or ""."""
     where = ""
     for frame in traceback.extract_tb(exc.__traceback__):
         if os.path.abspath(frame.filename) == os.path.abspath(module_path):
             where = f"line {frame.lineno}: {(frame.line or '').strip()}"
-    message = str(exc).strip().splitlines()
-    return {"type": type(exc).__name__, "message": "\n".join(message[:6])[:800], "where": where}
+    return where
+
+
+URL = re.compile(r"https?://[^\s\"'<>()]*[^\s\"'<>().,;:]")
+INTERNALS = re.compile(r"\s*\b\w*signature=|\s+eqn=|\s+jaxpr=|\{ lambda |\bPyTreeDef\(")
+"""Where a message turns to JAX's internals (a jaxpr, an equation, a key-reuse signature, a
+treedef): what follows is not for the student."""
+TRACER = re.compile(r"Traced<~?([^>]*)>with<\w+>|\b\w*Tracer\(~?([\w\[\], ]*)\)")
+"""A tracer as JAX prints it (`Traced<~int32[]>with<DynamicJaxprTrace>`, `JitTracer(~int32[])`),
+said "a traced int32[]"."""
+MAX_LINES, MAX_CHARS = 6, 800
+
+
+def brief(exc: BaseException, module_path: str) -> str:
+    """An exception's message for the student: a JAX error as its first line and the docs link
+    it gives, whole; any other as its first lines, cut at a line (never inside a link), up to
+    where it turns to JAX's internals. The module's own path (a private copy of the student's
+    file, in a temp folder) is written as the file's name.
+
+    A JAX error's first line says what went wrong; what follows is a jaxpr, the traced function's
+    path in the grader's temp folder, or advice that the checks give in their own words."""
+    text = str(exc).strip()
+    for path in {module_path, os.path.abspath(module_path), os.path.realpath(module_path)}:
+        text = text.replace(path, os.path.basename(module_path))
+    text = TRACER.sub(lambda m: f"a traced {m[1] or m[2]}", text)
+    lines = _unrepeated([line.rstrip() for line in text.splitlines() if line.strip()])
+    if not lines:
+        return ""
+    if type(exc).__module__.split(".")[0] in ("jax", "jaxlib") or "docs.jax.dev" in text:
+        first = _before_internals(lines[0]).rstrip(" :")
+        links = [u for u in dict.fromkeys(URL.findall(text)) if u not in first]
+        return (first if first.endswith((".", "!", "?")) or not first else first + ".") + "".join(
+            f" See {u}" for u in links[:1]
+        )
+    kept: list[str] = []
+    for line in lines[:MAX_LINES]:
+        cut = _before_internals(line)
+        if sum(len(k) + 1 for k in kept) + len(cut) > MAX_CHARS:
+            if not kept:
+                kept.append(_cut_outside_links(cut, MAX_CHARS))
+            break
+        kept.append(cut)
+        if cut != line:
+            break
+    return "\n".join(k for k in kept if k)
+
+
+def _unrepeated(lines: list[str]) -> list[str]:
+    """`lines` without the first sentence of a line that an earlier line opened with (JAX says
+    "The error occurred while tracing ..." once per argument): the rest of the line is kept."""
+    seen: set[str] = set()
+    kept = []
+    for line in lines:
+        head, sep, tail = line.partition(". ")
+        if sep and head in seen:
+            line = tail
+        seen.add(head)
+        kept.append(line)
+    return kept
+
+
+def _before_internals(line: str) -> str:
+    """`line` up to where it turns to JAX's internals, without the colon that introduced them."""
+    match = INTERNALS.search(line)
+    return line if match is None else line[: match.start()].rstrip(" :")
+
+
+def _cut_outside_links(text: str, limit: int) -> str:
+    """`text` cut to about `limit` characters at a space, never inside a link."""
+    cut = text[:limit].rsplit(" ", 1)[0] if " " in text[:limit] else text[:limit]
+    for match in URL.finditer(text):
+        if match.start() < len(cut) < match.end():
+            cut = text[: match.start()].rstrip()
+    return cut + " ..."
 
 
 def serve(rfd: int, wfd: int, harness: Harness) -> None:
@@ -486,6 +590,7 @@ def main() -> None:
     preload = [name for name in os.environ.pop("JAXLINGS_PRELOAD", "").split(",") if name]
     on_request = os.environ.pop("JAXLINGS_LOAD_ON_REQUEST", "") == "1"
     harness = Harness(module_path, module_name)
+    _own_warnings(module_path)
     _preload(preload)
     wire.write_frame(wfd, {"ok": True, "platform": harness.platform})
     if on_request and not _asked_to_load(rfd):
@@ -498,6 +603,21 @@ def main() -> None:
     if loaded["ok"]:
         serve(rfd, wfd, harness)
     _leave()
+
+
+def _own_warnings(module_path: str) -> None:
+    """Warnings the module causes name its file as the student knows it (`prng.py:19`), not the
+    grader's private copy of it in a temp folder: a dying worker's last output reaches the
+    student's message."""
+    original, own = warnings.formatwarning, os.path.abspath(module_path)
+
+    def formatted(message: Any, category: Any, filename: str, lineno: int, line: str | None = None) -> str:
+        if os.path.abspath(filename) == own:
+            line = linecache.getline(filename, lineno) if line is None else line
+            filename = os.path.basename(filename)
+        return original(message, category, filename, lineno, line)
+
+    warnings.formatwarning = formatted
 
 
 def _preload(names: list[str]) -> None:

@@ -187,3 +187,17 @@ def test_a_new_check_is_one_class(tmp_path, halves):
         assert result.tests[1].score == want, result.tests[1].output
     assert topic.exercises[0].points == 3
     assert SOLUTIONS.is_dir()
+
+
+@pytest.mark.parametrize("missing", ["describe", "run"])
+def test_a_check_without_describe_or_run_is_refused_when_its_class_is_defined(missing):
+    body = {
+        "name": "incomplete_test_only",
+        "summary": "never registered",
+        "describe": lambda self, ex, words: "something.",
+        "run": lambda self, ctx: Outcome.ok(),
+    }
+    del body[missing]
+    with pytest.raises(TypeError, match=f"must define `{missing}`"):
+        type("Incomplete", (Check,), body)
+    assert "incomplete_test_only" not in KINDS

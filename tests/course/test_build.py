@@ -103,11 +103,14 @@ def test_each_stub_docstring_ends_with_the_graded_list_of_its_spec(name):
             assert f"  - {check} (" in "\n".join(doc.splitlines()[-len(want) :]), (ex.name, check)
 
 
-def test_the_stub_header_states_the_jit_convention_once():
+def test_the_stub_header_points_to_the_readme_which_states_the_jit_convention_once():
+    from autograder import workspace
+
     stub = (EXERCISES / "at_updates.py").read_text()
     header = "".join(line[2:] + " " for line in stub.splitlines() if line.startswith("# "))
-    assert " ".join(graded.JIT_CONVENTION.split()) in " ".join(header.split())
-    assert stub.count("Write plain functions") == 1
+    assert "README.md" in header and "Write plain functions" not in stub
+    readme = " ".join(workspace._readme().split())
+    assert readme.count(" ".join(graded.JIT_CONVENTION.split())) == 1
 
 
 def test_a_graded_list_names_static_arguments_outputs_points_and_bands():

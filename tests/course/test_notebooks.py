@@ -88,6 +88,7 @@ def test_given_and_answer_cells_rebuild_the_solution_module(name):
     stub = (ROOT / "exercises" / f"{name}.py").read_text()
     module = kernel.assemble(stub, answers, [ex.name for ex in spec.exercises])
     solution = graded.insert((SOLUTIONS / f"{name}.py").read_text(), spec)  # with its generated Graded lists
+    solution = build.for_workspace(solution)  # and its paths as a workspace has them, as in the stub
     assert ast.dump(ast.parse(module)) == ast.dump(ast.parse(solution))
 
 

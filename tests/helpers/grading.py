@@ -9,6 +9,8 @@ tests/conftest.py.
 from __future__ import annotations
 
 import dataclasses
+import fcntl
+import json
 import re
 import shutil
 import textwrap
@@ -81,6 +83,30 @@ def grade_variant(
     folder = tmp_path_factory.mktemp(f"{topic}_{variant}")
     shutil.copyfile(SUBMISSIONS / f"{topic}__{variant}.py", folder / f"{topic}.py")
     return grade_dir(folder, names or [topic], limits=limits)
+
+
+def crafted_stems() -> list[str]:
+    """Every crafted submission under tests/submissions/, as `topic__variant`."""
+    return sorted(path.stem for path in SUBMISSIONS.glob("*__*.py"))
+
+
+def grade_crafted_public(stem: str, folder: Path) -> Result:
+    """tests/submissions/<stem>.py graded as its topic's submission in public mode, with the
+    engine's live reference (the public checks `grade check` runs, the verdicts the student
+    package must give): written to `folder/<stem>.json` once, read back from it after (the
+    `crafted_public` fixture shares the folder between test processes)."""
+    from autograder.service.client import result_of
+
+    saved = folder / f"{stem}.json"
+    with open(folder / f"{stem}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not saved.exists():
+            topic = stem.split("__")[0]
+            submission = folder / stem
+            submission.mkdir(exist_ok=True)
+            shutil.copyfile(SUBMISSIONS / f"{stem}.py", submission / f"{topic}.py")
+            grade_dir(submission, [topic], public=True, jobs=engine.default_jobs()).write(saved)
+    return result_of(json.loads(saved.read_text()))
 
 
 def verdicts(result: Result) -> dict[str, tuple[float, float, str]]:

@@ -102,3 +102,63 @@ def test_a_spare_that_fails_to_start_is_not_used_and_leaves_no_folder(tmp_path):
         assert not folder.exists()
     finally:
         spares.close()
+
+
+def test_a_trusted_spare_starts_warmed_up_serves_once_and_only_a_check_like_its_own():
+    """A topic whose checks analyse programs gets a spare trusted analysis worker: its empty
+    module imported and XLA's compiler started (a program compiled) before any check asks;
+    taken once; one started with other settings is closed, not used. A topic whose checks
+    analyse nothing gets none."""
+    topic = topics.load_public("jit_basics")
+    source = (SOLUTIONS / "jit_basics.py").read_text()
+    spares = Spares()
+    try:
+        spares.prepare(topic, source, limits=TEST_LIMITS, cache=compile_cache.NONE)
+        worker = spares.take_trusted(topic, limits=TEST_LIMITS, cache=compile_cache.NONE, timeout=120)
+        assert worker is not None and worker.alive and worker.module_name == "jaxlings_analysis"
+        try:
+            assert worker.request("stats", 30)["compilations"] >= 1  # warmed up: XLA compiled already
+        finally:
+            worker.close()
+        assert spares.take_trusted(topic, limits=TEST_LIMITS, cache=compile_cache.NONE, timeout=120) is None
+        spares.prepare(topic, source, limits=Limits(), cache=compile_cache.NONE)
+        (_, _, future) = spares._trusted["jit_basics"]
+        other = future.result(timeout=120)
+        assert spares.take_trusted(topic, limits=TEST_LIMITS, cache=compile_cache.NONE, timeout=120) is None
+        assert not other.alive
+        ising = topics.load_public("ising")
+        spares.prepare(ising, (SOLUTIONS / "ising.py").read_text(), limits=TEST_LIMITS, cache=compile_cache.NONE)
+        assert "ising" in spares._ready and "ising" not in spares._trusted
+    finally:
+        spares.close()
+
+
+@pytest.mark.slow  # grades one exercise twice (a fresh trusted worker, then the spare)
+def test_a_check_takes_the_trusted_spare_and_judges_as_a_fresh_one_would(monkeypatch):
+    taken = []
+    take = Spares.take_trusted
+    monkeypatch.setattr(Spares, "take_trusted", lambda self, *a, **kw: taken.append(take(self, *a, **kw)) or taken[-1])
+    topic = topics.load_public("jit_basics")
+    first = topic.exercises[0].name
+
+    def check(spares=None):
+        return engine.grade(
+            SOLUTIONS,
+            topics.resolve([f"jit_basics.{first}"], public=True),
+            public=True,
+            limits=TEST_LIMITS,
+            answers=public.replay,
+            spares=spares,
+        )
+
+    fresh = check()
+    spares = Spares()
+    try:
+        spares.prepare(
+            topic, (SOLUTIONS / "jit_basics.py").read_text(), limits=TEST_LIMITS, cache=compile_cache.student_public()
+        )
+        assert verdicts(check(spares)) == verdicts(fresh)
+        assert len(taken) == 1 and taken[0] is not None and not taken[0].alive  # used, then closed
+        assert all(t.status == "passed" or t.pending for t in fresh.tests)
+    finally:
+        spares.close()

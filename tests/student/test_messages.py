@@ -1,0 +1,124 @@
+"""Messages in the student's terms, on every crafted submission: what `grade check` says (and
+results.json, the notebook and the web page show: they all print a test's `output`) never holds
+the grader's internals: a treedef (`PyTreeDef(...)`), a jaxpr, a path into the grader's temp
+folders, a link cut short, a case's number printed to 16 digits, or one sentence said twice.
+
+Each crafted file under tests/submissions/ is graded in public mode once per run
+(`crafted_public`, shared with tests/course/test_student_dist.py); grading all of them takes
+about half an hour on two cores: by default a representative part (`STEMS`), all of them
+with `JAXLINGS_FULL_SUITE=1`; that test is `slow`. The wording of each message fixed for issue
+29 has its own fast test in tests/core/test_words.py.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+
+import jax
+import pytest
+
+from helpers.grading import crafted_stems
+
+INTERNALS = {
+    "a treedef": re.compile(r"PyTreeDef"),
+    "a jaxpr": re.compile(r"\{ lambda |\blet\n| = (?:pjit|jit|scan|while|cond)\[|:(?:f|i|u|bf)\d+\[|key<\w+>\["),
+    "a key-reuse signature": re.compile(r"KeyReuseSignature|\bSink\(\d"),
+    "a tracer": re.compile(r"Traced<|DynamicJaxprTrace"),
+    "the grader's temp folder": re.compile(
+        rf"{re.escape(tempfile.gettempdir())}/|/tmp/|jaxlings-spare-|jaxlings-[a-z_]+-[a-z0-9_]{{8}}"
+    ),
+}
+FULL = bool(os.environ.get("JAXLINGS_FULL_SUITE"))
+ALWAYS = {"prng__walk_reuse", "prng__syntax_error", "at_updates__crash_at_import", "pytrees__unregistered"}
+STEMS = [s for s in crafted_stems() if FULL or s.endswith("__one_fault_each") or s in ALWAYS]
+"""Every crafted file with `JAXLINGS_FULL_SUITE=1` (half an hour on two cores); by default each
+topic's `one_fault_each` (a fault per exercise: every kind of message) and the files whose
+messages the issue found wrong (a key reused in a walk, a syntax error, a crash at import, an
+unregistered pytree)."""
+URL = re.compile(r"https?://\S+")
+DECIMAL = re.compile(r"(?<![\w.])-?\d+\.\d+(?:e[+-]?\d+)?(?![\w.])")
+PAGE_TYPES = {"html", "htm", "md", "ipynb", "py", "txt", "pdf", "json"}
+QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`")
+
+
+def problems(message: str) -> list[str]:
+    """What in `message` is not in the student's terms (empty when nothing is)."""
+    found = [f"{what}: {m.group(0)!r}" for what, pattern in INTERNALS.items() if (m := pattern.search(message))]
+    found += [f"a cut link: {url!r}" for url in URL.findall(message) if not complete_link(message, url)]
+    found += [f"a number to more than 4 digits: {n!r}" for n in long_numbers(message)]
+    found += [f"said twice: {s!r}" for s in repeated_sentences(message)]
+    return found
+
+
+def complete_link(message: str, url: str) -> bool:
+    """A link as a student can follow it: not cut ("...", a clip's "more characters"), its page
+    whole, and a JAX docs anchor one that JAX has (`#jax.errors.KeyReuseError`)."""
+    url = url.rstrip(").,;:'\"")
+    after = message[message.index(url) + len(url) :]
+    if url.endswith("..") or after.startswith(("...", "… ")):
+        return False
+    page, _, anchor = url.partition("#")
+    last = page.rsplit("/", 1)[-1] if page.count("/") > 2 else ""
+    if not re.fullmatch(r"https?://[\w.-]+\.[a-z]{2,}(/[\w./~%+-]*)?", page):
+        return False
+    if "." in last and last.rsplit(".", 1)[1] not in PAGE_TYPES:
+        return False
+    if anchor.startswith("jax.errors."):
+        return hasattr(jax.errors, anchor.removeprefix("jax.errors."))
+    return True
+
+
+def long_numbers(message: str) -> list[str]:
+    """Decimals with more than 4 significant digits outside quotes (what a student's code
+    printed, or its own strings, are quoted as they are)."""
+    bare = QUOTED.sub("", message)
+    out = []
+    for n in DECIMAL.findall(bare):
+        digits = n.lstrip("-").split("e")[0].replace(".", "").lstrip("0")
+        if len(digits) > 4:
+            out.append(n)
+    return out
+
+
+def repeated_sentences(message: str) -> list[str]:
+    """Sentences (or clauses between semicolons) of some length that a message says twice."""
+    seen, twice = set(), []
+    for part in re.split(r"(?<=[.;!?])\s+|\s+\(|\)\s*", message):
+        part = part.strip(" .;()").lower()
+        if len(part) >= 25:
+            if part in seen:
+                twice.append(part)
+            seen.add(part)
+    return twice
+
+
+def test_the_patterns_catch_what_students_were_shown():
+    """The internals the issue found, each caught (the test would pass on nothing otherwise)."""
+    shown = {
+        "the output's structure is PyTreeDef(((*, *), *)), but the task asks for PyTreeDef((*, *))": "treedef",
+        "KeyReuseError: scan body function leads to key reuse:\n  eqn=a:f32[1,3] b:f32[1,1,3] = scan[": "jaxpr",
+        "jaxpr={ lambda ; c:key<fry>[] d:f32[1,3]. let": "jaxpr",
+        "The error occurred at /tmp/jaxlings-spare-prng-x1y2z3w4/prng.py:72 for jit": "temp folder",
+        "See https://docs.jax.dev/en/latest/errors.html#jax.errors.TracerArrayCon": "cut link",
+        "See https://docs.jax.dev/en/latest/errors.ht... (12 more characters)": "cut link",
+        "random case, size 1 (key, float32[1, 3], 1, 0.93957626903449): 3 of 3 values are off": "4 digits",
+        "keep it traced (remove it from static_argnums); keep it traced (remove it from static_argnums)": "twice",
+    }
+    for message, what in shown.items():
+        assert problems(message), (what, message)
+    fine = (
+        "random case, size 3 (key, float32[3, 3], 3, 0.9396): `step_keys`: 1 of 3 keys differ (the first is key[2]). "
+        "See https://docs.jax.dev/en/latest/errors.html#jax.errors.KeyReuseError (at line 12: `y = f(x)`) "
+        "printed 'loss 0.123456'"
+    )
+    assert problems(fine) == []
+
+
+@pytest.mark.slow  # grades every crafted submission (about 30 minutes on 2 cores), once a run
+@pytest.mark.parametrize("stem", STEMS)
+def test_every_message_of_a_crafted_submission_is_in_the_students_terms(crafted_public, stem):
+    result = crafted_public(stem)
+    bad = {t.name: (found, t.output) for t in result.tests if (found := problems(t.output))}
+    assert not bad, "\n".join(f"{name}: {found}\n    {output[:600]!r}" for name, (found, output) in bad.items())
