@@ -99,6 +99,29 @@ def _discard(folder: Path, future: Future[WorkerProcess]) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def _started(
+    entry: tuple[Settings, Path, Future[WorkerProcess]] | None, wanted: Settings, timeout: float
+) -> WorkerProcess | None:
+    """The worker of a spare `entry` once it has started, if it was started with the `wanted`
+    settings and is alive; else None, and the spare is stopped (or, still starting after
+    `timeout`, stopped once it has started)."""
+    if entry is None:
+        return None
+    settings, folder, future = entry
+    try:
+        worker = future.result(timeout=timeout)
+    except FutureTimeout:
+        future.add_done_callback(functools.partial(_discard, folder))
+        return None
+    except Exception:  # noqa: BLE001 - a spare that failed to start is only a missed shortcut
+        _discard(folder, future)
+        return None
+    if settings != wanted or not worker.alive:
+        worker.close()
+        return None
+    return worker
+
+
 class Spares:
     """One spare student worker per topic, and for a topic whose checks analyse programs one
     spare trusted analysis worker, started in the background (`prepare`), each used once
@@ -152,21 +175,10 @@ class Spares:
         that went), or None: no spare, other settings, or it died (then it is cleaned up)."""
         with self._lock:
             entry = self._ready.pop(topic.name, None)
-        if entry is None:
+        worker = _started(entry, Settings.of(topic, limits, cache), timeout)
+        if worker is None or entry is None:
             return None
-        settings, folder, future = entry
-        try:
-            worker = future.result(timeout=timeout)
-        except FutureTimeout:
-            future.add_done_callback(functools.partial(_discard, folder))  # once it has started
-            return None
-        except Exception:  # noqa: BLE001 - a spare that failed to start is only a missed shortcut
-            _discard(folder, future)
-            return None
-        if settings != Settings.of(topic, limits, cache) or not worker.alive:
-            worker.close()
-            return None
-        shutil.copyfile(module, folder / f"{topic.name}.py")
+        shutil.copyfile(module, entry[1] / f"{topic.name}.py")
         try:
             worker.load(timeout)
         except WorkerDied:
@@ -181,19 +193,8 @@ class Spares:
         module imported), or None: none waiting, other settings, or it failed or died."""
         with self._lock:
             entry = self._trusted.pop(topic.name, None)
-        if entry is None:
-            return None
-        settings, folder, future = entry
-        try:
-            worker = future.result(timeout=timeout)
-        except FutureTimeout:
-            future.add_done_callback(functools.partial(_discard, folder))
-            return None
-        except Exception:  # noqa: BLE001 - a spare that failed to start is only a missed shortcut
-            _discard(folder, future)
-            return None
-        loaded = worker.load_reply or {}
-        if settings != Settings.of(topic, limits, cache) or not worker.alive or not loaded.get("ok"):
+        worker = _started(entry, Settings.of(topic, limits, cache), timeout)
+        if worker is not None and not (worker.load_reply or {}).get("ok"):
             worker.close()
             return None
         return worker
