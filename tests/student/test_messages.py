@@ -32,9 +32,11 @@ INTERNALS = {
 }
 FULL = bool(os.environ.get("JAXLINGS_FULL_SUITE"))
 ALWAYS = {"prng__walk_reuse", "prng__syntax_error", "at_updates__crash_at_import", "pytrees__unregistered"}
-STEMS = [s for s in crafted_stems() if FULL or s.endswith("__one_fault_each") or s in ALWAYS]
+COSTLY = {"ising__one_fault_each", "training__one_fault_each"}  # a VMC or a training loop per run
+STEMS = [s for s in crafted_stems() if FULL or (s.endswith("__one_fault_each") and s not in COSTLY) or s in ALWAYS]
 """Every crafted file with `JAXLINGS_FULL_SUITE=1` (half an hour on two cores); by default each
-topic's `one_fault_each` (a fault per exercise: every kind of message) and the files whose
+topic's `one_fault_each` (a fault per exercise: every kind of message) but the two
+`COSTLY` ones and the files whose
 messages the issue found wrong (a key reused in a walk, a syntax error, a crash at import, an
 unregistered pytree)."""
 URL = re.compile(r"https?://\S+")

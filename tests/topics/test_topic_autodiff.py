@@ -79,7 +79,7 @@ def test_reference_per_example_program_does_not_grow(reference):
 
 def test_wrong_argnums_fails_correct_only(one_fault_each, more_faults):
     assert failed(one_fault_each, "loss_and_grads") == {"correct"}
-    assert "structure" in message(one_fault_each, "loss_and_grads", "correct")
+    assert "`output[1]` is an array, expected a pair of arrays" in message(one_fault_each, "loss_and_grads", "correct")
     assert failed(more_faults, "loss_and_grads") == {"correct"}
 
 

@@ -7,6 +7,8 @@ value. `jit`, `grad` and `vmap` each catch what only they can: a Python `if` on 
 value, a wrong hand-written derivative, a class whose `__post_init__` rejects batched leaves.
 """
 
+import re
+
 import numpy as np
 import pytest
 
@@ -66,7 +68,10 @@ def test_list_for_tuple_fails_correct_only(faults):
 def test_tuple_for_list_fails_correct_only(faults):
     assert mine(faults, "unstack_tree") == {"pytrees.unstack_tree:correct"}
     message = verdicts(faults)["pytrees.unstack_tree:correct"][2]
-    assert "the output is a pair of dicts with keys 'n', 'w', expected a list of two dicts" in message, message
+    # as many dicts as the case has rows (drawn afresh each run), in words
+    assert re.search(
+        r"the output is a tuple of (\w+) dicts with keys 'n', 'w', expected a list of \1 dicts", message
+    ), message
 
 
 def test_wrong_leaf_shapes_fail_correct_only(faults):
@@ -93,7 +98,7 @@ def test_lost_aux_data_fails_correct_only(crafted):
     result = grade_dir(crafted(pytrees="lost_aux"), [f"{TOPIC}.dense_grad"])
     assert failing(result) == {"pytrees.dense_grad:correct", "pytrees.dense_grad:vmap"}
     message = verdicts(result)["pytrees.dense_grad:correct"][2]
-    assert "Dense[None]" in message and "Dense[('linear',)]" in message
+    assert "an instance of `Dense` whose static fields (its parts that are not arrays) differ" in message, message
     assert "not judged" in verdicts(result)["pytrees.dense_grad:vmap"][2]
 
 
@@ -145,7 +150,7 @@ CLASS_VARIANTS = {
         def dense_grad(w, b, x, y, activation):
             return jax.grad(lambda layer: jnp.mean((layer(x) - y) ** 2))(Layer(w, b, activation))
     """,
-        "CustomNode(Layer[",
+        "an instance of `Layer`, expected an instance of `Dense`",
     ),
 }
 
