@@ -27,6 +27,9 @@ from autograder.spec import Topic
 
 Status = Literal["passed", "failed", "pending", "advisory", "advisory-quiet"]
 Kind = Literal["pass", "fail", "partial", "pending", "advice", "waits"]
+SYMBOLS: dict[str, str] = {"pass": "✓", "fail": "✗", "partial": "~", "pending": "…", "advice": "!", "waits": "·"}
+"""How each `Kind` is marked wherever a verdict is shown (terminal, watch screen, notebook): ✓ passed,
+✗ failed, ~ partial, … judged on submission, ! advice (a 0-point check), · waits for another check."""
 STATUSES: tuple[str, ...] = ("passed", "failed", "pending", "advisory", "advisory-quiet")
 WAITING_PREFIX = "not judged until"
 

@@ -20,16 +20,9 @@ from autograder.paths import state_dir
 from autograder.results import Result, TestResult, by_topic
 from autograder.spec import Topic
 
-MARKS: dict[str, str] = {
-    "pass": "[green]✓[/]",
-    "fail": "[red]✗[/]",
-    "partial": "[yellow]~[/]",
-    "pending": "[blue]…[/]",
-    "advice": "[magenta]![/]",
-    "waits": "[dim]·[/]",
-}
-"""How each `progress.Kind` is marked: ✓ passed, ✗ failed, ~ partial, … judged on submission,
-! advice (a 0-point check), · waits for another check."""
+COLOURS = {"pass": "green", "fail": "red", "partial": "yellow", "pending": "blue", "advice": "magenta", "waits": "dim"}
+MARKS: dict[str, str] = {kind: f"[{COLOURS[kind]}]{symbol}[/]" for kind, symbol in progress.SYMBOLS.items()}
+"""How each `progress.Kind` is marked in the terminal (`progress.SYMBOLS`, coloured)."""
 
 
 def result_tables(result: Result, console: Console) -> None:
@@ -155,5 +148,6 @@ def load_last_check(workdir: Path) -> dict[str, str]:
 
 def progress_line(test: TestResult) -> str:
     """A one-line live progress note for a finished test."""
-    mark = {"pass": "✓", "pending": "…", "advice": "!", "waits": "·"}.get(progress.kind(test), "✗")
+    kind = progress.kind(test)
+    mark = progress.SYMBOLS["fail" if kind == "partial" else kind]
     return f"{mark} {test.name} {progress.points_text(test) or '0 points'}"

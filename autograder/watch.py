@@ -53,14 +53,8 @@ HEADER = "jaxlings watch"
 KEYS = "h hint · n next exercise · q quit"
 STOPPING = "stopping after the check in progress… (Ctrl-C to stop at once)"
 # How each kind of verdict is marked on the screen (`progress.kind`), and in plain lines.
-MARKS = {
-    "pass": ("✓", "green"),
-    "fail": ("✗", "red"),
-    "partial": ("~", "yellow"),
-    "pending": ("…", "blue"),
-    "advice": ("!", "yellow"),
-    "waits": ("·", "dim"),
-}
+STYLES = {"pass": "green", "fail": "red", "partial": "yellow", "pending": "blue", "advice": "yellow", "waits": "dim"}
+MARKS = {kind: (symbol, STYLES[kind]) for kind, symbol in progress.SYMBOLS.items()}
 WORDS = {
     "pass": "pass",
     "fail": "FAIL",
