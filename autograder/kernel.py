@@ -174,11 +174,9 @@ class NotebookGrader:
 
     def first_unfinished(self) -> str:
         """The first exercise with no result in this kernel where every pointed check passed."""
-        known = {t.name: progress.status(t) for r in self._results.values() for t in r.tests}
-        for ex in self.topic.exercises:
-            if not progress.counts(self.topic, known, ex.name).finished:
-                return ex.name
-        return self.topic.exercises[0].name
+        known = progress.statuses(t for r in self._results.values() for t in r.tests)
+        first = progress.next_unfinished([self.topic], known)
+        return first[1] if first else self.topic.exercises[0].name
 
     def result(self, source: str, exercise: str, mode: str) -> Result:
         """One exercise's result for this module source and mode (graded on first use)."""

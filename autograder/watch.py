@@ -555,12 +555,8 @@ class Watcher:
 
 def first_unfinished(workdir: Path) -> str:
     """The topic to watch when none is named: the first one not finished in the last checks."""
-    remembered = {
-        k: v if isinstance(v, str) else ("passed" if v else "failed")
-        for k, v in report.load_last_check(workdir).items()
-    }
     specs = [topics.load_public(n) for n in topics.ORDER]
-    found = progress.next_unfinished(specs, remembered)
+    found = progress.next_unfinished(specs, report.load_last_check(workdir))  # old true/false files: read as statuses
     return found[0] if found else topics.ORDER[0]
 
 
