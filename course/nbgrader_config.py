@@ -27,5 +27,10 @@ c.Execute.interrupt_on_timeout = True
 # The gradebook is root/gradebook.db (nbgrader's default). The exchange, where students
 # fetch and submit, is set per JupyterHub (see docs/jupyterhub.md).
 
+# Late notebooks lose what the grading service takes off (course.toml beside this file, if any:
+# docs/service.md, "Deadlines"); its due dates are written by `grade course nbgrader-dates`.
+c.AssignLatePenalties.plugin_class = "autograder.course.deadlines.LatePenalty"
+c.LatePenalty.rules_file = "course.toml"
+
 # Feedback shows each check's verdict and message, never the hidden part of a grade cell.
 c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]

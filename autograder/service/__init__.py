@@ -9,8 +9,12 @@ Modules, one concern each:
     jobs       the Celery app and the grading task; leases that re-send lost jobs
     api        the FastAPI app, its dependencies (session, caller), submitting, the JSON API
     pages      the server-rendered pages (Jinja2 templates in templates/)
-    gradebook  best scores per student and topic, the CSV, the SVG figures
-    roster     students from a CSV, instructor tokens
+    scores     which score counts (best per student and topic, never lowered by a regrade in flight)
+    views      what a page shows: a submission by exercise, two submissions' diff, a topic's table
+    plots      the gradebook's SVG figures (histograms, submissions over time)
+    exports    the gradebook as files: our CSV, Canvas's import, nbgrader's grades.csv
+    deadlines  course.toml's windows applied to a student: extensions, refusals (rules: autograder.rules)
+    roster     students enrolled, dropped and listed; tokens; instructor tokens
     gradescope `grade export gradescope`: an autograder zip running the same engine
     client     the student's side (`grade login`, `grade submit`, ...): stdlib + httpx only
     cli        the commands, registered on the `grade` app

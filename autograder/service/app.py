@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from autograder import __version__
+from autograder import __version__, rules
 from autograder.service import db, errors, jobs, storage
 from autograder.service.config import Settings
 from autograder.service.routes import api, pages
@@ -50,6 +50,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.dispatcher = jobs.Dispatcher(app.state.celery, settings)
     app.state.sessions = db.sessions(settings.db_url)
     app.state.topics = settings.topics or _course_topics()
+    app.state.rules = rules.load(settings.rules_path, app.state.topics)  # RulesError names what is wrong
     app.include_router(api.router(), prefix=f"{base}/api")
     app.include_router(pages.router(), prefix=base)
     errors.install(app)

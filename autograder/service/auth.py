@@ -166,6 +166,8 @@ def _hub_identity(session: Session, token: str, settings: Settings) -> Identity 
         student = Student(login=login, name=login, email="")
         session.add(student)
         session.commit()
+    elif student.dropped_at is not None:  # dropped from the roster: the hub's token no longer opens the course
+        return None
     return Identity(STUDENT, student.id, login)
 
 

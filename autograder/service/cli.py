@@ -7,9 +7,15 @@
     grade serve [--proxy] [--with-worker]         the API and pages (instructors); nginx in front with --proxy
     grade worker                                  one grading worker: one per GPU
     grade course add-students ROSTER.csv          roster in, course tokens out
+    grade course add-student LOGIN [--name --email]   one student (or a dropped one re-admitted); token printed once
+    grade course drop LOGIN                       out of the course: tokens revoked, submissions kept
+    grade course roster                           the roster: submissions, last one, dropped
+    grade course export --format csv|canvas|nbgrader [--canvas-ids FILE] [-o FILE]   the gradebook for a spreadsheet or an LMS
     grade course add-instructor NAME              an instructor token
     grade course rotate-token LOGIN|--instructor NAME   a new token; the old ones revoked
     grade course revoke LOGIN|--instructor NAME   revoke tokens (and the page sessions opened with them)
+    grade course extend LOGIN TOPIC --days N [--hours N] [--reason R]   more time for one student on one topic
+    grade course nbgrader-dates [--course-dir DIR]   course.toml's due dates and the extensions into nbgrader's gradebook
     grade export gradescope [--out FILE]          a Gradescope autograder zip
 
 Ships in the student package: server libraries are imported inside the server commands only.
@@ -34,7 +40,9 @@ from rich.markup import escape
 from autograder.service import client
 
 console = Console()
-course_app = typer.Typer(help="The course roster: students' and instructors' tokens.", no_args_is_help=True)
+course_app = typer.Typer(
+    help="The course roster: students' and instructors' tokens, and the gradebook's exports.", no_args_is_help=True
+)
 export_app = typer.Typer(help="Export the grader for other platforms.", no_args_is_help=True)
 
 DataDir = Annotated[
@@ -376,6 +384,149 @@ def revoke(
 
 
 @friendly
+def add_student(
+    login: Annotated[str, typer.Argument(metavar="LOGIN", help="The student's login.")],
+    name: Annotated[str, typer.Option(help="Their name.")] = "",
+    email: Annotated[str, typer.Option(help="Their email.")] = "",
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Add one student (or re-admit a dropped one) and print their course token, once."""
+    from autograder.service import roster as rosters
+
+    token, readmitted = rosters.add_student(
+        settings_from(data_dir=data_dir, database_url=database_url), login, name, email
+    )
+    done = "re-admitted (what they submitted counts again)" if readmitted else "added"
+    console.print(f"{escape(login)} {done}; their course token (shown only now):", highlight=False)
+    console.print(token, highlight=False, soft_wrap=True)
+
+
+@friendly
+def drop(
+    login: Annotated[str, typer.Argument(metavar="LOGIN", help="The student's login.")],
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Drop a student: their tokens stop working and they leave the gradebook; what they submitted is kept."""
+    import getpass
+
+    from autograder.service import roster as rosters
+
+    settings = settings_from(data_dir=data_dir, database_url=database_url)
+    entry, revoked = rosters.drop_student(settings, login, f"{getpass.getuser()} (grade course drop)")
+    console.print(
+        f"dropped {escape(login)} ({revoked} token(s) revoked, page sessions ended); their {entry.submissions} "
+        f"submission(s) are kept; `grade course add-student {escape(login)}` re-admits them",
+        highlight=False,
+    )
+
+
+@friendly
+def roster(data_dir: DataDir = None, database_url: DatabaseUrl = None) -> None:
+    """The roster: login, name, email, submissions, the last one (UTC), and when each dropped student was dropped."""
+    from rich.table import Table
+
+    from autograder.service import roster as rosters
+
+    table = Table(title="roster", title_justify="left")
+    for col in ("login", "name", "email", "submissions", "last submission (UTC)", "dropped (UTC)"):
+        table.add_column(col)
+    for e in rosters.roster(settings_from(data_dir=data_dir, database_url=database_url)):
+        dropped = f"{e.dropped_at:%Y-%m-%d %H:%M} by {e.dropped_by}" if e.dropped_at else ""
+        last = f"{e.last_submission:%Y-%m-%d %H:%M}" if e.last_submission else ""
+        table.add_row(*(escape(v) for v in (e.login, e.name, e.email, str(e.submissions), last, dropped)))
+    console.print(table)
+
+
+@friendly
+def export(
+    fmt: Annotated[str, typer.Option("--format", "-f", help="csv (ours), canvas or nbgrader.")] = "csv",
+    canvas_ids: Annotated[
+        Path | None,
+        typer.Option(
+            "--canvas-ids", help="With --format canvas: a CSV `topic,assignment_id` of Canvas assignment ids."
+        ),
+    ] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="The file to write (default: by format).")] = None,
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Write the gradebook (the scores that count; dropped students left out) as CSV, Canvas's
+    gradebook import or nbgrader's grades.csv, readable by its owner only."""
+    from autograder.service import exports
+    from autograder.service import roster as rosters
+
+    if fmt not in exports.FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; the formats are: {', '.join(exports.FORMATS)}")
+    if canvas_ids is not None and fmt != "canvas":
+        raise ValueError("--canvas-ids goes with --format canvas")
+    text = exports.from_database(settings_from(data_dir=data_dir, database_url=database_url), fmt, canvas_ids)
+    path = out or Path(exports.filename(fmt))
+    with rosters.private_file(path) as f:
+        f.write(text)
+    console.print(f"wrote {path} (format {fmt}; readable by you only)", highlight=False)
+
+
+RulesFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--rules", help="The course's rules (course.toml) [JAXLINGS_COURSE_RULES; default DATA_DIR/course.toml]."
+    ),
+]
+
+
+@friendly
+def extend(
+    login: Annotated[str, typer.Argument(metavar="LOGIN", help="The student's login.")],
+    topic: Annotated[str, typer.Argument(metavar="TOPIC", help="The topic whose dates move.")],
+    days: Annotated[float, typer.Option(help="Days more (added to --hours).")] = 0,
+    hours: Annotated[float, typer.Option(help="Hours more (added to --days).")] = 0,
+    reason: Annotated[str, typer.Option(help="Why, kept with the extension.")] = "",
+    rules_file: RulesFile = None,
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Give a student more time on one topic: its due date and late window move by the length
+    given (replacing an earlier extension of theirs for it); what they submitted counts again."""
+    import datetime as dt
+    import getpass
+
+    from autograder.service import deadlines
+
+    settings = settings_from(data_dir=data_dir, database_url=database_url)
+    length = dt.timedelta(days=days, hours=hours)
+    by = f"{getpass.getuser()} (grade course extend)"
+    line = deadlines.extend(settings, rules_file or settings.rules_path, login, topic, length, by, reason)
+    console.print(escape(line), highlight=False)
+
+
+@friendly
+def nbgrader_dates(
+    course_dir: Annotated[
+        Path, typer.Option("--course-dir", help="The nbgrader course (its gradebook.db is written).")
+    ] = Path("."),
+    rules_file: RulesFile = None,
+    data_dir: DataDir = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Write course.toml's due dates and the service's extensions into the nbgrader gradebook, so
+    nbgrader's late penalties match the service's."""
+    from autograder import rules
+    from autograder.course import deadlines as nbgrader_deadlines
+    from autograder.service import deadlines
+
+    settings = settings_from(data_dir=data_dir, database_url=database_url)
+    path = rules_file or settings.rules_path
+    if not path.exists():
+        raise ValueError(f"no rules file {path} (write one: docs/service.md, 'Deadlines and late work')")
+    course = rules.load(path, deadlines.course_topics(settings))
+    gradebook = course_dir.resolve() / "gradebook.db"
+    for line in nbgrader_deadlines.write_due_dates(f"sqlite:///{gradebook}", course, deadlines.by_login(settings)):
+        console.print(escape(line), highlight=False)
+
+
+@friendly
 def gradescope(
     out: Annotated[Path, typer.Option(help="The autograder zip to write.")] = Path("jaxlings-gradescope.zip"),
     topics: Annotated[list[str] | None, typer.Option("--topics", "-t", help="Topics to grade (default: all).")] = None,
@@ -395,9 +546,15 @@ def register(app: typer.Typer, student: bool = False) -> None:
     for fn in (serve, worker):
         app.command(fn.__name__, hidden=student)(fn)
     course_app.command("add-students")(add_students)
+    course_app.command("add-student")(add_student)
+    course_app.command("drop")(drop)
+    course_app.command("roster")(roster)
+    course_app.command("export")(export)
     course_app.command("add-instructor")(add_instructor)
     course_app.command("rotate-token")(rotate_token)
     course_app.command("revoke")(revoke)
+    course_app.command("extend")(extend)
+    course_app.command("nbgrader-dates")(nbgrader_dates)
     export_app.command("gradescope")(gradescope)
     app.add_typer(course_app, name="course", hidden=student)
     app.add_typer(export_app, name="export", hidden=student)

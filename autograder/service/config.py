@@ -53,6 +53,7 @@ class Settings:
     session_hours: float = 12.0  # a page session's lifetime
     send_timeout: float = 3.0  # a broker send gives up after this; the sweep sends it later
     max_attempts: int = 3  # gradings of one job that fail for an infrastructure reason before it is failed
+    course_rules: str = ""  # the course's rules file (deadlines, late policy); default <data_dir>/course.toml
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -90,6 +91,11 @@ class Settings:
     @property
     def celery_backend(self) -> str:
         return self.result_backend or f"db+sqlite:///{self.data_dir.resolve() / 'celery-results.db'}"
+
+    @property
+    def rules_path(self) -> Path:
+        """Where the course's rules are read from (`autograder.rules`; absent = no deadlines)."""
+        return Path(self.course_rules) if self.course_rules else self.data_dir.resolve() / "course.toml"
 
     @property
     def secure(self) -> bool:
@@ -155,6 +161,7 @@ ENV: dict[str, str] = {
     "session_hours": "JAXLINGS_SESSION_HOURS",
     "send_timeout": "JAXLINGS_SEND_TIMEOUT",
     "max_attempts": "JAXLINGS_MAX_ATTEMPTS",
+    "course_rules": "JAXLINGS_COURSE_RULES",
 }
 HUB_FALLBACK = {
     "hub_api_url": "JUPYTERHUB_API_URL",

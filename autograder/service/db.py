@@ -56,6 +56,9 @@ class Student(Base):
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     # written by every accepted submission; its row lock is what makes the rate limit and quota atomic
     last_submitted_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)
+    # dropped from the course (roster.drop): kept with what they submitted, out of the gradebook
+    dropped_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)
+    dropped_by: Mapped[str] = mapped_column(String(200), default="")
     submissions: Mapped[list[Submission]] = relationship(back_populates="student")
 
 
@@ -128,10 +131,44 @@ class Submission(Base):
     result_json: Mapped[str | None] = mapped_column(Text, nullable=True)
     error: Mapped[str] = mapped_column(Text, default="")
     student: Mapped[Student] = relationship(back_populates="submissions")
+    results: Mapped[list[GradeResult]] = relationship(
+        back_populates="submission", order_by="GradeResult.id", cascade="all, delete-orphan"
+    )
 
     @property
     def topic_list(self) -> list[str]:
         return [t for t in self.topics.split(",") if t]
+
+
+class GradeResult(Base):
+    """One stored grading of a submission: every grading is kept (a regrade adds one), and the
+    submission's `score`, `max_score` and `result_json` are always its latest (what counts:
+    `scores`). A regrade in flight or failed adds nothing, so the latest complete one stays."""
+
+    __tablename__ = "grade_results"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id"), index=True)
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
+    worker: Mapped[str] = mapped_column(String(200), default="")
+    score: Mapped[float] = mapped_column(Float)
+    max_score: Mapped[float] = mapped_column(Float)
+    result_json: Mapped[str] = mapped_column(Text)
+    submission: Mapped[Submission] = relationship(back_populates="results")
+
+
+class Extension(Base):
+    """More time for one student on one topic, granted by an instructor (`grade course extend`,
+    the gradebook page). Every grant is kept; the latest for a (student, topic) holds, and its
+    length moves that student's due time and late limit (`autograder.rules`)."""
+
+    __tablename__ = "extensions"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    student_id: Mapped[int] = mapped_column(ForeignKey("students.id"), index=True)
+    topic: Mapped[str] = mapped_column(String(100))
+    seconds: Mapped[int] = mapped_column(Integer)
+    granted_by: Mapped[str] = mapped_column(String(200), default="")
+    reason: Mapped[str] = mapped_column(String(500), default="")
+    created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
 
 
 _ENGINES: dict[str, Engine] = {}

@@ -8,12 +8,13 @@ on the `jaxlings.http` logger, never a traceback.
 
 from __future__ import annotations
 
+import html
 import logging
 import secrets
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -39,7 +40,7 @@ def answer(request: Request, status: int, message: str, headers: dict[str, str] 
     """A refusal: one log line, then JSON under /api/ and a page elsewhere."""
     log.info("refused %s %s: %d %s", request.method, request.url.path, status, message)
     base = request.app.state.settings.base_path
-    if request.url.path.startswith(f"{base}/api/") or request.url.path == f"{base}/api":
+    if is_api(request.url.path, base):
         return JSONResponse({"detail": message}, status_code=status, headers=headers)
     from autograder.service.rendering import render
 
@@ -109,7 +110,26 @@ class Contain:
             log.exception("internal error %s on %s %s", ref, scope.get("method"), scope.get("path"))
             if started:
                 return
-            response = JSONResponse(
-                {"detail": f"internal error (reference {ref}); the operators have it in their log"}, status_code=500
-            )
+            message = f"internal error (reference {ref}); the operators have it in their log"
+            response = _json_or_page(scope, message)
             await response(scope, receive, send)
+
+
+def is_api(path: str, base: str) -> bool:
+    """Whether `path` is the JSON API's (answered in JSON), not a page's."""
+    return path.startswith(f"{base}/api/") or path == f"{base}/api"
+
+
+def _json_or_page(scope: Scope, message: str) -> Response:
+    """A 500 that escaped every handler: JSON under /api/, a plain page (no template: whatever
+    failed may be the rendering) elsewhere."""
+    app = scope.get("app")
+    base = getattr(getattr(getattr(app, "state", None), "settings", None), "base_path", "")
+    if is_api(str(scope.get("path", "")), str(base or "")):
+        return JSONResponse({"detail": message}, status_code=500)
+    page = (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>jaxlings: 500</title></head>'
+        f'<body><h2>Not available right now</h2><p id="error">{html.escape(message)}</p>'
+        f'<p><a href="{html.escape(str(base or ""))}/">back to your page</a></p></body></html>'
+    )
+    return HTMLResponse(page, status_code=500)

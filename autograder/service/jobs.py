@@ -6,7 +6,9 @@ results.json. Messages are acknowledged late and rejected when a pool process di
 that keeps unacknowledged messages (Redis) delivers them again; every worker also sweeps the
 table, so a row whose lease ran out (its worker was killed) or that was stored but never sent
 (the API was killed) is sent again whatever the broker kept. A second delivery of a job that is
-done, or held under a live lease, does nothing: results are idempotent per submission.
+done, or held under a live lease, does nothing: results are idempotent per submission. Each
+stored grading adds one `GradeResult` row (the submission's history) in the transaction that
+stores it, only when the attempt still holds the row, so no delivery or retry adds two.
 
 A job whose lease ran out took its worker down (or the worker stopped answering): that is
 counted on the row (`Submission.lost`), and the second time (`MAX_LOST`) the job is marked
@@ -44,7 +46,17 @@ from sqlalchemy import CursorResult, and_, func, or_, select, true, update
 from autograder.results import clip
 from autograder.service import db
 from autograder.service.config import Settings
-from autograder.service.db import DONE, FAILED, GRADING, QUEUED, UNREACHABLE, Submission, Upload, utcnow
+from autograder.service.db import (
+    DONE,
+    FAILED,
+    GRADING,
+    QUEUED,
+    UNREACHABLE,
+    GradeResult,
+    Submission,
+    Upload,
+    utcnow,
+)
 
 TASK = "jaxlings.grade"
 MAX_LOST = 2  # deaths of its worker after which a job is failed, not sent again
@@ -414,7 +426,7 @@ def grade_submission(settings: Settings, submission_id: int, worker: str) -> dic
     finally:
         beat.stopped.set()
     doc = json.loads(result_json)
-    _finish(
+    stored = _finish(
         settings,
         submission_id,
         worker,
@@ -426,7 +438,14 @@ def grade_submission(settings: Settings, submission_id: int, worker: str) -> dic
         error="",
         failures=0,
     )
-    return {"submission": submission_id, "score": doc["score"], "max_score": doc["max_score"]}
+    if not stored:
+        log.warning(
+            "submission %s: this attempt (%s, try %d) no longer holds the job; its result is not stored",
+            submission_id,
+            worker,
+            attempt,
+        )
+    return {"submission": submission_id, "score": doc["score"], "max_score": doc["max_score"], "stored": stored}
 
 
 def _progress(settings: Settings, submission_id: int, worker: str, attempt: int, text: str) -> None:
@@ -472,21 +491,49 @@ def _failed(settings: Settings, submission_id: int, worker: str, attempt: int, e
     return note
 
 
-def _finish(settings: Settings, submission_id: int, worker: str, attempt: int, **values) -> None:
+def _finish(settings: Settings, submission_id: int, worker: str, attempt: int, **values) -> bool:
     """Store the end of this attempt, trying again (one log line each) while the database is not
-    answering, until the lease would have run out (then the sweep grades the job again)."""
+    answering, until the lease would have run out (then the sweep grades the job again). Whether
+    this attempt still held the row (a stale attempt, its row re-claimed or done, stores nothing).
+
+    A grading (status DONE) also adds its `GradeResult` row (the submission's history), in the
+    same transaction and only when the conditional UPDATE matched: a try that the database
+    committed although its answer was lost finds the row done when tried again, and adds nothing.
+    """
     deadline = time.monotonic() + settings.lease_seconds
     values = {"finished_at": utcnow(), "lease_until": None, "progress": "", **values}
     while True:
         try:
             with db.sessions(settings.db_url).begin() as session:
-                session.execute(update(Submission).where(_mine(submission_id, worker, attempt)).values(**values))
-            return
+                return _store_end(session, submission_id, worker, attempt, values)
         except UNREACHABLE as exc:
             if time.monotonic() > deadline:
                 raise
             log.warning("could not store the end of submission %s (trying again): %s", submission_id, one_line(exc))
             time.sleep(min(settings.heartbeat_seconds, 2.0))
+
+
+def _store_end(session, submission_id: int, worker: str, attempt: int, values: dict[str, Any]) -> bool:
+    """One try of `_finish`, in the caller's transaction: the row's update, and the history row
+    of a grading when the update matched. Whether it matched."""
+    taken = cast(
+        CursorResult[Any],
+        session.execute(update(Submission).where(_mine(submission_id, worker, attempt)).values(**values)),
+    )
+    if taken.rowcount != 1:
+        return False
+    if values.get("status") == DONE:
+        session.add(
+            GradeResult(
+                submission_id=submission_id,
+                created_at=values["finished_at"],
+                worker=worker,
+                score=values["score"],
+                max_score=values["max_score"],
+                result_json=values["result_json"],
+            )
+        )
+    return True
 
 
 def topic_progress(order: list[str], progress: Callable[[str], None]) -> Callable[[Any], None]:
@@ -614,7 +661,7 @@ def requeue(session, ids: list[int]) -> list[int]:
     """Mark submissions to be graded again (regrade); those being graded now are left alone.
 
     Their results stay until the regrade stores new ones: a regrade in flight or failed keeps
-    the earlier grade counted (`gradebook.topic_scores`). The counts of lost and failed tries
+    the earlier grade counted (`scores`: which score counts). The counts of lost and failed tries
     start afresh."""
     if not ids:
         return []

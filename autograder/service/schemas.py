@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 
 class Health(BaseModel):
@@ -41,6 +41,16 @@ class SubmissionView(BaseModel):
     duplicate: bool | None = None
 
 
+class Grading(BaseModel):
+    """One stored grading of a submission (its history: the latest counts; `scores`)."""
+
+    id: int
+    created_at: str
+    worker: str
+    score: float
+    max_score: float
+
+
 class Regraded(BaseModel):
     queued: list[int]
     skipped: list[int]
@@ -50,3 +60,31 @@ class Problem(BaseModel):
     """Every refusal: one line naming the problem."""
 
     detail: str
+
+
+class RosterEntry(BaseModel):
+    """One student on the roster (`GET /api/students`), dropped ones included and marked."""
+
+    login: str
+    name: str
+    email: str
+    submissions: int
+    last_submission: str | None
+    dropped_at: str | None
+    dropped_by: str
+
+
+class NewStudent(BaseModel):
+    """A student to add (`POST /api/students`); a dropped login is re-admitted."""
+
+    login: str = Field(min_length=1, max_length=200)
+    name: str = Field("", max_length=200)
+    email: str = Field("", max_length=320)
+
+
+class IssuedToken(BaseModel):
+    """A student's new course token: shown in this answer only (the server keeps its digest)."""
+
+    login: str
+    token: str
+    readmitted: bool = False

@@ -5,11 +5,18 @@ generate_assignment, autograde of three students (alice hands in the source note
 the solutions; bob the released notebook untouched, i.e. the stubs; carol the solutions with
 one function written the tutorial's way, which does not jit), generate_feedback and export.
 carol's failed checks through nbgrader must be the ones `grade grade` finds.
+
+The course's rules (course.toml: a due date, 25% off per day started) reach nbgrader through
+`grade course nbgrader-dates` (the due date, and alice's one-day extension granted on the
+service with `grade course extend`) and the late-penalty plugin: carol hands in 20 hours late
+and loses what the service would take off the same submission; alice, 10 hours late with her
+extension, loses nothing.
 """
 
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import os
 import shutil
 import subprocess
@@ -46,10 +53,34 @@ def nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
     return run
 
 
+DUE = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
+RULES = f"""
+timezone = "Europe/Zurich"
+[late]
+policy = "per_day"
+penalty = 0.25
+floor = 0.5
+[topics.{TOPIC}]
+due = {DUE:%Y-%m-%dT%H:%M:%SZ}
+late_until = 2026-12-31T12:00:00Z
+"""
+HANDED_IN = {"alice": DUE + dt.timedelta(hours=10), "bob": DUE, "carol": DUE + dt.timedelta(hours=20)}
+
+
 def hand_in(course: Path, student: str, notebook: nbformat.NotebookNode) -> None:
+    """The notebook in nbgrader's submitted/ folder, with the time `nbgrader submit` would stamp."""
     folder = course / "submitted" / student / TOPIC
     folder.mkdir(parents=True)
     nbformat.write(notebook, folder / f"{TOPIC}.ipynb")
+    (folder / "timestamp.txt").write_text(f"{HANDED_IN[student]:%Y-%m-%d %H:%M:%S.%f} UTC")
+
+
+def grade(*args: str, cwd: Path, data: Path) -> subprocess.CompletedProcess:
+    """`grade ARGS` (a service command) against the service data folder `data`."""
+    env = {**os.environ, "JAXLINGS_DATA_DIR": str(data)}
+    run = subprocess.run([sys.executable, "-m", "autograder", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    assert run.returncode == 0, f"grade {' '.join(args)}:\n{run.stdout}\n{run.stderr}"
+    return run
 
 
 def with_wrong_mask_fill(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
@@ -67,7 +98,15 @@ def course(tmp_path_factory) -> Path:
     course = tmp_path_factory.mktemp("course")
     shutil.copy(ROOT / "course" / "nbgrader_config.py", course)
     shutil.copytree(ROOT / "course" / "source" / TOPIC, course / "source" / TOPIC)
+    (course / "course.toml").write_text(RULES)
     nbgrader(course, "generate_assignment", TOPIC)
+    service = tmp_path_factory.mktemp("service")
+    roster = service / "roster.csv"
+    roster.write_text("login,name,email\nalice,Alice,\nbob,Bob,\ncarol,Carol,\n")
+    grade("course", "add-students", str(roster), "--out", str(service / "tokens.csv"), cwd=course, data=service)
+    grade("course", "extend", "alice", TOPIC, "--days", "1", "--rules", "course.toml", cwd=course, data=service)
+    dates = grade("course", "nbgrader-dates", "--rules", "course.toml", "--course-dir", ".", cwd=course, data=service)
+    assert "alice has 1 day more" in dates.stdout and f"{TOPIC}: due 2026-12-01 13:00 CET" in dates.stdout
     source = nbformat.read(course / "source" / TOPIC / f"{TOPIC}.ipynb", as_version=4)
     released = nbformat.read(course / "release" / TOPIC / f"{TOPIC}.ipynb", as_version=4)
     hand_in(course, "alice", source)
@@ -93,6 +132,27 @@ def cell_grades(course: Path, student: str) -> dict[str, tuple[float, float]]:
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         notebook = gb.find_submission_notebook(TOPIC, TOPIC, student)
         return {g.name: (g.score, g.max_score) for g in notebook.grades if g.cell_type == "code"}
+
+
+def late_penalties(course: Path) -> dict[str, float | None]:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        return {s: gb.find_submission_notebook(TOPIC, TOPIC, s).late_submission_penalty for s in HANDED_IN}
+
+
+def test_a_late_notebook_loses_what_the_service_takes_off(course):
+    from autograder import rules
+
+    course_rules = rules.load(course / "course.toml", topics.ORDER)
+    carol_keeps = course_rules.window(TOPIC).factor(HANDED_IN["carol"])
+    alice_keeps = course_rules.window(TOPIC, dt.timedelta(days=1)).factor(HANDED_IN["alice"])
+    assert (carol_keeps, alice_keeps) == (0.75, 1.0)  # a day started at 25% a day; alice within her extension
+    raw = {s: sum(score for score, _ in cell_grades(course, s).values()) for s in HANDED_IN}
+    penalties = late_penalties(course)
+    assert penalties["carol"] == pytest.approx(raw["carol"] * (1 - carol_keeps)) and raw["carol"] > 0
+    assert not penalties["alice"] and not penalties["bob"]
+    assert scores(course)["carol"][0] == pytest.approx(raw["carol"] * carol_keeps)  # grades.csv: after the penalty
 
 
 def test_release_strips_solutions_and_hidden_tests(course):

@@ -29,6 +29,14 @@ SOLUTIONS = ROOT / "solutions"
 GRADE = [sys.executable, "-m", "autograder"]
 PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 REDIS = "redis://127.0.0.1:6379"
+ARTIFACTS = ROOT / "tests" / "artifacts"
+"""Screenshots and other files a test leaves for a person to look at (not in git; CI keeps them)."""
+
+
+def artifact(name: str) -> Path:
+    """Where a test writes the artifact `name` (the folder made on first use)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS / name
 
 
 def free_port() -> int:
@@ -375,3 +383,86 @@ def log_in(course, token: str) -> PageSession:
 def serve_log(course) -> str:
     path = course.data_dir / "serve.log"
     return path.read_text(errors="replace") if path.exists() else ""
+
+
+# -- pages seeded straight into the database (test_service_pages*) -------------------------------
+
+PAGES_PRNG_OK = "def derive_keys(key, n):\n    return key\n\n\ndef dropout(key, x, rate):\n    return x\n"
+PAGES_PRNG_BAD = (
+    "def derive_keys(key, n):\n    return None  # wrong\n\n\ndef dropout(key, x, rate):\n    return x * 0\n"
+)
+
+
+def seeded_result(topic: str, failing: dict[str, str] | None = None, pending: set[str] | None = None) -> str:
+    """A results.json text shaped as `grade grade` writes it for `topic`: one test per
+    (exercise, check) of the topic's public spec; the checks in `failing` (`exercise:check` ->
+    message) fail, those in `pending` are judged on submission, the rest pass."""
+    import json as _json
+
+    from autograder import public
+    from autograder.results import Result, TestResult
+
+    failing, pending = failing or {}, pending or set()
+    doc = _json.loads(public.path_for(topic).read_text())
+    tests, totals = [], [0.0, 0.0]
+    for ex in doc["spec"]["exercises"]["$tuple"]:
+        for check in ex["checks"]["$tuple"]:
+            name, points = check["$type"].lower(), float(check.get("points", 0))
+            key = f"{ex['name']}:{name}"
+            bad, wait = key in failing, key in pending
+            data = {"pending": True} if wait else {}
+            score = 0.0 if bad or wait else points
+            message = failing.get(key) or ("judged on submission: speed" if wait else "passed")
+            tests.append(
+                TestResult(
+                    f"{topic}.{key}",
+                    score,
+                    points,
+                    "failed" if bad or wait else "passed",
+                    message,
+                    "visible",
+                    [topic, ex["name"], name],
+                    data,
+                )
+            )
+            totals[0] += score
+            totals[1] += points
+    topics = {topic: {"score": round(totals[0], 4), "max_score": round(totals[1], 4), "seconds": 1.0}}
+    return _json.dumps(Result(tests, 1.0, {"topics": topics}).to_json())
+
+
+def seed_submission(course: Course, login: str, files: dict[str, str], result: str | None, status: str = "done") -> int:
+    """A submission of `login` (added if new) stored as the API would (its canonical zip in
+    `uploads`), with `result` as its results.json text; its id."""
+    import hashlib
+    import json as _json
+
+    from autograder.service import db, storage
+
+    settings = course.settings()
+    db.upgrade(settings.db_url)
+    data = storage.canonical_zip({t: s.encode() for t, s in files.items()})
+    digest = hashlib.sha256(data).hexdigest()
+    with db.sessions(settings.db_url).begin() as session:
+        student = db.student_by_login(session, login)
+        if student is None:
+            from autograder.service import auth
+
+            auth.add_student(session, login)
+            student = db.student_by_login(session, login)
+        if session.get(db.Upload, digest) is None:
+            session.add(db.Upload(digest=digest, data=data, size=len(data)))
+            session.flush()  # the upload's row before the submission that refers to it
+        doc = _json.loads(result) if result else None
+        sub = db.Submission(
+            student_id=student.id,
+            digest=digest,
+            topics=",".join(sorted(files)),
+            status=status,
+            score=doc["score"] if doc else None,
+            max_score=doc["max_score"] if doc else None,
+            result_json=result,
+        )
+        session.add(sub)
+        session.flush()
+        return sub.id

@@ -71,8 +71,10 @@ def test_student_submits_in_the_browser_and_instructor_downloads_the_csv(course,
     with prof.expect_download() as results:
         prof.click("#recent a:has-text('results.json')")
     assert json.loads(open(results.value.path()).read())["max_score"] == 33
-    prof.click("#regrade-all")  # regrade everything, from the page
-    assert prof.url.endswith("/gradebook")
+    prof.click("#regrade-all")  # regrade everything, from the page: asked first, then queued
+    assert "Regrade 1 submission" in prof.text_content("#question")
+    prof.click("#confirm")
+    assert "Queued 1 submission" in prof.text_content("#notice")
     teacher = api(course, course.instructor())
     (only,) = teacher.get("/api/submissions").json()
     wait_for(

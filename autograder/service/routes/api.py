@@ -7,21 +7,40 @@ database connection is taken, so a client sending slowly holds a socket, not the
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, HTTPException, Path, Query, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from autograder import __version__
-from autograder.service import gradebook, jobs, storage, submitting
+from autograder.service import exports, jobs, roster, scores, storage, submitting
 from autograder.service.db import Student, Submission
 from autograder.service.deps import MAX_ID, Caller, Instructor, SessionDep, bearer, identify, visible
-from autograder.service.schemas import Health, Me, Problem, Regraded, SubmissionView, Topics
+from autograder.service.schemas import (
+    Grading,
+    Health,
+    IssuedToken,
+    Me,
+    NewStudent,
+    Problem,
+    Regraded,
+    RosterEntry,
+    SubmissionView,
+    Topics,
+)
 
 SubmissionId = Annotated[int, Path(ge=1, le=MAX_ID, description="A submission's id.")]
+LoginPath = Annotated[str, Path(min_length=1, max_length=200, description="A student's login.")]
+ExportFormat = Annotated[str, Query(max_length=20, description="csv (ours), canvas or nbgrader.")]
+CanvasIds = Annotated[
+    str, Query(max_length=2000, description="With format=canvas: topic:assignment_id pairs, comma-separated.")
+]
+T = TypeVar("T")
 REFUSALS: dict[int | str, dict[str, Any]] = {
     code: {"model": Problem} for code in (400, 401, 403, 404, 409, 413, 422, 429, 503)
 }
@@ -143,6 +162,11 @@ def router() -> APIRouter:
     def results(session: SessionDep, who: Caller, submission_id: SubmissionId) -> Response:
         return results_download(visible(session, who, submission_id))
 
+    @routes.get("/submissions/{submission_id}/history")
+    def grading_history(session: SessionDep, who: Caller, submission_id: SubmissionId) -> list[Grading]:
+        """Every stored grading of a submission, oldest first; the last is the one that counts."""
+        return grading_list(visible(session, who, submission_id))
+
     @routes.post("/submissions/{submission_id}/regrade")
     def regrade_one(request: Request, session: SessionDep, who: Instructor, submission_id: SubmissionId) -> Regraded:
         visible(session, who, submission_id)
@@ -164,8 +188,38 @@ def router() -> APIRouter:
         return Regraded(**submitting.regrade(request.app.state, session, matching(session, None if all else topic)))
 
     @routes.get("/gradebook.csv")
-    def gradebook_csv(request: Request, session: SessionDep, _who: Instructor) -> Response:
-        return csv_download(request, session)
+    def gradebook_csv(
+        request: Request,
+        session: SessionDep,
+        _who: Instructor,
+        format: ExportFormat = "csv",
+        canvas_ids: CanvasIds = "",
+    ) -> Response:
+        """The gradebook as our CSV, Canvas's gradebook import (`format=canvas`, optionally
+        `canvas_ids=prng:45678,...`) or nbgrader's grades.csv (`format=nbgrader`)."""
+        return csv_download(request, session, format, canvas_ids)
+
+    @routes.get("/students")
+    def students(session: SessionDep, _who: Instructor) -> list[RosterEntry]:
+        """The roster in login order, dropped students included (with when and by whom)."""
+        return [entry_view(e) for e in roster.entries(session)]
+
+    @routes.post("/students", status_code=201)
+    def add_student(session: SessionDep, _who: Instructor, body: NewStudent) -> IssuedToken:
+        """Add a student, or re-admit a dropped one; their course token is in this answer only."""
+        token, readmitted = on_roster(session, lambda: roster.enrol(session, body.login, body.name, body.email))
+        return IssuedToken(login=body.login.strip(), token=token, readmitted=readmitted)
+
+    @routes.delete("/students/{login}")
+    def drop_student(session: SessionDep, who: Instructor, login: LoginPath) -> RosterEntry:
+        """Drop a student: tokens revoked, page sessions ended, out of the gradebook; submissions kept."""
+        entry, _revoked = on_roster(session, lambda: roster.drop(session, login, who.login))
+        return entry_view(entry)
+
+    @routes.post("/students/{login}/token")
+    def rotate_student(session: SessionDep, _who: Instructor, login: LoginPath) -> IssuedToken:
+        """A new course token for a student (in this answer only); their earlier tokens stop working."""
+        return IssuedToken(login=login, token=on_roster(session, lambda: roster.new_token(session, login)))
 
     return routes
 
@@ -174,6 +228,14 @@ def matching(session: Session, topic: str | None) -> list[int]:
     """Ids of the submissions holding `topic` (every submission for None)."""
     rows = session.execute(select(Submission.id, Submission.topics)).all()
     return [i for i, names in rows if topic is None or topic in names.split(",")]
+
+
+def grading_list(row: Submission) -> list[Grading]:
+    """A submission's stored gradings (`GradeResult` rows), oldest first."""
+    return [
+        Grading(id=g.id, created_at=_iso(g.created_at) or "", worker=g.worker, score=g.score, max_score=g.max_score)
+        for g in row.results
+    ]
 
 
 def results_download(row: Submission) -> Response:
@@ -187,16 +249,58 @@ def results_download(row: Submission) -> Response:
     )
 
 
-def csv_download(request: Request, session: Session) -> Response:
-    rows, topics = gradebook_rows(request, session)
+def csv_download(request: Request, session: Session, fmt: str = "csv", canvas_ids: str = "") -> Response:
+    """The gradebook export `fmt` as a download; 400 naming the formats for another (the URL's
+    text is not repeated: pages render these messages)."""
+    topics = list(request.app.state.topics)
+    try:
+        if canvas_ids and fmt != "canvas":
+            raise ValueError("canvas_ids goes with format=canvas")
+        ids = exports.canvas_ids_query(canvas_ids, topics) if canvas_ids else None
+        if fmt not in exports.FORMATS:
+            raise ValueError(f"unknown export format; the formats are: {', '.join(exports.FORMATS)}")
+    except ValueError as exc:
+        raise HTTPException(400, str(exc)) from None
+    rows, course = standings(request, session)
     return PlainTextResponse(
-        gradebook.to_csv(rows, topics),
+        exports.render(fmt, rows, course, ids),
         media_type="text/csv",
-        headers={"Content-Disposition": 'attachment; filename="gradebook.csv"'},
+        headers={"Content-Disposition": f'attachment; filename="{exports.filename(fmt)}"'},
     )
 
 
-def gradebook_rows(request: Request, session: Session) -> tuple[list[gradebook.Row], list[str]]:
+def on_roster(session: Session, change: Callable[[], T]) -> T:
+    """Run one roster change and commit it; its refusals as 404 (unknown login), 409 (the
+    student's state forbids it) or 400 (a field that does not fit)."""
+    try:
+        done = change()
+        session.commit()
+    except roster.UnknownStudent as exc:
+        raise HTTPException(404, str(exc)) from None
+    except roster.RosterConflict as exc:
+        raise HTTPException(409, str(exc)) from None
+    except ValueError as exc:
+        raise HTTPException(400, str(exc)) from None
+    except IntegrityError:  # the same new login added by two requests at once: the other one won
+        session.rollback()
+        raise HTTPException(409, "that login was just added by another request; list the roster") from None
+    return done
+
+
+def entry_view(e: roster.Entry) -> RosterEntry:
+    return RosterEntry(
+        login=e.login,
+        name=e.name,
+        email=e.email,
+        submissions=e.submissions,
+        last_submission=_iso(e.last_submission),
+        dropped_at=_iso(e.dropped_at),
+        dropped_by=e.dropped_by,
+    )
+
+
+def standings(request: Request, session: Session) -> tuple[list[scores.Standing], scores.Outline]:
+    """Every student's counted scores (`scores`: which score counts) and the course's outline."""
     students = list(session.scalars(select(Student)))
     subs = list(session.scalars(select(Submission)))
-    return gradebook.gradebook(students, subs), list(request.app.state.topics)
+    return scores.standings(students, subs), scores.outline(request.app.state.topics)

@@ -1,5 +1,6 @@
 """The server-rendered pages: log in, a student's page (history, best per topic, an upload form),
-a submission's verdicts (refreshing itself until graded), the instructor's gradebook.
+a submission's verdicts beside its code (refreshing itself until graded), the diff between two
+submissions, the instructor's gradebook and a topic's page, regrades (bulk ones confirmed first).
 
 A page knows its visitor by a page session (`websession`), never by a token in a cookie. Every
 form carries the session's CSRF token and must come from the service's own origin; errors are
@@ -11,19 +12,19 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Form, HTTPException, Request, Response
+from fastapi import APIRouter, Form, HTTPException, Query, Request, Response
 from fastapi.responses import RedirectResponse
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from autograder.service import auth, gradebook, jobs, storage, submitting, websession
+from autograder.service import auth, jobs, plots, scores, storage, submitting, views, websession
 from autograder.service.auth import Identity
 from autograder.service.db import DONE, FAILED, Submission, WebSession
 from autograder.service.deps import MAX_ID, SessionDep, visible
 from autograder.service.rendering import render
-from autograder.service.routes.api import csv_download, gradebook_rows, matching, read_body, results_download
+from autograder.service.routes.api import csv_download, matching, read_body, results_download, standings
 from autograder.service.security import same_origin
 
 FOREIGN = "this form came from another site or an old page; reload the page and try again"
@@ -149,8 +150,37 @@ def router() -> APIRouter:
             csrf=row.csrf,
             sub=sub,
             result=result,
+            topics=views.grouped(sub, views.topic_files(session, sub)),
+            previous=_previous(session, sub),
+            code_css=views.code_css(),
             position=jobs.position(session, sub),
             pending=sub.status not in (DONE, FAILED),
+        )
+
+    @routes.get("/submissions/{older_id}/diff/{newer_id}")
+    def diff_page(request: Request, session: SessionDep, older_id: int, newer_id: int) -> Response:
+        """Two submissions of one student compared file by file; 404 unless both are the caller's
+        to see and of the same student (exactly like ones that do not exist)."""
+        found = visitor(request, session)
+        if found is None:
+            return _to_login(request)
+        older, newer = visible(session, found[0], older_id), visible(session, found[0], newer_id)
+        if older.student_id != newer.student_id:
+            raise HTTPException(404, f"no submission {newer_id} of the student of submission {older_id}")
+        files = views.diff(
+            views.topic_files(session, older), views.topic_files(session, newer), f"#{older.id}", f"#{newer.id}"
+        )
+        return render(
+            request,
+            "diff.html",
+            who=found[0],
+            csrf=found[1].csrf,
+            older=older,
+            newer=newer,
+            files=files,
+            older_topics=scores.topic_results(older),
+            newer_topics=scores.topic_results(newer),
+            code_css=views.code_css(),
         )
 
     @routes.get("/submissions/{submission_id}/results.json")
@@ -162,68 +192,135 @@ def router() -> APIRouter:
 
     @routes.get("/gradebook")
     def gradebook_page(request: Request, session: SessionDep) -> Response:
+        """The instructor's gradebook: every student's counted score per topic (`scores`), the
+        figures (`plots`: scores per topic, submissions over time, pass rates per exercise) and the
+        latest 50 submissions with their regrade forms."""
         found = instructor_visitor(request, session)
         if found is None:
             return _to_login(request)
-        rows, topics = gradebook_rows(request, session)
-        subs = list(session.scalars(select(Submission).order_by(Submission.id.desc())))
-        tops = gradebook.maxima(subs)
+        rows, course = standings(request, session)
+        submitted = {t: [r.score(t) for r in rows if t in r.topics] for t in course.topics}
         histograms = {
-            t: gradebook.histogram_svg([r.best[t] for r in rows if t in r.best], tops[t], t)
-            for t in topics
-            if t in tops
+            t: plots.histogram_svg(got, course.max_score(t), t, missing=len(rows) - len(got))
+            for t, got in submitted.items()
+            if got
         }
+        rates = plots.pass_rates(rows, course)
+        recent = session.scalars(select(Submission).order_by(Submission.id.desc()).limit(50))
         return render(
             request,
             "gradebook.html",
             who=found[0],
             csrf=found[1].csrf,
             rows=rows,
-            topics=topics,
+            course=course,
+            topics=course.topics,
             histograms=histograms,
-            timeline=gradebook.timeline_svg([s.created_at for s in subs]),
-            recent=subs[:50],
+            unsubmitted=[t for t, got in submitted.items() if not got],
+            passrates={t: plots.pass_rate_svg(t, rs) for t, rs in rates.items()},
+            hardest=plots.hardest(rates),
+            timeline=plots.timeline_svg(list(session.scalars(select(Submission.created_at)))),
+            recent=list(recent),
         )
 
     @routes.get("/gradebook.csv")
-    def gradebook_csv(request: Request, session: SessionDep) -> Response:
-        return _to_login(request) if instructor_visitor(request, session) is None else csv_download(request, session)
+    def gradebook_csv(
+        request: Request,
+        session: SessionDep,
+        format: Annotated[str, Query(max_length=20)] = "csv",
+        canvas_ids: Annotated[str, Query(max_length=2000)] = "",
+    ) -> Response:
+        """The gradebook export (`?format=csv|canvas|nbgrader`, as `/api/gradebook.csv`)."""
+        if instructor_visitor(request, session) is None:
+            return _to_login(request)
+        return csv_download(request, session, format, canvas_ids)
+
+    @routes.get("/gradebook/topics/{topic}")
+    def topic_page(request: Request, session: SessionDep, topic: str) -> Response:
+        """One topic, students x exercises: each cell the counted submission's exercise score and
+        the checks it failed; the pass rate per exercise below."""
+        found = instructor_visitor(request, session)
+        if found is None:
+            return _to_login(request)
+        if topic not in request.app.state.topics:
+            raise HTTPException(404, "no such topic in this course; the gradebook lists them")
+        rows, course = standings(request, session)
+        exercises = course.exercises[topic]
+        table, rates = views.topic_table(rows, topic, list(exercises))
+        return render(
+            request,
+            "topic.html",
+            who=found[0],
+            csrf=found[1].csrf,
+            topic=topic,
+            exercises=exercises,
+            max_score=course.max_score(topic),
+            table=table,
+            rates=rates,
+        )
 
     @routes.post("/gradebook/regrade")
     def page_regrade(
         request: Request,
         session: SessionDep,
         what: Annotated[str, Form(max_length=200)] = "",
+        confirm: Annotated[str, Form(max_length=10)] = "",
         csrf: Annotated[str, Form(max_length=200)] = "",
     ) -> Response:
-        """Regrade one submission (`what` = its id), a topic (`topic:NAME`) or everything (`all`)."""
+        """Regrade one submission (`what` = its id) at once, or a topic (`topic:NAME`) or everything
+        (`all`) once confirmed (`confirm=yes`, from the confirmation page this renders first); then
+        a notice of what was queued."""
         found = visitor(request, session)
         if found is None:
             return _to_login(request)
         check_form(request, found[1], csrf)
         if not found[0].is_instructor:
-            raise HTTPException(403, "instructors only")
-        submitting.regrade(request.app.state, session, _regrade_targets(request, session, what))
-        return RedirectResponse(f"{request.app.state.settings.base_path}/gradebook", status_code=303)
+            raise HTTPException(403, "regrading is for instructors only")
+        targets, what, topic = _regrade_targets(request, session, what)
+        context: dict[str, Any] = {
+            "who": found[0],
+            "csrf": found[1].csrf,
+            "what": what,
+            "topic": topic,
+            "count": len(targets),
+        }
+        if what.isdigit():
+            context["submission_id"] = int(what)
+        elif confirm != "yes":
+            return render(request, "confirm.html", **context)
+        done = submitting.regrade(request.app.state, session, targets)
+        return render(request, "notice.html", queued=len(done["queued"]), skipped=len(done["skipped"]), **context)
 
     return routes
 
 
-def _regrade_targets(request: Request, session: Session, what: str) -> list[int]:
-    """The ids a regrade form names, or 400 saying what it may name."""
+def _regrade_targets(request: Request, session: Session, what: str) -> tuple[list[int], str, str]:
+    """The ids a regrade form names, its `what` rebuilt from known values (never echoed) and the
+    topic named ('' for all or one submission); 400 saying what it may name otherwise."""
     topics = request.app.state.topics
     if what == "all":
-        return matching(session, None)
+        return matching(session, None), "all", ""
     if what.startswith("topic:") and what[6:] in topics:
-        return matching(session, what[6:])
+        topic = next(t for t in topics if t == what[6:])
+        return matching(session, topic), f"topic:{topic}", topic
     if (
         what.isascii()
         and what.isdigit()
         and 1 <= int(what) <= MAX_ID
         and session.get(Submission, int(what)) is not None
     ):
-        return [int(what)]
+        return [int(what)], str(int(what)), ""
     raise HTTPException(400, "a regrade names `all`, `topic:NAME` (a course topic) or a submission's id")
+
+
+def _previous(session: Session, sub: Submission) -> Submission | None:
+    """The same student's submission just before this one (for "compare with the previous")."""
+    return session.scalar(
+        select(Submission)
+        .where(Submission.student_id == sub.student_id, Submission.id < sub.id)
+        .order_by(Submission.id.desc())
+        .limit(1)
+    )
 
 
 def _student_page(
@@ -242,7 +339,7 @@ def _student_page(
         who=who,
         csrf=row.csrf,
         submissions=subs,
-        best=gradebook.best_scores(subs),
+        best=scores.counted(subs),
         error=error,
         topics=request.app.state.topics,
     )
