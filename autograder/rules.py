@@ -43,7 +43,7 @@ import math
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -203,7 +203,7 @@ def load(path: Path | None, topics: tuple[str, ...] | list[str]) -> CourseRules:
     try:
         rules = CourseRules.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {_words(e)}" for e in exc.errors())
         raise RulesError(f"{path}: {problems}") from None
     unknown = sorted(set(rules.topics) - set(topics))
     if unknown:
@@ -211,6 +211,13 @@ def load(path: Path | None, topics: tuple[str, ...] | list[str]) -> CourseRules:
             f"{path}: [topics.{unknown[0]}] is not a topic of this course (its topics: {', '.join(topics)})"
         )
     return rules
+
+
+def _words(error: Any) -> str:
+    """pydantic's message for one problem, in the words of someone editing the file."""
+    if error["type"] == "extra_forbidden":
+        return "not a key of this table (misspelt?)"
+    return str(error["msg"]).removeprefix("Value error, ")
 
 
 UNITS = ((86400, "day"), (3600, "hour"), (60, "minute"))
@@ -232,6 +239,19 @@ def until(at: dt.datetime, now: dt.datetime) -> str:
     n = max(1, int(span // size))
     words = f"{n} {unit}{'s' if n != 1 else ''}"
     return f"in {words}" if seconds >= 0 else f"{words} ago"
+
+
+def dates(window: Window, rules: CourseRules) -> str:
+    """A topic's dates for the instructor, in the course's zone: "opens Mon 30 Nov 09:00 CET ·
+    due Tue 08 Dec 23:59 CET · late until Tue 15 Dec 23:59 CET (10% off per day started)"."""
+    parts = [
+        f"{label} {rules.local(t):%a %d %b %H:%M %Z}"
+        for label, t in (("opens", window.opens), ("due", window.due), ("late until", window.late_until))
+        if t is not None
+    ]
+    if window.due is not None:
+        parts[-1] += f" ({window.late.describe()})"
+    return " · ".join(parts) or "no dates"
 
 
 def describe(window: Window, now: dt.datetime, rules: CourseRules) -> str:

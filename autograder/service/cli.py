@@ -67,7 +67,7 @@ def friendly(fn: Callable) -> Callable:
         try:
             return fn(*args, **kwargs)
         except (client.ClientError, ValueError, FileNotFoundError) as exc:
-            console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+            console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)  # paths unbroken
             raise typer.Exit(2) from None
         except ImportError as exc:  # a server command in the student package (no server modules or libraries)
             console.print(
@@ -148,6 +148,9 @@ def submit(
     """Zip your exercises' topic files, submit them for hidden grading, and print the submission's id."""
     api = client.Client(client.connection())
     data, topics = client.zip_exercises(directory, names or [], api.topics())
+    dates = api.deadlines()
+    for topic in (t for t in topics if t in dates):
+        console.print(f"{escape(topic)}: {escape(dates[topic])}", highlight=False)
     state = api.submit(data, topics)
     again = " (already submitted: same files)" if state.get("duplicate") else ""
     console.print(f"submission [bold]{state['id']}[/]: {', '.join(topics)}{again}", highlight=False)
@@ -239,12 +242,14 @@ def serve(
     server's own limits on what one client may hold, or behind nginx with --proxy."""
     import uvicorn
 
+    from autograder import rules
     from autograder.service import app as service
-    from autograder.service import db, front, limits, storage
+    from autograder.service import db, deadlines, front, limits, storage
 
     settings = settings_from(
         host=host, port=port, data_dir=data_dir, database_url=database_url, broker_url=broker_url, sandbox=sandbox
     )
+    rules.load(settings.rules_path, deadlines.course_topics(settings))  # a faulty course.toml stops us here
     storage.secure_data_dir(settings)  # before anything creates a file there
     db.upgrade(settings.db_url)
     os.environ.update(settings.to_env())  # what a worker or a second API process reads

@@ -170,6 +170,10 @@ class Extension(Base):
     reason: Mapped[str] = mapped_column(String(500), default="")
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
 
+    @property
+    def length(self) -> dt.timedelta:
+        return dt.timedelta(seconds=self.seconds)
+
 
 _ENGINES: dict[str, Engine] = {}
 

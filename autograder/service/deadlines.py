@@ -52,9 +52,23 @@ def refusal(
     for topic in topics:
         w = window(course, granted, student_id, topic)
         phase = w.phase(aware(now))
-        if phase in (rules.Phase.NOT_OPEN, rules.Phase.CLOSED):
-            problems.append(f"{topic} is {rules.describe(w, aware(now), course)}")
+        if phase is rules.Phase.NOT_OPEN:
+            problems.append(f"{topic} {rules.describe(w, aware(now), course)}")  # "prng opens in 3 hours (...)"
+        elif phase is rules.Phase.CLOSED:
+            problems.append(f"{topic} is {rules.describe(w, aware(now), course)}")  # "prng is closed since ..."
     return "; ".join(problems) + " (no submission of it is taken now)" if problems else None
+
+
+def status_lines(
+    course: rules.CourseRules, granted: Extensions, student_id: int, topics: Iterable[str], now: dt.datetime
+) -> dict[str, str]:
+    """topic -> one line on where it stands for this student ("due in 2 days (...)", "late: ...",
+    "closed since ..."), for the topics that have dates; {} when the course has none."""
+    return {
+        t: rules.describe(window(course, granted, student_id, t), aware(now), course)
+        for t in topics
+        if t in course.topics
+    }
 
 
 def grant(
@@ -92,6 +106,17 @@ def grant(
     if w.due is None:
         return f"{login} has {rules.length(length)} more on {topic} (it has no due date yet)"
     return f"{login}: {topic} now due {course.local(w.due):%a %d %b %H:%M %Z}"
+
+
+def granted_on(session: Session, topic: str) -> list[tuple[str, Extension]]:
+    """The extensions that hold on `topic`, as (login, the latest grant), in login order."""
+    rows = session.execute(
+        select(Student.login, Extension)
+        .join(Student, Student.id == Extension.student_id)
+        .where(Extension.topic == topic)
+    ).tuples()
+    latest = dict(sorted(rows, key=lambda r: r[1].id))  # a later grant replaces an earlier one
+    return sorted(latest.items(), key=lambda r: r[0])
 
 
 def course_topics(settings: Settings) -> list[str]:

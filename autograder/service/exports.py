@@ -4,9 +4,11 @@ Every export reads the counted scores of `scores` (which score counts, maxima fr
 outline, dropped students left out) and only arranges them; none decides a score of its own.
 
 - `gradebook_csv`: one row per student. login, name, email; per topic `TOPIC` (the counted
-  score), `TOPIC max`, `TOPIC submitted_at` (ISO 8601 UTC time of the submission that counts;
-  empty when none does) and `TOPIC.EXERCISE` (that submission's points per exercise, which add up
-  to `TOPIC`); then `total`, `total max`, `submissions`. Maxima are columns repeated on every
+  score), `TOPIC max`, `TOPIC raw` (that submission's score before any late penalty),
+  `TOPIC late` (the fraction the late policy took off: 0 on time, 0.25), `TOPIC submitted_at`
+  (ISO 8601 UTC time of the submission that counts; empty when none does) and `TOPIC.EXERCISE`
+  (that submission's points per exercise, which add up to `TOPIC raw`); then `total`,
+  `total max`, `submissions`. Maxima are columns repeated on every
   row, not a second header row, so that `csv.DictReader`, pandas and a spreadsheet's sort and
   filter read every row as a student (and `=B2/C2` is a percentage).
 - `canvas_csv`: Canvas's gradebook import file (Grades > Import): `Student`, `ID`,
@@ -29,6 +31,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
+from autograder.rules import NO_RULES, CourseRules
+from autograder.rules import load as load_rules
 from autograder.service.config import Settings
 from autograder.service.scores import Outline, Standing
 
@@ -86,7 +90,8 @@ def gradebook_csv(rows: Sequence[Standing], course: Outline) -> str:
     exercises per topic, then the total, its maximum and how many submissions they made."""
     header = ["login", "name", "email"]
     for t in course.topics:
-        header += [t, f"{t} max", f"{t} submitted_at", *(f"{t}.{e}" for e in course.exercises[t])]
+        header += [t, f"{t} max", f"{t} raw", f"{t} late", f"{t} submitted_at"]
+        header += [f"{t}.{e}" for e in course.exercises[t]]
     header += ["total", "total max", "submissions"]
 
     def line(r: Standing) -> list[str]:
@@ -94,7 +99,9 @@ def gradebook_csv(rows: Sequence[Standing], course: Outline) -> str:
         for t in course.topics:
             counted = r.topics.get(t)
             done = counted.exercises if counted else {}
-            cells += [number(r.score(t)), number(course.max_score(t)), utc(counted.submitted_at if counted else None)]
+            raw, off = (counted.raw_score, round(1 - counted.factor, 4)) if counted else (0.0, 0.0)
+            cells += [number(r.score(t)), number(course.max_score(t)), number(raw), number(off)]
+            cells += [utc(counted.submitted_at if counted else None)]
             cells += [number(done[e].score if e in done else 0.0) for e in course.exercises[t]]
         return [*cells, number(r.total(course.topics)), number(course.total), str(r.submissions)]
 
@@ -116,26 +123,29 @@ def canvas_csv(rows: Sequence[Standing], course: Outline, ids: Mapping[str, str]
     return _write(header, [possible, *students])
 
 
-def nbgrader_csv(rows: Sequence[Standing], course: Outline) -> str:
+def nbgrader_csv(rows: Sequence[Standing], course: Outline, dues: Mapping[str, dt.datetime] | None = None) -> str:
     """nbgrader's grades.csv: one row per topic (its `assignment`) per student, in nbgrader's
-    order (topics outer). No due dates and no late penalty here: `duedate` is empty and
-    `late_submission_penalty` 0.0; `timestamp` is empty when no submission counts."""
+    order (topics outer). `duedate` is the topic's due date from the course's rules (`dues`, UTC;
+    empty without one), `raw_score` the counted submission's score before the late penalty,
+    `late_submission_penalty` what the policy took off; `timestamp` is empty when no submission
+    counts."""
+    dues = dues or {}
 
     def line(topic: str, r: Standing) -> list[str]:
         counted = r.topics.get(topic)
         first, last = split_name(r.student.name)
-        score = str(float(r.score(topic)))
+        raw = counted.raw_score if counted else 0.0
         return [
             topic,
-            "",
+            utc(dues[topic].astimezone(dt.UTC).replace(tzinfo=None)) if topic in dues else "",
             utc(counted.submitted_at if counted else None),
             text(r.student.login),
             text(last),
             text(first),
             text(r.student.email),
-            score,
-            "0.0",
-            score,
+            str(float(raw)),
+            str(float(round(raw - r.score(topic), 4))),
+            str(float(r.score(topic))),
             str(course.max_score(topic)),
         ]
 
@@ -149,12 +159,20 @@ def split_name(name: str) -> tuple[str, str]:
     return first.strip(), last
 
 
-def render(fmt: str, rows: Sequence[Standing], course: Outline, canvas_ids: Mapping[str, str] | None = None) -> str:
-    """The export `fmt` (one of FORMATS); a ValueError naming the formats for another."""
+def render(
+    fmt: str,
+    rows: Sequence[Standing],
+    course: Outline,
+    canvas_ids: Mapping[str, str] | None = None,
+    rules: CourseRules = NO_RULES,
+) -> str:
+    """The export `fmt` (one of FORMATS); a ValueError naming the formats for another. `rules`
+    gives nbgrader's due dates (the scores in `rows` are already counted under them)."""
+    dues = {t: due for t in course.topics if (due := rules.window(t).due) is not None}
     makers: dict[str, Callable[[], str]] = {
         "csv": lambda: gradebook_csv(rows, course),
         "canvas": lambda: canvas_csv(rows, course, canvas_ids),
-        "nbgrader": lambda: nbgrader_csv(rows, course),
+        "nbgrader": lambda: nbgrader_csv(rows, course, dues),
     }
     if fmt not in makers:
         raise ValueError(f"unknown export format; the formats are: {', '.join(FORMATS)}")
@@ -223,16 +241,17 @@ def from_database(settings: Settings, fmt: str, canvas_ids: Path | None = None) 
     from sqlalchemy import select
 
     from autograder import topics as course_topics
-    from autograder.service import db, scores, storage
+    from autograder.service import db, deadlines, scores, storage
 
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; the formats are: {', '.join(FORMATS)}")
     topics = list(settings.topics or course_topics.ORDER)
     ids = canvas_ids_file(canvas_ids, topics) if canvas_ids else None
+    course = load_rules(settings.rules_path, topics)
     storage.secure_data_dir(settings)
     db.upgrade(settings.db_url)
     with db.sessions(settings.db_url)() as session:
         students = list(session.scalars(select(db.Student)))
         subs = list(session.scalars(select(db.Submission)))
-        rows = scores.standings(students, subs)
-    return render(fmt, rows, scores.outline(topics), ids)
+        rows = scores.standings(students, subs, course, deadlines.extensions(session))
+    return render(fmt, rows, scores.outline(topics), ids, course)

@@ -19,6 +19,15 @@ class Me(BaseModel):
     role: str
 
 
+class Deadlines(BaseModel):
+    """Where each dated topic stands for the caller (a student: their extensions applied), in
+    words ("due in 2 days (Tue 08 Dec 23:59 CET)", "late: ...", "closed since ..."); the
+    course's time zone. Topics without dates are left out."""
+
+    timezone: str
+    topics: dict[str, str]
+
+
 class SubmissionView(BaseModel):
     """A submission and its job, as the API shows it."""
 
@@ -80,6 +89,25 @@ class NewStudent(BaseModel):
     login: str = Field(min_length=1, max_length=200)
     name: str = Field("", max_length=200)
     email: str = Field("", max_length=320)
+
+
+class NewExtension(BaseModel):
+    """More time for one student on one topic (`POST /api/extensions`): `days` and `hours` add up."""
+
+    login: str = Field(min_length=1, max_length=200)
+    topic: str = Field(min_length=1, max_length=100)
+    days: float = Field(0, ge=0, le=366)
+    hours: float = Field(0, ge=0, le=24 * 366)
+    reason: str = Field("", max_length=500)
+
+
+class Granted(BaseModel):
+    """An extension granted: what the student now has, in words."""
+
+    login: str
+    topic: str
+    seconds: int
+    message: str
 
 
 class IssuedToken(BaseModel):

@@ -11,18 +11,28 @@
 - A topic a student never submitted counts 0 of its maximum; maxima come from the course's
   outline (`outline()`), not from whoever happened to submit.
 - Dropped students (`Student.dropped_at`) are left out of the gradebook and its exports.
+- A late submission counts its topic score times what the course's late policy keeps
+  (`autograder.rules`, the student's extension applied, the time the server received it); the
+  best is taken after that, so an on-time 7 beats a late 8 that keeps 75%. The raw score and the
+  factor stay beside the counted one. Worked out whenever a score counts, never stored, so a
+  changed rule or a granted extension re-counts what is already stored.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
+from autograder import rules
+from autograder.service import deadlines
 from autograder.service.db import Student, Submission
+
+Keeps = Callable[[str, dt.datetime], float]
+"""(topic, time received) -> the fraction of its score a submission keeps under the late policy."""
 
 
 @dataclass(frozen=True)
@@ -38,7 +48,8 @@ class ExerciseScore:
 
 @dataclass(frozen=True)
 class TopicScore:
-    """A topic's score in one submission's result."""
+    """A topic's score in one submission's result: `score` is what counts (`raw_score` times the
+    late policy's `factor`); the exercises' points are the raw ones, adding up to `raw_score`."""
 
     topic: str
     score: float
@@ -46,6 +57,21 @@ class TopicScore:
     submission_id: int
     submitted_at: dt.datetime
     exercises: dict[str, ExerciseScore] = field(default_factory=dict)
+    raw_score: float = -1.0  # set from `score` when not given
+    factor: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.raw_score < 0:
+            object.__setattr__(self, "raw_score", self.score)
+
+    @property
+    def late(self) -> bool:
+        """Whether the late policy took something off."""
+        return self.factor < 1.0
+
+    def kept(self, factor: float) -> TopicScore:
+        """This result as it counts when it keeps `factor` of its raw score."""
+        return replace(self, score=round(self.raw_score * factor, 4), factor=factor)
 
 
 @dataclass(frozen=True)
@@ -126,15 +152,22 @@ def _exercises(tests: Iterable[dict[str, Any]]) -> dict[str, dict[str, ExerciseS
     }
 
 
-def counted(submissions: Iterable[Submission]) -> dict[str, TopicScore]:
-    """topic -> the score that counts among one student's submissions: the best, the earliest
-    submission on a tie."""
+def counted(submissions: Iterable[Submission], keeps: Keeps | None = None) -> dict[str, TopicScore]:
+    """topic -> the score that counts among one student's submissions: the best after the late
+    policy (`keeps`; None: every submission keeps all), the earliest submission on a tie."""
     best: dict[str, TopicScore] = {}
     for sub in sorted(submissions, key=lambda s: (s.created_at, s.id)):
         for topic, result in topic_results(sub).items():
+            if keeps is not None:
+                result = result.kept(keeps(topic, sub.created_at))
             if topic not in best or result.score > best[topic].score:
                 best[topic] = result
     return best
+
+
+def keeps_for(course: rules.CourseRules, granted: deadlines.Extensions, student_id: int) -> Keeps:
+    """What one student's submissions keep under the course's late policy, their extensions applied."""
+    return lambda topic, at: deadlines.window(course, granted, student_id, topic).factor(deadlines.aware(at))
 
 
 @dataclass
@@ -154,8 +187,14 @@ class Standing:
         return round(sum(self.score(t) for t in topics), 4)
 
 
-def standings(students: Iterable[Student], submissions: Iterable[Submission]) -> list[Standing]:
-    """One Standing per student on the roster (dropped students left out), in login order."""
+def standings(
+    students: Iterable[Student],
+    submissions: Iterable[Submission],
+    course: rules.CourseRules = rules.NO_RULES,
+    granted: deadlines.Extensions | None = None,
+) -> list[Standing]:
+    """One Standing per student on the roster (dropped students left out), in login order; scores
+    counted under the `course`'s late policy with the extensions `granted`."""
     rows = {s.id: Standing(s) for s in students if s.dropped_at is None}
     by_student: dict[int, list[Submission]] = {}
     for sub in submissions:
@@ -166,5 +205,5 @@ def standings(students: Iterable[Student], submissions: Iterable[Submission]) ->
         row.last = max(filter(None, (row.last, sub.created_at)))
         by_student.setdefault(sub.student_id, []).append(sub)
     for sid, subs in by_student.items():
-        rows[sid].topics = counted(subs)
+        rows[sid].topics = counted(subs, keeps_for(course, granted or {}, sid))
     return sorted(rows.values(), key=lambda r: r.student.login)

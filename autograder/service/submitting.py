@@ -18,7 +18,8 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from autograder.service import jobs, storage
+from autograder import rules
+from autograder.service import deadlines, jobs, storage
 from autograder.service.auth import Identity
 from autograder.service.config import Settings
 from autograder.service.db import FAILED, QUEUED, Student, Submission, Upload, utcnow
@@ -43,7 +44,7 @@ def submit(
     if existing is not None:
         return _again(state, session, existing), True
     session.rollback()  # end any read snapshot: the lock below must be the transaction's first statement
-    row = store(session, settings, who.student_id, checked, names)
+    row = store(session, settings, who.student_id, checked, names, getattr(state, "rules", rules.NO_RULES))
     state.dispatcher.put([row.id])
     return row, False
 
@@ -89,13 +90,21 @@ def _again(state: Any, session: Session, row: Submission) -> Submission:
 
 
 def store(
-    session: Session, settings: Settings, student_id: int | None, checked: storage.Checked, topics: str
+    session: Session,
+    settings: Settings,
+    student_id: int | None,
+    checked: storage.Checked,
+    topics: str,
+    course: rules.CourseRules = rules.NO_RULES,
 ) -> Submission:
-    """Under the student's lock: check the limits, insert the upload (once per content) and the
-    submission row, and commit."""
+    """Under the student's lock: check the course's dates (`course`: a topic not open yet or
+    closed for this student is refused, 403), the limits, insert the upload (once per content)
+    and the submission row, and commit. The time that counts is the row's `created_at`, the
+    server's clock at this commit."""
     for _attempt in range(3):
         try:
             _lock_student(session, student_id)
+            _dates(session, course, student_id, topics)
             _rate_limit(session, settings, student_id, topics)
             _quota(
                 session, settings, student_id, 0 if _holds(session, student_id, checked.digest) else len(checked.data)
@@ -122,6 +131,16 @@ def _lock_student(session: Session, student_id: int | None) -> None:
     """Take the student's row lock for this transaction (PostgreSQL: the row; SQLite: the writer's
     lock): concurrent submits of one student then check their limits one after the other."""
     session.execute(update(Student).where(Student.id == student_id).values(last_submitted_at=utcnow()))
+
+
+def _dates(session: Session, course: rules.CourseRules, student_id: int | None, topics: str) -> None:
+    """403 naming each topic not open yet or closed for this student (their extensions applied)."""
+    if not course.topics or student_id is None:
+        return
+    granted = deadlines.extensions(session, [student_id])
+    refused = deadlines.refusal(course, granted, student_id, topics.split(","), utcnow())
+    if refused:
+        raise HTTPException(403, refused)
 
 
 def _rate_limit(session: Session, settings: Settings, student_id: int | None, topics: str) -> None:

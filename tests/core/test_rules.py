@@ -54,7 +54,7 @@ def test_a_course_file_reads_in_its_zone(tmp_path):
         ("timezone = 'Mars/Olympus'", ["timezone", "unknown time zone"]),
         ("[topics.prgn]\ndue = 2026-12-08T23:59:00", ["[topics.prgn]", "not a topic", "prng"]),
         ("[topics.prng]\ndue = 2026-12-08T23:59:00\nlate_until = 2026-12-01T00:00:00", ["topics.prng", "after"]),
-        ("[topics.prng]\ndeu = 2026-12-08T23:59:00", ["topics.prng.deu", "Extra inputs"]),
+        ("[topics.prng]\ndeu = 2026-12-08T23:59:00", ["topics.prng.deu", "not a key of this table"]),
         ("[late]\npolicy = 'per_week'", ["late.policy"]),
         ("[late]\npolicy = 'per_day'\npenalty = 1.5", ["late.penalty"]),
         ("[topics.prng]\nlate_until = 2026-12-01T00:00:00", ["late_until needs a due date"]),

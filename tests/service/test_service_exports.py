@@ -61,15 +61,16 @@ def test_our_csv_has_score_maximum_time_and_exercises_per_topic_that_add_up():
     header = next(csv.reader(io.StringIO(text)))
     assert header == [
         "login", "name", "email",
-        "prng", "prng max", "prng submitted_at", "prng.derive_keys", "prng.dropout",
-        "loops", "loops max", "loops submitted_at", "loops.scan_sum",
+        "prng", "prng max", "prng raw", "prng late", "prng submitted_at", "prng.derive_keys", "prng.dropout",
+        "loops", "loops max", "loops raw", "loops late", "loops submitted_at", "loops.scan_sum",
         "total", "total max", "submissions",
     ]  # fmt: skip
     rows = {r["login"]: r for r in read(text)}
     assert set(rows) == {"ada", "alan", "'=evil"}  # every row a student: maxima are columns, not a row
     for r in rows.values():
         for topic, exercises in OUTLINE.exercises.items():
-            assert float(r[topic]) == sum(float(r[f"{topic}.{e}"]) for e in exercises)
+            assert float(r[topic]) == float(r[f"{topic} raw"]) == sum(float(r[f"{topic}.{e}"]) for e in exercises)
+            assert r[f"{topic} late"] == "0"  # no rules: nothing late
             assert float(r[f"{topic} max"]) == OUTLINE.max_score(topic)
         assert float(r["total"]) == sum(float(r[t]) for t in OUTLINE.topics)
         assert float(r["total max"]) == sum(float(r[f"{t} max"]) for t in OUTLINE.topics) == 19

@@ -18,14 +18,17 @@ from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from autograder import __version__
-from autograder.service import exports, jobs, roster, scores, storage, submitting
+from autograder.service import deadlines, exports, jobs, roster, scores, storage, submitting
 from autograder.service.db import Student, Submission
 from autograder.service.deps import MAX_ID, Caller, Instructor, SessionDep, bearer, identify, visible
 from autograder.service.schemas import (
+    Deadlines,
     Grading,
+    Granted,
     Health,
     IssuedToken,
     Me,
+    NewExtension,
     NewStudent,
     Problem,
     Regraded,
@@ -112,6 +115,15 @@ def router() -> APIRouter:
     @routes.get("/me")
     def me(who: Caller) -> Me:
         return Me(login=who.login, role=who.role)
+
+    @routes.get("/deadlines")
+    def course_deadlines(request: Request, who: Caller, session: SessionDep) -> Deadlines:
+        """Where each dated topic stands for the caller now (`grade submit` prints it first)."""
+        course = request.app.state.rules
+        student = who.student_id if who.student_id is not None else -1
+        granted = deadlines.extensions(session, [student])
+        lines = deadlines.status_lines(course, granted, student, request.app.state.topics, dt.datetime.now(dt.UTC))
+        return Deadlines(timezone=course.timezone, topics=lines)
 
     @routes.post(
         "/submissions",
@@ -204,6 +216,13 @@ def router() -> APIRouter:
         """The roster in login order, dropped students included (with when and by whom)."""
         return [entry_view(e) for e in roster.entries(session)]
 
+    @routes.post("/extensions", status_code=201)
+    def extend(request: Request, session: SessionDep, who: Instructor, body: NewExtension) -> Granted:
+        """Give a student more time on one topic (replacing their earlier extension of it)."""
+        length = dt.timedelta(days=body.days, hours=body.hours)
+        message = grant_extension(request, session, body.login, body.topic, length, f"{who.login} (API)", body.reason)
+        return Granted(login=body.login, topic=body.topic, seconds=int(length.total_seconds()), message=message)
+
     @routes.post("/students", status_code=201)
     def add_student(session: SessionDep, _who: Instructor, body: NewStudent) -> IssuedToken:
         """Add a student, or re-admit a dropped one; their course token is in this answer only."""
@@ -263,7 +282,7 @@ def csv_download(request: Request, session: Session, fmt: str = "csv", canvas_id
         raise HTTPException(400, str(exc)) from None
     rows, course = standings(request, session)
     return PlainTextResponse(
-        exports.render(fmt, rows, course, ids),
+        exports.render(fmt, rows, course, ids, request.app.state.rules),
         media_type="text/csv",
         headers={"Content-Disposition": f'attachment; filename="{exports.filename(fmt)}"'},
     )
@@ -287,6 +306,29 @@ def on_roster(session: Session, change: Callable[[], T]) -> T:
     return done
 
 
+def grant_extension(
+    request: Request, session: Session, login: str, topic: str, length: dt.timedelta, by: str, reason: str
+) -> str:
+    """`deadlines.grant` committed; 404 for a login not on the roster, 400 for another refusal."""
+    if _dropped(session, login):
+        raise HTTPException(404, "no such student on the roster (or dropped)")
+    try:
+        message = deadlines.grant(
+            session, request.app.state.rules, request.app.state.topics, login, topic, length, by, reason
+        )
+        session.commit()
+    except ValueError as exc:
+        session.rollback()
+        raise HTTPException(400, str(exc)) from None
+    return message
+
+
+def _dropped(session: Session, login: str) -> bool:
+    """Whether `login` is not (or no longer) on the roster."""
+    student = session.scalar(select(Student).where(Student.login == login))
+    return student is None or student.dropped_at is not None
+
+
 def entry_view(e: roster.Entry) -> RosterEntry:
     return RosterEntry(
         login=e.login,
@@ -303,4 +345,5 @@ def standings(request: Request, session: Session) -> tuple[list[scores.Standing]
     """Every student's counted scores (`scores`: which score counts) and the course's outline."""
     students = list(session.scalars(select(Student)))
     subs = list(session.scalars(select(Submission)))
-    return scores.standings(students, subs), scores.outline(request.app.state.topics)
+    counted = scores.standings(students, subs, request.app.state.rules, deadlines.extensions(session))
+    return counted, scores.outline(request.app.state.topics)

@@ -9,6 +9,7 @@ rendered on the page, never taken from the URL.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from typing import Annotated, Any
 
@@ -19,12 +20,21 @@ from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from autograder.service import auth, jobs, plots, scores, storage, submitting, views, websession
+from autograder.rules import dates as rules_line
+from autograder.rules import length as rule_length
+from autograder.service import auth, deadlines, jobs, plots, scores, storage, submitting, views, websession
 from autograder.service.auth import Identity
 from autograder.service.db import DONE, FAILED, Submission, WebSession
 from autograder.service.deps import MAX_ID, SessionDep, visible
 from autograder.service.rendering import render
-from autograder.service.routes.api import csv_download, matching, read_body, results_download, standings
+from autograder.service.routes.api import (
+    csv_download,
+    grant_extension,
+    matching,
+    read_body,
+    results_download,
+    standings,
+)
 from autograder.service.security import same_origin
 
 FOREIGN = "this form came from another site or an old page; reload the page and try again"
@@ -247,6 +257,8 @@ def router() -> APIRouter:
         rows, course = standings(request, session)
         exercises = course.exercises[topic]
         table, rates = views.topic_table(rows, topic, list(exercises))
+        rules = request.app.state.rules
+        window = rules.window(topic)
         return render(
             request,
             "topic.html",
@@ -257,7 +269,35 @@ def router() -> APIRouter:
             max_score=course.max_score(topic),
             table=table,
             rates=rates,
+            dates=rules_line(window, rules) if topic in rules.topics else "",
+            extensions=deadlines.granted_on(session, topic),
+            timezone=rules.timezone,
+            length=rule_length,
         )
+
+    @routes.post("/gradebook/topics/{topic}/extend")
+    def page_extend(
+        request: Request,
+        session: SessionDep,
+        topic: str,
+        login: Annotated[str, Form(min_length=1, max_length=200)],
+        days: Annotated[float, Form(ge=0, le=366)] = 0,
+        hours: Annotated[float, Form(ge=0, le=24 * 366)] = 0,
+        reason: Annotated[str, Form(max_length=500)] = "",
+        csrf: Annotated[str, Form(max_length=200)] = "",
+    ) -> Response:
+        """Give one student more time on this topic (the topic page's form); a notice of their new dates."""
+        found = visitor(request, session)
+        if found is None:
+            return _to_login(request)
+        check_form(request, found[1], csrf)
+        if not found[0].is_instructor:
+            raise HTTPException(403, "extensions are granted by instructors only")
+        if topic not in request.app.state.topics:
+            raise HTTPException(404, "no such topic in this course; the gradebook lists them")
+        length = dt.timedelta(days=days, hours=hours)
+        message = grant_extension(request, session, login, topic, length, f"{found[0].login} (gradebook)", reason)
+        return render(request, "granted.html", who=found[0], topic=topic, message=message)
 
     @routes.post("/gradebook/regrade")
     def page_regrade(
@@ -332,6 +372,8 @@ def _student_page(
             select(Submission).where(Submission.student_id == who.student_id).order_by(Submission.id.desc())
         )
     )
+    course, student = request.app.state.rules, who.student_id if who.student_id is not None else -1
+    granted = deadlines.extensions(session, [student])
     return render(
         request,
         "student.html",
@@ -339,7 +381,9 @@ def _student_page(
         who=who,
         csrf=row.csrf,
         submissions=subs,
-        best=scores.counted(subs),
+        best=scores.counted(subs, scores.keeps_for(course, granted, student)),
+        dates=deadlines.status_lines(course, granted, student, request.app.state.topics, dt.datetime.now(dt.UTC)),
+        timezone=course.timezone,
         error=error,
         topics=request.app.state.topics,
     )
