@@ -6,7 +6,7 @@
     grade hint [TOPIC.]EXERCISE [--level N]    the next hint (a nudge, the API, the shape)
     grade list                                 topics, exercises, points, what passed locally
   the grader's side only (the repo, not the student package):
-    grade grade SUBMISSION [--json FILE]       hidden checks on a submission (dir or .zip)
+    grade grade SUBMISSION [--json FILE] [--leaderboard]   hidden checks on a submission (dir or .zip)
     grade build [TOPIC...] [--check]           regenerate stubs, notebooks, public expectations
 
 Public checks replay the public expectations (`autograder.public`): no reference solution runs.
@@ -160,6 +160,11 @@ def grade(
         "per core, at most 4; timed checks stay fair); spare slots "
         "grade a topic in parts.",
     ),
+    leaderboard: bool = typer.Option(
+        False,
+        "--leaderboard",
+        help="With --json: add Gradescope's `leaderboard` (each measured speed ratio, lower first).",
+    ),
 ) -> None:
     """Run the hidden checks on a submission and print (and optionally write) the result."""
     if sandbox not in ("auto", "on", "off"):
@@ -186,7 +191,7 @@ def grade(
         )
     report.result_tables(result, console)
     if json_path:
-        result.write(json_path)
+        result.write(json_path, leaderboard=leaderboard)
         console.print(f"wrote {json_path}")
 
 

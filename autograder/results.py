@@ -3,7 +3,9 @@
 One test per (exercise, check), named `<topic>.<exercise>:<check>`, with `tags` =
 [topic, exercise, check] and the measured figures in `extra_data`. The top level carries
 `score`, `max_score`, `execution_time`, and `extra_data` with the platform and grader version,
-so the same file works on Gradescope and in the gradebook.
+so the same file works on Gradescope and in the gradebook. Written with `leaderboard=True`
+(`grade grade --leaderboard`, which the Gradescope export runs), it also carries Gradescope's
+top-level `leaderboard`: one entry per exercise whose speed was measured (`measured_ratio`).
 
 Every string a student's process wrote (an exception's type, message and location, a treedef,
 an output path, printed lines) is clipped to `MAX_TEXT` characters where it enters a message
@@ -16,6 +18,7 @@ stores it, grow with the number of checks, never with what a submission sends.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -145,8 +148,10 @@ class Result:
     def max_score(self) -> float:
         return round(sum(t.max_score for t in self.tests), 4)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
+    def to_json(self, leaderboard: bool = False) -> dict[str, Any]:
+        """The results.json document; with `leaderboard`, Gradescope's `leaderboard` list too
+        (left out when no speed was measured)."""
+        doc = {
             "score": self.score,
             "max_score": self.max_score,
             "execution_time": round(self.execution_time, 2),
@@ -156,15 +161,45 @@ class Result:
             "tests": [asdict(t) for t in self.tests],
             "extra_data": {**self.extra_data, "grader_version": __version__},
         }
+        entries = leaderboard_entries(self.tests) if leaderboard else []
+        return {**doc, "leaderboard": entries} if entries else doc
 
-    def write(self, path: Path) -> None:
+    def write(self, path: Path, leaderboard: bool = False) -> None:
         """Write atomically: a half-written results.json never exists."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".results-")
         with os.fdopen(fd, "w") as f:
-            json.dump(self.to_json(), f, indent=2, allow_nan=False, default=_jsonable)
+            json.dump(self.to_json(leaderboard), f, indent=2, allow_nan=False, default=_jsonable)
         os.replace(tmp, path)
+
+
+def measured_ratio(check: str, data: dict[str, Any]) -> float | None:
+    """The time ratio (student / reference, lower is faster) that a `speed` test measured on the
+    grading machine, from its `extra_data`: the slower of its clock's ratio and its wall-time
+    ratio, so that a submission that idles (little CPU time, much wall time) cannot rank by the
+    CPU clock. None when it measured none: another check, judged on submission (`pending`), not
+    run (`waits`: `correct` failed), a timed call that failed or gave a wrong output (no
+    `ratio`). The one definition the service's leaderboard and Gradescope's `leaderboard` field
+    both read."""
+    if check != "speed" or data.get("pending") or data.get("waits"):
+        return None
+    found = [data.get("ratio"), data.get("wall_ratio", data.get("ratio"))]
+    ratios = [float(r) for r in found if isinstance(r, int | float) and not isinstance(r, bool)]
+    if len(ratios) < 2 or not all(math.isfinite(r) and r > 0 for r in ratios):
+        return None
+    return max(ratios)
+
+
+def leaderboard_entries(tests: list[TestResult]) -> list[dict[str, Any]]:
+    """Gradescope's `leaderboard` entries: per exercise whose speed was measured, its time ratio
+    against the reference, lower first (`order: asc`). Gradescope shows them under the pseudonym
+    the student gives it; the ratio is the grader's own measurement, never the student's."""
+    return [
+        {"name": f"{t.topic}.{t.exercise} time / reference", "value": ratio, "order": "asc"}
+        for t in tests
+        if (ratio := measured_ratio(t.check, t.extra_data)) is not None
+    ]
 
 
 def _jsonable(x: Any) -> Any:

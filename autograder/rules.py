@@ -22,6 +22,9 @@ zone stops `grade serve` with a message naming the line's table and key.
     late_until = 2026-12-15T23:59:00       # no submission of prng is taken after it
     late = { policy = "per_hour", penalty = 0.01 }
 
+    [leaderboard]                       # the speed leaderboard (`service.leaderboard`); off unless asked
+    enabled = true
+
 (TOML 1.0 times need their seconds: `23:59:00`.)
 
 Time that can be trusted: the server's clock decides. A submission's time is
@@ -46,7 +49,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator, model_validator
 
 Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
 
@@ -145,6 +148,14 @@ class Window:
         return 0.0
 
 
+class Leaderboard(BaseModel):
+    """The speed leaderboard (`[leaderboard]`): off unless the course opts in, since it shows
+    students' times to the class (under the pseudonyms they choose)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    enabled: StrictBool = False  # strict: `enabled = "no"` is refused, not read as a truthy string
+
+
 class CourseRules(BaseModel):
     """The whole file. `topics` may name only the course's topics (checked by `load`)."""
 
@@ -152,6 +163,7 @@ class CourseRules(BaseModel):
     timezone: str = "UTC"
     late: LatePolicy = LatePolicy()
     topics: dict[str, TopicRules] = {}
+    leaderboard: Leaderboard = Leaderboard()
 
     @field_validator("timezone")
     @classmethod

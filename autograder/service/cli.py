@@ -4,6 +4,7 @@
     grade submit [TOPIC ...] [--wait]             zip ./exercises' topic files and submit them
     grade submissions                             your submissions
     grade result ID [--json FILE]                 one submission's verdicts (the `grade check` table)
+    grade pseudonym NAME | --leave                your name on the speed leaderboard, or off it
     grade serve [--proxy] [--with-worker]         the API and pages (instructors); nginx in front with --proxy
     grade worker                                  one grading worker: one per GPU
     grade course add-students ROSTER.csv          roster in, course tokens out
@@ -215,6 +216,21 @@ def result(
     """One submission's verdicts, or where it stands in the queue."""
     api = client.Client(client.connection())
     _show(api, api.submission(submission_id), json_path)
+
+
+@friendly
+def pseudonym(
+    name: Annotated[
+        str | None, typer.Argument(metavar="[NAME]", help="2 to 30 characters; not your login or name.")
+    ] = None,
+    leave: Annotated[bool, typer.Option("--leave", help="Leave the board (your pseudonym is cleared).")] = False,
+) -> None:
+    """Choose the pseudonym you appear under on the course's speed leaderboard (or --leave it)."""
+    if (name is None) == (not leave):
+        raise ValueError("give a pseudonym (`grade pseudonym NAME`) or --leave, not both")
+    api = client.Client(client.connection())
+    reply = api.leave_leaderboard() if leave else api.set_pseudonym(name or "")
+    console.print(f"{escape(reply['message'])}; the board: {api.conn.url}/leaderboard", highlight=False)
 
 
 # ---------------------------------------------------------------- server commands
@@ -546,7 +562,7 @@ def gradescope(
 def register(app: typer.Typer, student: bool = False) -> None:
     """Add the service's commands to the `grade` app. In the `student` package, the instructors'
     (serve, worker, course, export) still work but are left out of `grade --help`."""
-    for fn in (login, submit, submissions, result):
+    for fn in (login, submit, submissions, result, pseudonym):
         app.command(fn.__name__)(fn)
     for fn in (serve, worker):
         app.command(fn.__name__, hidden=student)(fn)

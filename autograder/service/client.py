@@ -1,4 +1,5 @@
-"""The student's side of the service: `grade login`, `grade submit`, `grade submissions`, `grade result`.
+"""The student's side of the service: `grade login`, `grade submit`, `grade submissions`, `grade result`,
+`grade pseudonym`.
 
 Ships in the student package, so it uses only the standard library, httpx, and the result
 classes. Where the server is and who the student is come from, in order: the environment
@@ -138,6 +139,14 @@ class Client:
             content=data,
             headers={"Content-Type": "application/zip"},
         ).json()
+
+    def set_pseudonym(self, name: str) -> dict[str, Any]:
+        """Choose your pseudonym on the speed leaderboard (the server checks it and may refuse it)."""
+        return self._call("PUT", "/api/me/pseudonym", json={"pseudonym": name}).json()
+
+    def leave_leaderboard(self) -> dict[str, Any]:
+        """Clear your pseudonym: you leave the speed leaderboard."""
+        return self._call("DELETE", "/api/me/pseudonym").json()
 
     def submission(self, submission_id: int) -> dict[str, Any]:
         return self._call("GET", f"/api/submissions/{submission_id}").json()

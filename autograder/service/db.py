@@ -59,6 +59,10 @@ class Student(Base):
     # dropped from the course (roster.drop): kept with what they submitted, out of the gradebook
     dropped_at: Mapped[dt.datetime | None] = mapped_column(nullable=True)
     dropped_by: Mapped[str] = mapped_column(String(200), default="")
+    # the name the student chose for the speed leaderboard (`leaderboard`), None: not on it; and its
+    # key (`leaderboard.key`: NFKC, casefolded), unique, so two pseudonyms differing in case never coexist
+    pseudonym: Mapped[str | None] = mapped_column(String(30), unique=True, nullable=True)
+    pseudonym_key: Mapped[str | None] = mapped_column(String(120), unique=True, nullable=True)
     submissions: Mapped[list[Submission]] = relationship(back_populates="student")
 
 

@@ -3,7 +3,9 @@
 The zip holds the grader's source (the `autograder` package, `solutions/`, `pyproject.toml`),
 `setup.sh` (Gradescope runs it once when building the image: installs bubblewrap and the
 grader) and `run_autograder` (run per submission: `grade grade` on /autograder/submission,
-writing /autograder/results/results.json, which is already Gradescope's format).
+writing /autograder/results/results.json, which is already Gradescope's format, with its
+`leaderboard` of the measured speed ratios: `--leaderboard`; Gradescope shows it when the
+assignment's leaderboard is enabled, under the pseudonyms students give it there).
 `AUTOGRADER_ROOT` and `JAXLINGS_PYTHON` let a test run it in an /autograder-shaped folder.
 """
 
@@ -29,7 +31,8 @@ python3 -m venv /opt/jaxlings
 
 RUN = """#!/usr/bin/env bash
 # Gradescope runs this for each submission: the hidden checks of `grade grade`, the same engine as
-# the course server, writing Gradescope's results.json.
+# the course server, writing Gradescope's results.json (with the measured speed ratios as its
+# `leaderboard`, shown when the assignment's leaderboard is enabled).
 set -euo pipefail
 ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
 SRC="$ROOT/source"
@@ -38,7 +41,8 @@ mkdir -p "$ROOT/results"
 export PYTHONPATH="$SRC${{PYTHONPATH:+:$PYTHONPATH}}"
 export JAXLINGS_SOLUTIONS="$SRC/solutions"
 cd "$SRC"
-exec "$PY" -m autograder grade "$ROOT/submission" {topics}--sandbox auto --json "$ROOT/results/results.json"
+OUT="$ROOT/results/results.json"
+exec "$PY" -m autograder grade "$ROOT/submission" {topics}--sandbox auto --leaderboard --json "$OUT"
 """
 
 

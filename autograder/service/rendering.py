@@ -15,11 +15,15 @@ TEMPLATES = Jinja2Templates(directory=str(Path(__file__).resolve().parent / "tem
 
 
 def render(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
-    """Template `name` with the base path, the version and `context` (autoescaped)."""
+    """Template `name` with the base path, the version, whether the course has a speed
+    leaderboard (pages link to it) and `context` (autoescaped)."""
     settings = request.app.state.settings
-    return TEMPLATES.TemplateResponse(
-        request,
-        name,
-        {"base": settings.base_path, "version": __version__, "who": None, "csrf": "", **context},
-        status_code=status_code,
-    )
+    rules = getattr(request.app.state, "rules", None)
+    common = {
+        "base": settings.base_path,
+        "version": __version__,
+        "who": None,
+        "csrf": "",
+        "leaderboard_enabled": rules is not None and rules.leaderboard.enabled,
+    }
+    return TEMPLATES.TemplateResponse(request, name, {**common, **context}, status_code=status_code)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class Health(BaseModel):
@@ -12,6 +12,34 @@ class Health(BaseModel):
 
 class Topics(BaseModel):
     topics: list[str]
+
+
+class SimilarPair(BaseModel):
+    """Two students' functions for one exercise, and how alike they are once normalised (0 to 1)."""
+
+    a: str
+    b: str
+    a_submission: int
+    b_submission: int
+    score: float
+    identical: bool = Field(description="the same code once names, order and dead code are normalised")
+    reference: bool = Field(description="both are the reference solution itself")
+
+
+class ExerciseSimilarity(BaseModel):
+    """One exercise's most alike pairs, first the most alike; `compared`: the functions compared
+    (each student's counted submission, stubs left out)."""
+
+    exercise: str
+    compared: int
+    pairs: list[SimilarPair]
+
+
+class Similarity(BaseModel):
+    """The similarity report of one topic (`GET /api/similarity/{topic}`), per exercise."""
+
+    topic: str
+    exercises: list[ExerciseSimilarity]
 
 
 class Me(BaseModel):
@@ -116,3 +144,44 @@ class IssuedToken(BaseModel):
     login: str
     token: str
     readmitted: bool = False
+
+
+class LeaderboardRow(BaseModel):
+    """One student on one exercise's speed board: their rank (equal ratios share one), the
+    pseudonym they chose, their best time ratio against the reference (lower is faster), and
+    whether it is the caller's own row."""
+
+    rank: int
+    pseudonym: str
+    ratio: float
+    mine: bool
+
+
+class ExerciseLeaderboard(BaseModel):
+    """One speed-graded exercise (`topic.exercise`), fastest first; empty until a speed is measured."""
+
+    exercise: str
+    rows: list[LeaderboardRow]
+
+
+class LeaderboardView(BaseModel):
+    """The speed leaderboard (`GET /api/leaderboard`): every speed-graded exercise in course
+    order, and the caller's own pseudonym (None: not on the board, or not a student)."""
+
+    exercises: list[ExerciseLeaderboard]
+    pseudonym: str | None
+
+
+class NewPseudonym(BaseModel):
+    """The pseudonym a student chooses for the leaderboard (`PUT /api/me/pseudonym`): always
+    their own, so the body names nothing else."""
+
+    model_config = ConfigDict(extra="forbid")
+    pseudonym: str = Field(max_length=1000)
+
+
+class PseudonymView(BaseModel):
+    """The caller's pseudonym after a change (None: they left the board), and what it means."""
+
+    pseudonym: str | None
+    message: str

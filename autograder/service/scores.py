@@ -28,6 +28,7 @@ from functools import cache
 from typing import Any
 
 from autograder import rules
+from autograder.results import measured_ratio
 from autograder.service import deadlines
 from autograder.service.db import Student, Submission
 
@@ -38,12 +39,15 @@ Keeps = Callable[[str, dt.datetime], float]
 @dataclass(frozen=True)
 class ExerciseScore:
     """One exercise of one graded topic: points earned of its maximum, the checks short of full
-    marks (`"jit"`, `"speed"`), and those not judged yet (pending on the grading machine)."""
+    marks (`"jit"`, `"speed"`), those not judged yet (pending on the grading machine), and the
+    time ratio its speed check measured on the grading machine (None: not measured;
+    `results.measured_ratio`), which the speed leaderboard ranks."""
 
     score: float
     max_score: float
     failed: tuple[str, ...] = ()
     pending: tuple[str, ...] = ()
+    ratio: float | None = None
 
 
 @dataclass(frozen=True)
@@ -138,16 +142,19 @@ def _exercises(tests: Iterable[dict[str, Any]]) -> dict[str, dict[str, ExerciseS
         topic, _, exercise = where.partition(".")
         if not (topic and exercise and check):
             continue
-        entry = sums.setdefault(topic, {}).setdefault(exercise, [0.0, 0.0, [], []])
+        entry = sums.setdefault(topic, {}).setdefault(exercise, [0.0, 0.0, [], [], None])
         score, top = float(test.get("score") or 0), float(test.get("max_score") or 0)
+        data = test.get("extra_data") or {}
         entry[0] += score
         entry[1] += top
-        if (test.get("extra_data") or {}).get("pending"):
+        if data.get("pending"):
             entry[3].append(check)
         elif score < top or test.get("status") == "failed":
             entry[2].append(check)
+        if (ratio := measured_ratio(check, data)) is not None:
+            entry[4] = ratio
     return {
-        t: {e: ExerciseScore(round(s, 4), round(m, 4), tuple(f), tuple(p)) for e, (s, m, f, p) in ex.items()}
+        t: {e: ExerciseScore(round(s, 4), round(m, 4), tuple(f), tuple(p), r) for e, (s, m, f, p, r) in ex.items()}
         for t, ex in sums.items()
     }
 

@@ -159,6 +159,19 @@ class Course:
         self.procs.clear()
 
 
+def grade(args: list[str], course: Course, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess:
+    """`grade ARGS` run for this course (its settings in the environment, a wide terminal), in its
+    data folder or `cwd`, with `env` added."""
+    return subprocess.run(
+        GRADE + args,
+        cwd=cwd or course.data_dir,
+        env={**os.environ, "COLUMNS": "200", **course.env, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
 def kill(proc: subprocess.Popen, sig: int = signal.SIGKILL, wait: float = 30) -> None:
     """Send `sig` to a process's whole group (its pool and graders too) and reap it."""
     if proc.poll() is None:

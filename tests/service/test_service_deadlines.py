@@ -15,9 +15,6 @@ import csv
 import datetime as dt
 import io
 import json
-import os
-import subprocess
-import sys
 from contextlib import closing
 
 import pytest
@@ -25,7 +22,7 @@ import pytest
 from autograder import rules
 from autograder.service import db, scores
 from autograder.service.db import DONE, Student, Submission
-from helpers.service import api, course, page_login, post_zip, seed_submission, seeded_result, zip_of  # noqa: F401
+from helpers.service import api, course, grade, page_login, post_zip, seed_submission, seeded_result, zip_of  # noqa: F401
 
 AT = "at_updates"
 T0 = dt.datetime(2026, 12, 1, 12, 0)  # naive UTC, as the database stores times
@@ -123,17 +120,6 @@ opens = {stamp(now + dt.timedelta(days=3, hours=1))}
     )
 
 
-def grade(course, *args: str, cwd=None, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "autograder", *args],
-        env={**os.environ, **course.env, **env},
-        cwd=cwd or course.data_dir,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 def submissions(course) -> int:
     from sqlalchemy import func, select
 
@@ -159,15 +145,15 @@ def test_a_topic_closed_or_not_open_is_refused_at_receipt_and_an_extension_reope
     assert post_zip(alice, zip_of({"at_updates.py": FILE})).status_code == 202  # open
     assert post_zip(alice, zip_of({"prng.py": FILE})).status_code == 202  # late, still taken
 
-    granted = grade(course, "course", "extend", "alice", "loops", "--days", "7", "--reason", "ill")
+    granted = grade(["course", "extend", "alice", "loops", "--days", "7", "--reason", "ill"], course)
     assert granted.returncode == 0 and "alice: loops now due" in granted.stdout, granted.stdout + granted.stderr
     assert post_zip(alice, zip_of({"loops.py": FILE})).status_code == 202  # her dates moved by a week
     assert post_zip(bob, zip_of({"loops.py": FILE})).status_code == 403  # not his
-    unknown = grade(course, "course", "extend", "nobody", "loops", "--days", "1")
+    unknown = grade(["course", "extend", "nobody", "loops", "--days", "1"], course)
     assert unknown.returncode == 2 and "no student 'nobody'" in unknown.stdout + unknown.stderr
-    typo = grade(course, "course", "extend", "alice", "lopos", "--days", "1")
+    typo = grade(["course", "extend", "alice", "lopos", "--days", "1"], course)
     assert typo.returncode == 2 and "no topic 'lopos'" in typo.stdout + typo.stderr
-    assert grade(course, "course", "extend", "alice", "loops").returncode == 2  # no length: refused
+    assert grade(["course", "extend", "alice", "loops"], course).returncode == 2  # no length: refused
 
 
 @pytest.mark.slow
@@ -189,7 +175,7 @@ def test_a_late_score_counts_with_the_penalty_everywhere_and_the_student_sees_wh
     ]
     assert float(nb["raw_score"]) == raw and float(nb["late_submission_penalty"]) == pytest.approx(raw * 0.25)
     assert nb["duedate"].endswith("Z") and nb["duedate"] != ""
-    exported = grade(course, "course", "export", "-o", str(course.data_dir / "out.csv"))
+    exported = grade(["course", "export", "-o", str(course.data_dir / "out.csv")], course)
     assert exported.returncode == 0, exported.stdout + exported.stderr
     [row] = list(csv.DictReader(open(course.data_dir / "out.csv")))
     assert row["prng late"] == "0.25"  # the CLI reads the same rules
@@ -226,10 +212,10 @@ def test_grade_submit_says_where_each_topic_stands_before_it_uploads(course, tmp
         "JAXLINGS_TOKEN": course.token("dan"),
         "JAXLINGS_CONFIG": str(tmp_path / "c.json"),
     }
-    sent = grade(course, "submit", "at_updates", cwd=tmp_path, **env)
+    sent = grade(["submit", "at_updates"], course, cwd=tmp_path, **env)
     assert sent.returncode == 0 and "at_updates: due in 2 days (" in sent.stdout, sent.stdout + sent.stderr
     (tmp_path / "exercises" / "loops.py").write_text(FILE)
-    closed = grade(course, "submit", "loops", cwd=tmp_path, **env)
+    closed = grade(["submit", "loops"], course, cwd=tmp_path, **env)
     assert closed.returncode != 0 and "loops: closed since" in closed.stdout
     assert "no submission of it is taken now" in " ".join((closed.stdout + closed.stderr).split())
 
@@ -284,7 +270,7 @@ def test_a_rules_file_with_a_typo_stops_grade_serve_with_the_key_named(tmp_path)
     (c.data_dir / "course.toml").write_text(
         "[topics.prng]\ndue = 2026-12-01T12:00:00Z\nlate_untill = 2026-12-02T12:00:00Z\n"
     )
-    started = grade(c, "serve")
+    started = grade(["serve"], c)
     assert started.returncode == 2 and "course.toml" in started.stdout + started.stderr
     said = started.stdout + started.stderr
     assert "topics.prng.late_untill: not a key of this table (misspelt?)" in said and "Traceback" not in said

@@ -12,15 +12,13 @@ import csv
 import datetime as dt
 import io
 import json
-import os
 import stat
-import subprocess
 
 import pytest
 
 from autograder.service import db, exports, scores
 from autograder.service.scores import ExerciseScore, Outline, Standing, TopicScore
-from helpers.service import GRADE, api, course, page_login  # noqa: F401
+from helpers.service import api, course, grade, page_login  # noqa: F401
 
 OUTLINE = Outline({"prng": {"derive_keys": 4.0, "dropout": 5.0}, "loops": {"scan_sum": 10.0}})
 T1 = dt.datetime(2026, 12, 1, 9, 30, 5, 123456)
@@ -268,17 +266,6 @@ def test_an_instructor_downloads_the_three_formats_and_nobody_else_does(course):
     assert page_login(course, student).get("/gradebook.csv", params={"format": "canvas"}).status_code == 403
     with api(course, "jxl_not-a-token") as nobody:
         assert nobody.get("/api/gradebook.csv", params={"format": "canvas"}).status_code == 401
-
-
-def grade(args: list[str], course) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        GRADE + args,
-        cwd=course.data_dir,
-        env={**os.environ, "COLUMNS": "200", **course.env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def test_grade_course_export_writes_each_format_from_the_database(course, tmp_path):

@@ -1,5 +1,6 @@
 """`grade export gradescope`: the zip's run_autograder, run in an /autograder-shaped folder, writes
-results/results.json with the same engine (and fails cleanly on a submission that does not import).
+results/results.json with the same engine, with Gradescope's `leaderboard` of the measured speed
+ratios (and fails cleanly on a submission that does not import).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import zipfile
 
 import pytest
 
+from autograder.results import measured_ratio
 from helpers.service import BROKEN, GRADE, SOLUTIONS, all_but_speed_pass
 
 pytestmark = pytest.mark.slow
@@ -57,5 +59,14 @@ def test_run_autograder_in_an_autograder_folder_writes_results(tmp_path):
         assert {t["name"].split(".")[0] for t in doc["tests"]} == {"at_updates"}
         if name == "good":
             assert doc["max_score"] > 0 and all_but_speed_pass(doc)
+            measured = {  # Gradescope's leaderboard: each speed ratio the grader measured, lower first
+                f"{topic}.{exercise} time / reference": ratio
+                for t in doc["tests"]
+                for topic, exercise, check in [t["tags"]]
+                if (ratio := measured_ratio(check, t["extra_data"])) is not None
+            }
+            assert measured and {e["name"]: e["value"] for e in doc["leaderboard"]} == measured
+            assert {e["order"] for e in doc["leaderboard"]} == {"asc"}
         else:
             assert doc["score"] == 0 and doc["max_score"] > 0
+            assert "leaderboard" not in doc  # nothing was timed

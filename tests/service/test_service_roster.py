@@ -9,27 +9,13 @@ from __future__ import annotations
 
 import csv
 import io
-import os
-import subprocess
 
 import pytest
 
 from autograder.service import db
-from helpers.service import GRADE, api, course, page_login, post_zip, zip_of  # noqa: F401
+from helpers.service import api, course, grade, page_login, post_zip, zip_of  # noqa: F401
 
 pytestmark = pytest.mark.slow
-
-
-def grade(args: list[str], course) -> subprocess.CompletedProcess:
-    """`grade ARGS` for this course (its settings in the environment)."""
-    return subprocess.run(
-        GRADE + args,
-        cwd=course.data_dir,
-        env={**os.environ, "COLUMNS": "200", **course.env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def ok(course, *args: str) -> str:

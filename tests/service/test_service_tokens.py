@@ -12,29 +12,15 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
-import os
 import socket
 import stat
-import subprocess
 import threading
 import time
 
 import pytest
 
 from autograder.service import auth, config, db, exports, scores
-from helpers.service import GRADE, api, course, free_port, new_course, page_login  # noqa: F401
-
-
-def grade(args: list[str], course, **env: str) -> subprocess.CompletedProcess:
-    """`grade ARGS` for this course (its settings in the environment)."""
-    return subprocess.run(
-        GRADE + args,
-        cwd=course.data_dir,
-        env={**os.environ, "COLUMNS": "200", **course.env, **env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+from helpers.service import api, course, free_port, grade, new_course, page_login  # noqa: F401
 
 
 def issued(course, *args: str) -> str:

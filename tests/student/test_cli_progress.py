@@ -109,6 +109,7 @@ def test_the_student_packages_help_lists_only_student_commands():
         "submit",
         "submissions",
         "result",
+        "pseudonym",
     }
     grader = grade("--help")
     assert {"serve", "worker", "course", "export", "grade", "build"} <= commands(grader.stdout)

@@ -18,21 +18,28 @@ from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from autograder import __version__
-from autograder.service import deadlines, exports, jobs, roster, scores, storage, submitting
+from autograder.service import deadlines, exports, jobs, leaderboard, roster, scores, similarity, storage, submitting
+from autograder.service.auth import Identity
 from autograder.service.db import Student, Submission
 from autograder.service.deps import MAX_ID, Caller, Instructor, SessionDep, bearer, identify, visible
 from autograder.service.schemas import (
     Deadlines,
+    ExerciseLeaderboard,
     Grading,
     Granted,
     Health,
     IssuedToken,
+    LeaderboardRow,
+    LeaderboardView,
     Me,
     NewExtension,
+    NewPseudonym,
     NewStudent,
     Problem,
+    PseudonymView,
     Regraded,
     RosterEntry,
+    Similarity,
     SubmissionView,
     Topics,
 )
@@ -125,6 +132,24 @@ def router() -> APIRouter:
         lines = deadlines.status_lines(course, granted, student, request.app.state.topics, dt.datetime.now(dt.UTC))
         return Deadlines(timezone=course.timezone, topics=lines)
 
+    @routes.get("/leaderboard")
+    def speed_leaderboard(request: Request, session: SessionDep, who: Caller) -> LeaderboardView:
+        """The speed leaderboard, when the course has one: per speed-graded exercise, each
+        pseudonymous student's best measured time ratio, fastest first."""
+        return leaderboard_view(request, session, who)
+
+    @routes.put("/me/pseudonym")
+    def choose_pseudonym(request: Request, session: SessionDep, who: Caller, body: NewPseudonym) -> PseudonymView:
+        """Choose (or change) your pseudonym on the speed leaderboard: students only, their own."""
+        name = set_pseudonym(request, session, who, body.pseudonym)
+        return PseudonymView(pseudonym=name, message=f"you are on the speed leaderboard as {name}")
+
+    @routes.delete("/me/pseudonym")
+    def leave_leaderboard(request: Request, session: SessionDep, who: Caller) -> PseudonymView:
+        """Leave the speed leaderboard (your pseudonym is cleared; your submissions stay)."""
+        set_pseudonym(request, session, who, None)
+        return PseudonymView(pseudonym=None, message="you are off the speed leaderboard")
+
     @routes.post(
         "/submissions",
         status_code=202,
@@ -210,6 +235,22 @@ def router() -> APIRouter:
         """The gradebook as our CSV, Canvas's gradebook import (`format=canvas`, optionally
         `canvas_ids=prng:45678,...`) or nbgrader's grades.csv (`format=nbgrader`)."""
         return csv_download(request, session, format, canvas_ids)
+
+    @routes.get("/similarity/{topic}")
+    def similarity_report(
+        request: Request,
+        session: SessionDep,
+        _who: Instructor,
+        topic: Annotated[str, Path(max_length=100, description="A topic of the course.")],
+        top: Annotated[int, Query(ge=1, le=1000, description="Pairs shown per exercise.")] = 20,
+    ) -> Similarity:
+        """Per exercise of `topic`, the pairs of students whose counted submissions are most alike
+        (`similarity`: normalised source, the stub, hints and reference discounted)."""
+        if topic not in request.app.state.topics:
+            raise HTTPException(404, f"no topic {topic!r} in this course (GET /api/topics lists them)")
+        rows, course = standings(request, session)
+        files = similarity.class_files(session, rows, topic)
+        return similarity.view(topic, similarity.report(topic, course.exercises[topic], files), top)
 
     @routes.get("/students")
     def students(session: SessionDep, _who: Instructor) -> list[RosterEntry]:
@@ -347,3 +388,60 @@ def standings(request: Request, session: Session) -> tuple[list[scores.Standing]
     subs = list(session.scalars(select(Submission)))
     counted = scores.standings(students, subs, request.app.state.rules, deadlines.extensions(session))
     return counted, scores.outline(request.app.state.topics)
+
+
+NO_LEADERBOARD = "the course has no leaderboard"
+
+
+def require_leaderboard(request: Request) -> None:
+    """404 unless the course's rules turn the speed leaderboard on (course.toml `[leaderboard]`)."""
+    if not request.app.state.rules.leaderboard.enabled:
+        raise HTTPException(404, NO_LEADERBOARD)
+
+
+def leaderboard_view(request: Request, session: Session, who: Identity) -> LeaderboardView:
+    """The board as the caller sees it (their own rows marked); 404 when the course has none."""
+    require_leaderboard(request)
+    students = list(session.scalars(select(Student)))
+    boards = leaderboard.board(
+        students,
+        session.scalars(select(Submission).where(Submission.result_json.is_not(None))),
+        leaderboard.speed_exercises(request.app.state.topics),
+    )
+    mine = who.student_id if not who.is_instructor else None
+    return LeaderboardView(
+        exercises=[
+            ExerciseLeaderboard(
+                exercise=b.name,
+                rows=[
+                    LeaderboardRow(rank=e.rank, pseudonym=e.pseudonym, ratio=e.ratio, mine=e.student_id == mine)
+                    for e in b.entries
+                ],
+            )
+            for b in boards
+        ],
+        pseudonym=next((s.pseudonym for s in students if s.id == mine), None),
+    )
+
+
+def set_pseudonym(request: Request, session: Session, who: Identity, text: str | None) -> str | None:
+    """Set (or with None clear) the caller's own pseudonym, committed; 404 without a leaderboard,
+    403 for an instructor, 400 for one that does not fit the rules, 409 for one that is taken."""
+    require_leaderboard(request)
+    if who.is_instructor or who.student_id is None:
+        raise HTTPException(403, "pseudonyms are for students: instructors are not on the leaderboard")
+    try:
+        name = None if text is None else leaderboard.choose(session, who.student_id, text)
+        if text is None:
+            leaderboard.leave(session, who.student_id)
+        session.commit()
+    except leaderboard.PseudonymError as exc:
+        session.rollback()
+        raise HTTPException(400, str(exc)) from None
+    except leaderboard.PseudonymTaken as exc:
+        session.rollback()
+        raise HTTPException(409, str(exc)) from None
+    except IntegrityError:  # another student took it between our check and the commit
+        session.rollback()
+        raise HTTPException(409, "that pseudonym was just taken; choose another") from None
+    return name

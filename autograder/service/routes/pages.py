@@ -22,17 +22,19 @@ from starlette.datastructures import UploadFile
 
 from autograder.rules import dates as rules_line
 from autograder.rules import length as rule_length
-from autograder.service import auth, deadlines, jobs, plots, scores, storage, submitting, views, websession
+from autograder.service import auth, deadlines, jobs, plots, scores, similarity, storage, submitting, views, websession
 from autograder.service.auth import Identity
-from autograder.service.db import DONE, FAILED, Submission, WebSession
+from autograder.service.db import DONE, FAILED, Student, Submission, WebSession
 from autograder.service.deps import MAX_ID, SessionDep, visible
 from autograder.service.rendering import render
 from autograder.service.routes.api import (
     csv_download,
     grant_extension,
+    leaderboard_view,
     matching,
     read_body,
     results_download,
+    set_pseudonym,
     standings,
 )
 from autograder.service.security import same_origin
@@ -52,6 +54,26 @@ def instructor_visitor(request: Request, session: Session) -> tuple[Identity, We
     if found is not None and not found[0].is_instructor:
         raise HTTPException(403, "the gradebook is for instructors; your own page is /me")
     return found
+
+
+SIMILAR_TOP = 15
+"""Pairs shown per exercise on the similarity page (the API's `top` shows more)."""
+
+
+def _similarity(
+    request: Request, session: Session, topic: str, exercise: str | None = None
+) -> list[similarity.Ranking]:
+    """The similarity report of `topic` (one `exercise` of it, when given); 404 for a topic or
+    exercise the course does not have."""
+    if topic not in request.app.state.topics:
+        raise HTTPException(404, "no such topic in this course; the gradebook lists them")
+    rows, course = standings(request, session)
+    exercises = list(course.exercises[topic])
+    if exercise is not None:
+        if exercise not in exercises:
+            raise HTTPException(404, f"no such exercise in {topic}")
+        exercises = [exercise]
+    return similarity.report(topic, exercises, similarity.class_files(session, rows, topic))
 
 
 def check_form(request: Request, row: WebSession, csrf: Any) -> None:
@@ -137,6 +159,37 @@ def router() -> APIRouter:
         if found[0].is_instructor:
             return _home(request, found[0])
         return _student_page(request, session, found)
+
+    @routes.post("/me/pseudonym")
+    def page_pseudonym(
+        request: Request,
+        session: SessionDep,
+        pseudonym: Annotated[str, Form(max_length=1000)] = "",
+        action: Annotated[str, Form(max_length=10)] = "set",
+        csrf: Annotated[str, Form(max_length=200)] = "",
+    ) -> Response:
+        """The student's page's pseudonym form: choose one (`action=set`) or leave the board
+        (`action=clear`); back to the page, or the page again with why it was refused."""
+        found = visitor(request, session)
+        if found is None:
+            return _to_login(request)
+        check_form(request, found[1], csrf)
+        try:
+            set_pseudonym(request, session, found[0], None if action == "clear" else pseudonym)
+        except HTTPException as exc:
+            if exc.status_code not in (400, 409):
+                raise
+            return _student_page(request, session, found, exc.status_code, str(exc.detail))
+        return RedirectResponse(f"{request.app.state.settings.base_path}/me#leaderboard", status_code=303)
+
+    @routes.get("/leaderboard")
+    def leaderboard_page(request: Request, session: SessionDep) -> Response:
+        """The speed leaderboard (any logged-in visitor, when the course has one), their own rows marked."""
+        found = visitor(request, session)
+        if found is None:
+            return _to_login(request)
+        board = leaderboard_view(request, session, found[0])
+        return render(request, "leaderboard.html", who=found[0], csrf=found[1].csrf, board=board)
 
     @routes.post("/me/submit")
     async def page_submit(request: Request) -> Response:
@@ -275,6 +328,45 @@ def router() -> APIRouter:
             length=rule_length,
         )
 
+    @routes.get("/gradebook/similarity/{topic}")
+    def similarity_page(request: Request, session: SessionDep, topic: str) -> Response:
+        """The similarity report of one topic: per exercise, the most alike pairs of students'
+        counted submissions, each linking to the two functions side by side."""
+        found = instructor_visitor(request, session)
+        if found is None:
+            return _to_login(request)
+        rankings = _similarity(request, session, topic)
+        return render(request, "similarity.html", who=found[0], topic=topic, rankings=rankings, top=SIMILAR_TOP)
+
+    @routes.get("/gradebook/similarity/{topic}/{exercise}/{a}/{b}")
+    def similarity_pair(request: Request, session: SessionDep, topic: str, exercise: str, a: int, b: int) -> Response:
+        """Two students' functions for one exercise side by side, as written and normalised, the
+        normalised lines they share marked."""
+        found = instructor_visitor(request, session)
+        if found is None:
+            return _to_login(request)
+        [ranking] = _similarity(request, session, topic, exercise)
+        placed = similarity.pair_in(ranking, a, b)
+        if placed is None:
+            raise HTTPException(404, "these two submissions are not a pair of this exercise's report")
+        place, pair = placed
+        sides = [
+            (code, similarity.highlighted(code.text, code.start), similarity.highlighted(code.canonical, 1, marks))
+            for code, other in ((pair.a, pair.b), (pair.b, pair.a))
+            for marks in [similarity.shared_lines(code.canonical, other.canonical)]
+        ]
+        return render(
+            request,
+            "similarity_pair.html",
+            who=found[0],
+            topic=topic,
+            ranking=ranking,
+            pair=pair,
+            place=place,
+            sides=sides,
+            code_css=views.code_css(),
+        )
+
     @routes.post("/gradebook/topics/{topic}/extend")
     def page_extend(
         request: Request,
@@ -386,7 +478,14 @@ def _student_page(
         timezone=course.timezone,
         error=error,
         topics=request.app.state.topics,
+        pseudonym=_own_pseudonym(session, who),
     )
+
+
+def _own_pseudonym(session: Session, who: Identity) -> str | None:
+    """The visiting student's pseudonym on the speed leaderboard (None: not on it)."""
+    student = session.get(Student, who.student_id) if who.student_id is not None else None
+    return student.pseudonym if student is not None else None
 
 
 async def _upload_form(request: Request, limit: int) -> tuple[bytes, str]:

@@ -1,0 +1,168 @@
+"""The similarity report's pure parts (autograder/service/similarity.py): normalisation undoes what a
+copier changes cheaply and keeps what a solver decides; on the corpus (tests/similarity/) every
+planted copy ranks above every independent pair; what the stub, hints and reference give everyone
+does not make two students alike, while two copies of the reference are identical.
+"""
+
+from __future__ import annotations
+
+import keyword
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autograder import paths
+from autograder.service import similarity
+from helpers import similarity as corpus
+
+EXERCISES = corpus.exercises()
+
+
+def canonical(text: str, exercise: str) -> str:
+    code = similarity.read("s", 1, text, exercise)
+    assert code is not None, text
+    return code.canonical
+
+
+def ranked(case: corpus.Case) -> similarity.Ranking:
+    files = {login: (i, text) for i, (login, text) in enumerate(sorted(case.files.items()), 1)}
+    [ranking] = similarity.report(case.topic, [case.exercise], files)
+    return ranking
+
+
+def test_the_corpus_has_at_least_six_independent_variants_of_two_topics_exercises():
+    assert len({topic for topic, _ in EXERCISES}) >= 2
+    for topic, exercise in EXERCISES:
+        texts = corpus.variants(topic, exercise)
+        assert len(texts) >= 6
+        forms = {canonical(t, exercise) for t in texts.values()}
+        assert len(forms) == len(texts), f"{topic}.{exercise}: two variants normalise alike"
+
+
+@pytest.mark.parametrize(("topic", "exercise"), EXERCISES)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("edit", [False, True], ids=["planted", "planted-and-edited"])
+def test_every_planted_pair_ranks_above_every_independent_pair(topic, exercise, seed, edit):
+    """Also when each copy has an operand order swapped and one number changed (`edit`)."""
+    case = corpus.case(topic, exercise, seed, edit)
+    ranking = ranked(case)
+    planted = [p.score for p in ranking.pairs if case.is_planted(p.a.login, p.b.login)]
+    independent = [p.score for p in ranking.pairs if not case.is_planted(p.a.login, p.b.login)]
+    assert len(planted) == len(case.planted) and independent
+    assert min(planted) > max(independent), ranking.pairs[: len(planted) + 2]
+
+
+NAME = st.from_regex(r"[a-z][a-z0-9_]{0,7}", fullmatch=True).filter(lambda s: not keyword.iskeyword(s))
+
+
+@settings(max_examples=60, deadline=None)
+@given(which=st.sampled_from(EXERCISES), variant=st.integers(0, 5), seed=st.integers(0, 2**32))
+def test_a_planted_copy_normalises_to_its_original(which, variant, seed):
+    """Renamed locals, independent statements swapped, a dead line added: the same normalised code."""
+    topic, exercise = which
+    text = list(corpus.variants(topic, exercise).values())[variant]
+    copy = corpus.plant(text, exercise, random.Random(seed))
+    assert canonical(copy, exercise) == canonical(text, exercise)
+
+
+@settings(max_examples=60, deadline=None)
+@given(which=st.sampled_from(EXERCISES), variant=st.integers(0, 5), names=st.lists(NAME, min_size=30, unique=True))
+def test_renaming_locals_to_any_names_changes_nothing(which, variant, names):
+    topic, exercise = which
+    text = list(corpus.variants(topic, exercise).values())[variant]
+    free = set(text.split()) | {"jax", "jnp", "lax", "len", "range", "True", "False", "None"}
+    fresh = [n for n in names if n not in free and not n.startswith("v")]
+    renamed = corpus.rename(text, exercise, fresh)
+    assert canonical(renamed, exercise) == canonical(text, exercise)
+
+
+def test_dead_code_and_module_aliases_are_normalised_away_but_constants_are_not():
+    plain = "import jax.numpy as jnp\n\ndef f(x, n):\n    y = jnp.zeros(n)\n    return y.at[x].add(1)\n"
+    noisy = (
+        "import jax.numpy as np\n\ndef f(a, b):\n    'docs'\n    tmp = a * 2\n    unused = tmp + 1\n"
+        "    a\n    pass\n    c = np.zeros(b)  # counts\n    return c.at[a].add(1)\n"
+    )
+    assert canonical(noisy, "f") == canonical(plain, "f")
+    assert canonical(plain.replace("add(1)", "add(2)"), "f") != canonical(plain, "f")
+    effect = "def f(x, n):\n    print(x)\n    return x\n"
+    assert "print" in canonical(effect, "f")  # a call made for its effect is kept
+
+
+def test_commutative_operands_are_ordered():
+    a = "def f(x, y):\n    return (x * 2 + y) == 3\n"
+    b = "def f(x, y):\n    return 3 == (y + 2 * x)\n"
+    assert canonical(a, "f") == canonical(b, "f")
+    assert canonical(a, "f") != canonical("def f(x, y):\n    return (x - 2 + y) == 3\n", "f")
+
+
+def test_reordering_keeps_dependencies():
+    a = "def f(x):\n    p = x + 1\n    q = x * 2\n    r = p - q\n    return r\n"
+    b = "def f(x):\n    q = x * 2\n    p = x + 1\n    r = p - q\n    return r\n"
+    c = "def f(x):\n    p = x + 1\n    q = x * 2\n    r = q - p\n    return r\n"
+    assert canonical(a, "f") == canonical(b, "f")
+    assert canonical(a, "f") != canonical(c, "f")
+    loop = "def f(x):\n    y = x\n    y = y * 2\n    z = y + 1\n    return z\n"
+    assert "v1 = v0\n    v1 = 2 * v1" in canonical(loop, "f")  # an overwrite stays after what it overwrites
+
+
+def test_stubs_missing_functions_and_unreadable_files_are_not_compared():
+    stub = (paths.exercises_dir() / "at_updates.py").read_text()
+    assert similarity.read("s", 1, stub, "histogram") is None
+    assert similarity.read("s", 1, "def other(x):\n    return x\n", "histogram") is None
+    assert similarity.read("s", 1, "def histogram(x:\n", "histogram") is None
+    deep = "def histogram(x, n):\n    return " + "-" * 100_000 + "x\n"
+    assert similarity.read("s", 1, deep, "histogram") is None
+
+
+def _students(functions: dict[str, str]) -> similarity.Ranking:
+    stub = (paths.exercises_dir() / "at_updates.py").read_text()
+    files = {login: (i, corpus.with_function(stub, fn, "histogram")) for i, (login, fn) in enumerate(functions.items())}
+    files |= {
+        login: (10 + i, text)
+        for i, (login, text) in enumerate(corpus.variants("at_updates", "histogram").items())
+        if login != "v1"
+    }
+    [ranking] = similarity.report("at_updates", ["histogram"], files)
+    return ranking
+
+
+def _score(ranking: similarity.Ranking, a: str, b: str) -> similarity.Pair:
+    return next(p for p in ranking.pairs if {p.a.login, p.b.login} == {a, b})
+
+
+def test_two_copies_of_the_reference_are_identical_and_marked_so():
+    reference = (paths.solutions_dir() / "at_updates.py").read_text()
+    ranking = _students({"ada": reference, "bob": reference.replace("### BEGIN SOLUTION", "# my own, honest")})
+    pair = _score(ranking, "ada", "bob")
+    assert pair.score == 1.0 and pair.identical and pair.is_reference(ranking.given)
+    assert ranking.pairs[0] == pair
+
+
+def test_sharing_only_the_stub_and_the_hints_does_not_make_two_students_alike():
+    """Both keep the stub's docstring and signature and start from the hint's `jnp.zeros(n, dtype)`;
+    then one loops over x and the other compares with every bin: not alike. The same two functions
+    without the discount (every n-gram at full weight) score higher."""
+    stub = (paths.exercises_dir() / "at_updates.py").read_text()
+    doc = stub.split('def histogram(x, nbins):\n    """', 1)[1].split('"""', 1)[0]
+    head = f'import jax.numpy as jnp\nfrom jax import lax\n\n\ndef histogram(x, nbins):\n    """{doc}"""\n'
+    one = head + (
+        "    counts = jnp.zeros(nbins, jnp.int32)\n"
+        "    return lax.fori_loop(0, x.shape[0], lambda i, c: c.at[x[i]].add(1), counts)\n"
+    )
+    two = head + (
+        "    counts = jnp.zeros(nbins, jnp.int32)\n"
+        "    return counts + (x[None, :] == jnp.arange(nbins)[:, None]).sum(axis=1).astype(jnp.int32)\n"
+    )
+    ranking = _students({"ada": one, "bob": two})
+    shared = _score(ranking, "ada", "bob")
+    assert shared.score < 0.35 and not shared.identical
+    weight = similarity.weights(list({c.login: c for q in ranking.pairs for c in (q.a, q.b)}.values()), frozenset())
+    assert similarity.alike(shared.a.grams, shared.b.grams, weight) > shared.score
+
+
+def test_shared_lines_marks_what_two_normalised_functions_have_in_common():
+    a = "def f(v0):\n    v1 = v0 + 1\n    return v1\n"
+    b = "def f(v0):\n    v1 = v0 + 1\n    return v1 * 2\n"
+    assert similarity.shared_lines(a, b) == [2]

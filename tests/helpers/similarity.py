@@ -1,0 +1,169 @@
+"""The similarity report's corpus (tests/similarity/<topic>/<exercise>/v*.py: independently written
+variants) and planted copies of its variants, for tests/service/test_service_similarity.py,
+tests/core/test_similarity.py and benchmarks/similarity.py.
+
+A planted copy is what a student who copies and disguises does: every local name renamed,
+two independent statements swapped where the function has any, and a dead line added; an edited
+one also has the operands of a `+` or `*` swapped and one number changed.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+CORPUS = Path(__file__).resolve().parent.parent / "similarity"
+PLANTED_FROM = ("v1", "v3", "v5")
+"""The variants each exercise's planted copies are made from."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One exercise of the corpus: login -> the topic file's text, and the planted pairs."""
+
+    topic: str
+    exercise: str
+    files: dict[str, str]
+    planted: frozenset[frozenset[str]]
+
+    def is_planted(self, a: str, b: str) -> bool:
+        return frozenset((a, b)) in self.planted
+
+
+def variants(topic: str, exercise: str) -> dict[str, str]:
+    """name -> text of the independently written variants of one exercise."""
+    return {p.stem: p.read_text() for p in sorted((CORPUS / topic / exercise).glob("v*.py"))}
+
+
+def exercises() -> list[tuple[str, str]]:
+    """The (topic, exercise) pairs the corpus has."""
+    return sorted((d.parent.name, d.name) for d in CORPUS.glob("*/*") if d.is_dir())
+
+
+def case(topic: str, exercise: str, seed: int = 0, edit: bool = False) -> Case:
+    """The exercise's variants, plus a planted copy (`<name>_copy`) of each of `PLANTED_FROM`
+    (`edit`: each also edited, `_edit`)."""
+    files = variants(topic, exercise)
+    rng = random.Random(f"{topic}.{exercise}.{seed}")
+    planted = set()
+    for name in PLANTED_FROM:
+        files[f"{name}_copy"] = plant(files[name], exercise, rng, edit)
+        planted.add(frozenset((name, f"{name}_copy")))
+    return Case(topic, exercise, files, frozenset(planted))
+
+
+def _names(node: ast.AST) -> tuple[set[str], set[str]]:
+    """(names read, names written) anywhere in `node`."""
+    read = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    written = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    if isinstance(node, ast.FunctionDef):
+        written.add(node.name)
+    return read, written
+
+
+def _independent(a: ast.stmt, b: ast.stmt) -> bool:
+    """Whether two statements may swap: simple ones, neither touching what the other writes."""
+    simple = (ast.Assign, ast.FunctionDef)
+    if not (isinstance(a, simple) and isinstance(b, simple)):
+        return False
+    (ra, wa), (rb, wb) = _names(a), _names(b)
+    return not (wa & (rb | wb) or ra & wb)
+
+
+def _swap_one(fn: ast.FunctionDef, rng: random.Random) -> None:
+    """Swap one pair of adjacent independent statements in some block of `fn` (none: no change)."""
+    spots = []
+    for node in ast.walk(fn):
+        if isinstance(node, ast.FunctionDef):
+            spots += [(node.body, i) for i in range(len(node.body) - 1) if _independent(*node.body[i : i + 2])]
+    if spots:
+        body, i = rng.choice(spots)
+        body[i], body[i + 1] = body[i + 1], body[i]
+
+
+def _bound(fn: ast.FunctionDef) -> list[str]:
+    """The names `fn` binds (parameters, locals, nested functions), sorted."""
+    bound = {n.arg for n in ast.walk(fn) if isinstance(n, ast.arg)}
+    bound |= {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    bound |= {n.name for n in ast.walk(fn) if isinstance(n, ast.FunctionDef) and n is not fn}
+    return sorted(bound)
+
+
+def _rename_to(fn: ast.FunctionDef, new: dict[str, str]) -> None:
+    """Rename the names `fn` binds as `new` says, in place."""
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and node.id in new:
+            node.id = new[node.id]
+        elif isinstance(node, ast.arg) and node.arg in new:
+            node.arg = new[node.arg]
+        elif isinstance(node, ast.FunctionDef) and node is not fn and node.name in new:
+            node.name = new[node.name]
+
+
+def _rename(fn: ast.FunctionDef, rng: random.Random) -> None:
+    """Rename every name `fn` binds to a fresh one."""
+    words = ["alpha_", "val", "tmp", "res", "buf", "item", "cur", "acc", "arr", "q"]
+    _rename_to(fn, {name: f"{rng.choice(words)}{i}" for i, name in enumerate(_bound(fn))})
+
+
+def _function(tree: ast.Module, name: str) -> ast.FunctionDef:
+    return next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+
+
+def rename(text: str, exercise: str, names: list[str]) -> str:
+    """`text` with the names its function `exercise` binds renamed to `names`, in order (as many
+    as it binds, distinct, clashing with nothing it reads)."""
+    tree = ast.parse(text)
+    fn = _function(tree, exercise)
+    _rename_to(fn, dict(zip(_bound(fn), names)))
+    return ast.unparse(tree) + "\n"
+
+
+def _edit(fn: ast.FunctionDef, rng: random.Random) -> None:
+    """Two edits a normaliser must see through or weigh: the operands of one commutative
+    operation swapped, and one number changed (by one: a real difference that stays)."""
+    ops = [n for n in ast.walk(fn) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Add | ast.Mult)]
+    if ops:
+        op = rng.choice(ops)
+        op.left, op.right = op.right, op.left
+    numbers = [
+        n for n in ast.walk(fn) if isinstance(n, ast.Constant) and type(n.value) in (int, float) and n.value != 0
+    ]
+    if numbers:
+        rng.choice(numbers).value += 1
+
+
+def plant(text: str, exercise: str, rng: random.Random, edit: bool = False) -> str:
+    """A disguised copy of `text`'s function `exercise`: statements swapped where independent,
+    every local name renamed, a dead line added before its last statement, its docstring and
+    comments dropped (the file is written back by `ast.unparse`); with `edit`, also `_edit`."""
+    tree = ast.parse(text)
+    fn = _function(tree, exercise)
+    if ast.get_docstring(fn) is not None:
+        fn.body = fn.body[1:]
+    _swap_one(fn, rng)
+    if edit:
+        _edit(fn, rng)
+    first = fn.args.args[0].arg
+    dead = ast.parse(f"unused_scratch = {first} * 2").body[0]
+    fn.body.insert(max(len(fn.body) - 1, 0), dead)
+    _rename(fn, rng)
+    return ast.unparse(tree) + "\n"
+
+
+def with_function(module: str, function: str, name: str) -> str:
+    """`module`'s text with its top-level function `name` replaced by the one in `function` (a
+    variant's file): a student's topic file that solved this exercise their way. The variant's
+    imports are added at the top."""
+    tree, lines = ast.parse(module), module.splitlines()
+    old = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+    new_tree, new_lines = ast.parse(function), function.splitlines()
+    new = next(n for n in new_tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+    imports = [
+        ast.get_source_segment(function, n) or "" for n in new_tree.body if isinstance(n, ast.Import | ast.ImportFrom)
+    ]
+    body = new_lines[new.lineno - 1 : new.end_lineno]
+    start = min([old.lineno] + [d.lineno for d in old.decorator_list])
+    return "\n".join([*imports, *lines[: start - 1], *body, *lines[old.end_lineno :]]) + "\n"

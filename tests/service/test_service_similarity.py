@@ -1,0 +1,133 @@
+"""The similarity report through a real `grade serve` (SQLite), submissions seeded straight into the
+database: the ranking from each student's counted submission (`GET /api/similarity/{topic}` and
+`/gradebook/similarity/{topic}`), two functions side by side with code escaped, instructors only.
+"""
+
+from __future__ import annotations
+
+import random
+from contextlib import closing
+
+import httpx
+import pytest
+
+from autograder import paths
+from helpers import similarity as corpus
+from helpers.service import course, page_login, seed_submission, seeded_result  # noqa: F401
+
+pytestmark = pytest.mark.slow
+
+HOSTILE = (
+    "import jax.numpy as jnp\n\n\ndef histogram(x, nbins):\n"
+    '    label = "</pre><script>alert(1)</script>"  # <b>bold</b>\n'
+    "    return jnp.zeros(nbins, jnp.int32).at[x].add(len(label) - 37)\n"
+)
+
+
+@pytest.fixture
+def seeded(course):
+    """at_updates: ada's histogram (a corpus variant in the stub), bob's planted copy of it (his
+    counted submission; an earlier one of his is lower and does not count), cy and dee two other
+    variants, eve and fay the reference unchanged, gus code with markup in it; a server."""
+    stub = (paths.exercises_dir() / "at_updates.py").read_text()
+    reference = (paths.solutions_dir() / "at_updates.py").read_text()
+    texts = corpus.variants("at_updates", "histogram")
+    copy = corpus.plant(texts["v5"], "histogram", random.Random(7))
+    files = {
+        "ada": corpus.with_function(stub, texts["v5"], "histogram"),
+        "bob": corpus.with_function(stub, copy, "histogram"),
+        "cy": corpus.with_function(stub, texts["v2"], "histogram"),
+        "dee": corpus.with_function(stub, texts["v3"], "histogram"),
+        "eve": reference,
+        "fay": reference.replace("### BEGIN SOLUTION", "# all my own work"),
+        "gus": corpus.with_function(stub, HOSTILE, "histogram"),
+    }
+    failing = {"histogram:correct": "wrong"}
+    seed_submission(course, "bob", {"at_updates": stub}, seeded_result("at_updates", failing))
+    ids = {
+        login: seed_submission(course, login, {"at_updates": text}, seeded_result("at_updates"))
+        for login, text in files.items()
+    }
+    course.serve()
+    return course, ids
+
+
+def histogram_pairs(report: dict) -> list[dict]:
+    return next(e for e in report["exercises"] if e["exercise"] == "histogram")["pairs"]
+
+
+def test_the_api_ranks_the_copies_first_and_marks_the_reference(seeded):
+    course, ids = seeded
+    prof = httpx.Client(base_url=course.url, headers={"Authorization": f"Bearer {course.instructor()}"}, timeout=60)
+    with closing(prof):
+        reply = prof.get("/api/similarity/at_updates")
+        assert reply.status_code == 200, reply.text
+        report = reply.json()
+        assert report["topic"] == "at_updates"
+        assert [e["exercise"] for e in report["exercises"]] == [
+            "scatter_ops",
+            "histogram",
+            "mask_fill",
+            "lookup_and_clamp",
+        ]
+        pairs = histogram_pairs(report)
+        assert next(e for e in report["exercises"] if e["exercise"] == "histogram")["compared"] == 7
+        top = {frozenset((p["a"], p["b"])): p for p in pairs[:2]}
+        assert set(top) == {frozenset(("ada", "bob")), frozenset(("eve", "fay"))}
+        assert all(p["score"] == 1.0 and p["identical"] for p in top.values())
+        assert top[frozenset(("eve", "fay"))]["reference"] and not top[frozenset(("ada", "bob"))]["reference"]
+        assert {top[frozenset(("ada", "bob"))]["a_submission"], top[frozenset(("ada", "bob"))]["b_submission"]} == {
+            ids["ada"],
+            ids["bob"],
+        }
+        assert all(p["score"] < 0.5 for p in pairs[2:])
+        # the other exercises are stubs for everyone but eve and fay: only their pair is compared
+        scatter = report["exercises"][0]
+        assert scatter["compared"] == 2 and scatter["pairs"][0]["reference"]
+        assert len(histogram_pairs(prof.get("/api/similarity/at_updates?top=3").json())) == 3
+        assert prof.get("/api/similarity/nonesuch").status_code == 404
+        assert prof.get("/api/similarity/at_updates?top=0").status_code == 422
+
+
+def test_the_api_is_for_instructors_only(seeded):
+    course, _ = seeded
+    assert httpx.get(f"{course.url}/api/similarity/at_updates").status_code == 401
+    student = {"Authorization": f"Bearer {course.token('ada')}"}
+    assert httpx.get(f"{course.url}/api/similarity/at_updates", headers=student).status_code == 403
+
+
+def test_the_page_lists_pairs_and_shows_two_functions_side_by_side_escaped(seeded):
+    course, ids = seeded
+    with closing(page_login(course, course.instructor())) as prof:
+        topic = prof.get("/gradebook/topics/at_updates")
+        assert 'href="/gradebook/similarity/at_updates"' in topic.text
+        page = prof.get("/gradebook/similarity/at_updates")
+        assert page.status_code == 200 and 'id="sim-histogram"' in page.text
+        assert "eve and fay" in page.text and 'class="ref"' in page.text
+        link = f"/gradebook/similarity/at_updates/histogram/{ids['ada']}/{ids['bob']}"
+        assert link in page.text or f"/gradebook/similarity/at_updates/histogram/{ids['bob']}/{ids['ada']}" in page.text
+        side = prof.get(link)
+        assert side.status_code == 200 and "ada" in side.text and "bob" in side.text
+        assert 'id="written"' in side.text and 'id="normalised"' in side.text and 'class="hll"' in side.text
+        hostile = prof.get(f"/gradebook/similarity/at_updates/histogram/{ids['gus']}/{ids['ada']}")
+        assert hostile.status_code == 200
+        assert "<script>alert(1)</script>" not in hostile.text and "&lt;/" in hostile.text
+        assert "<b>bold</b>" not in hostile.text
+        assert prof.get(f"/gradebook/similarity/at_updates/histogram/{ids['ada']}/999999").status_code == 404
+        assert prof.get(f"/gradebook/similarity/at_updates/nonesuch/{ids['ada']}/{ids['bob']}").status_code == 404
+        assert prof.get("/gradebook/similarity/nonesuch").status_code == 404
+
+
+def test_the_page_is_for_instructors_only(seeded):
+    course, ids = seeded
+    with closing(page_login(course, course.token("ada"))) as ada:
+        for path in (
+            "/gradebook/similarity/at_updates",
+            f"/gradebook/similarity/at_updates/histogram/{ids['ada']}/{ids['bob']}",
+        ):
+            refused = ada.get(path)
+            assert refused.status_code == 403 and refused.headers["content-type"].startswith("text/html")
+            assert "bob" not in refused.text
+    with closing(httpx.Client(base_url=course.url, timeout=30)) as nobody:
+        reply = nobody.get("/gradebook/similarity/at_updates")
+        assert reply.status_code == 303 and reply.headers["location"].endswith("/login")
