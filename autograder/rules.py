@@ -156,6 +156,14 @@ class Leaderboard(BaseModel):
     enabled: StrictBool = False  # strict: `enabled = "no"` is refused, not read as a truthy string
 
 
+def known_zone(name: str) -> ZoneInfo:
+    """The IANA time zone `name` ("Europe/Zurich"); a ValueError naming it when there is none."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown time zone {name!r} (an IANA name such as 'Europe/Zurich')") from None
+
+
 class CourseRules(BaseModel):
     """The whole file. `topics` may name only the course's topics (checked by `load`)."""
 
@@ -168,10 +176,7 @@ class CourseRules(BaseModel):
     @field_validator("timezone")
     @classmethod
     def _known_zone(cls, name: str) -> str:
-        try:
-            ZoneInfo(name)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"unknown time zone {name!r} (an IANA name such as 'Europe/Zurich')") from None
+        known_zone(name)
         return name
 
     @property
@@ -266,12 +271,13 @@ def dates(window: Window, rules: CourseRules) -> str:
     return " · ".join(parts) or "no dates"
 
 
-def describe(window: Window, now: dt.datetime, rules: CourseRules) -> str:
+def describe(window: Window, now: dt.datetime, rules: CourseRules, zone: ZoneInfo | None = None) -> str:
     """One line for the student's page and `grade submit`: "due in 2 days (Tue 08 Dec 23:59
-    CET)", "late: 10% off per day started (until ...)", "closed since ...", "opens in 3 hours"."""
+    CET)", "late: 10% off per day started (until ...)", "closed since ...", "opens in 3 hours";
+    times in `zone` (the student's), else the course's."""
 
     def when(t: dt.datetime) -> str:
-        return rules.local(t).strftime("%a %d %b %H:%M %Z")
+        return rules.local(t).astimezone(zone or rules.zone).strftime("%a %d %b %H:%M %Z")
 
     phase = window.phase(now)
     if phase is Phase.NOT_OPEN and window.opens is not None:

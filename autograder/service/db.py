@@ -63,6 +63,8 @@ class Student(Base):
     # key (`leaderboard.key`: NFKC, casefolded), unique, so two pseudonyms differing in case never coexist
     pseudonym: Mapped[str | None] = mapped_column(String(30), unique=True, nullable=True)
     pseudonym_key: Mapped[str | None] = mapped_column(String(120), unique=True, nullable=True)
+    # the IANA zone the student reads dates in (`deadlines.zone_for`); empty: the course's
+    timezone: Mapped[str] = mapped_column(String(64), default="", server_default="")
     submissions: Mapped[list[Submission]] = relationship(back_populates="student")
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -60,15 +61,31 @@ def refusal(
 
 
 def status_lines(
-    course: rules.CourseRules, granted: Extensions, student_id: int, topics: Iterable[str], now: dt.datetime
+    course: rules.CourseRules,
+    granted: Extensions,
+    student_id: int,
+    topics: Iterable[str],
+    now: dt.datetime,
+    zone: ZoneInfo | None = None,
 ) -> dict[str, str]:
     """topic -> one line on where it stands for this student ("due in 2 days (...)", "late: ...",
-    "closed since ..."), for the topics that have dates; {} when the course has none."""
+    "closed since ..."), times in `zone` (the student's; None: the course's), for the topics that
+    have dates; {} when the course has none."""
     return {
-        t: rules.describe(window(course, granted, student_id, t), aware(now), course)
+        t: rules.describe(window(course, granted, student_id, t), aware(now), course, zone)
         for t in topics
         if t in course.topics
     }
+
+
+def zone_for(session: Session, course: rules.CourseRules, student_id: int | None) -> ZoneInfo:
+    """The zone a student reads dates in: the one they chose (`Student.timezone`), else the course's."""
+    student = session.get(Student, student_id) if student_id is not None else None
+    name = student.timezone if student is not None and student.timezone else course.timezone
+    try:
+        return rules.known_zone(name)
+    except ValueError:  # a zone the system no longer knows: the course's
+        return course.zone
 
 
 def grant(

@@ -49,11 +49,18 @@ class Me(BaseModel):
 
 class Deadlines(BaseModel):
     """Where each dated topic stands for the caller (a student: their extensions applied), in
-    words ("due in 2 days (Tue 08 Dec 23:59 CET)", "late: ...", "closed since ..."); the
-    course's time zone. Topics without dates are left out."""
+    words ("due in 2 days (Tue 08 Dec 23:59 CET)", "late: ...", "closed since ..."), and the zone
+    the times are in (the student's own when they chose one, else the course's). Topics without
+    dates are left out."""
 
     timezone: str
     topics: dict[str, str]
+
+
+class NewTimezone(BaseModel):
+    """The zone a student reads dates in (`PUT /api/me/timezone`): an IANA name, "" for the course's."""
+
+    timezone: str = Field(max_length=64)
 
 
 class SubmissionView(BaseModel):

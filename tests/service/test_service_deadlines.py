@@ -274,3 +274,34 @@ def test_a_rules_file_with_a_typo_stops_grade_serve_with_the_key_named(tmp_path)
     assert started.returncode == 2 and "course.toml" in started.stdout + started.stderr
     said = started.stdout + started.stderr
     assert "topics.prng.late_untill: not a key of this table (misspelt?)" in said and "Traceback" not in said
+
+
+@pytest.mark.slow
+def test_a_student_reads_the_dates_in_their_own_zone(course):
+    write_rules(course, dt.datetime.now(dt.UTC))
+    course.serve()
+    token = course.token("fay")
+    fay = api(course, token)
+    assert fay.get("/api/deadlines").json()["timezone"] == "Europe/Zurich"
+    chosen = fay.put("/api/me/timezone", json={"timezone": "Asia/Tokyo"})
+    assert chosen.status_code == 200 and chosen.json()["timezone"] == "Asia/Tokyo", chosen.text
+    assert "JST)" in chosen.json()["topics"]["at_updates"] and "CET" not in chosen.json()["topics"]["at_updates"]
+    refused = fay.put("/api/me/timezone", json={"timezone": "Mars/Olympus_Mons"})
+    assert refused.status_code == 400 and "unknown time zone" in refused.json()["detail"]
+    assert fay.get("/api/deadlines").json()["timezone"] == "Asia/Tokyo"  # a refusal changes nothing
+    prof = api(course, course.instructor())
+    assert prof.put("/api/me/timezone", json={"timezone": "Asia/Tokyo"}).status_code == 403
+
+    with closing(page_login(course, token)) as pages:
+        me = pages.get("/me").text
+        assert "dates (Asia/Tokyo)" in me and "JST)" in me
+        from helpers.service import form_csrf
+
+        bad = pages.post("/me/timezone", data={"timezone": "<b>x</b>", "csrf": form_csrf(me)})
+        assert bad.status_code == 400 and "unknown time zone" in bad.text and "<b>x</b>" not in bad.text
+        back = pages.post("/me/timezone", data={"timezone": "", "csrf": form_csrf(me)})
+        assert back.status_code == 303
+        assert "dates (Europe/Zurich)" in pages.get("/me").text
+        forged = pages.post("/me/timezone", data={"timezone": "Asia/Tokyo", "csrf": "wrong"})
+        assert forged.status_code == 403
+    assert fay.get("/api/deadlines").json()["timezone"] == "Europe/Zurich"

@@ -17,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
-from autograder import __version__
+from autograder import __version__, rules
 from autograder.service import deadlines, exports, jobs, leaderboard, roster, scores, similarity, storage, submitting
 from autograder.service.auth import Identity
 from autograder.service.db import Student, Submission
@@ -35,6 +35,7 @@ from autograder.service.schemas import (
     NewExtension,
     NewPseudonym,
     NewStudent,
+    NewTimezone,
     Problem,
     PseudonymView,
     Regraded,
@@ -129,8 +130,16 @@ def router() -> APIRouter:
         course = request.app.state.rules
         student = who.student_id if who.student_id is not None else -1
         granted = deadlines.extensions(session, [student])
-        lines = deadlines.status_lines(course, granted, student, request.app.state.topics, dt.datetime.now(dt.UTC))
-        return Deadlines(timezone=course.timezone, topics=lines)
+        zone = deadlines.zone_for(session, course, who.student_id)
+        now = dt.datetime.now(dt.UTC)
+        lines = deadlines.status_lines(course, granted, student, request.app.state.topics, now, zone)
+        return Deadlines(timezone=zone.key, topics=lines)
+
+    @routes.put("/me/timezone")
+    def choose_timezone(request: Request, session: SessionDep, who: Caller, body: NewTimezone) -> Deadlines:
+        """Read the course's dates in your own zone (an IANA name; "" for the course's): students only."""
+        set_timezone(session, who, body.timezone)
+        return course_deadlines(request, who, session)
 
     @routes.get("/leaderboard")
     def speed_leaderboard(request: Request, session: SessionDep, who: Caller) -> LeaderboardView:
@@ -422,6 +431,24 @@ def leaderboard_view(request: Request, session: Session, who: Identity) -> Leade
         ],
         pseudonym=next((s.pseudonym for s in students if s.id == mine), None),
     )
+
+
+def set_timezone(session: Session, who: Identity, name: str) -> None:
+    """Set the caller's own zone for dates, committed; 403 for an instructor, 400 for a zone that
+    is not an IANA name ("" goes back to the course's)."""
+    if who.is_instructor or who.student_id is None:
+        raise HTTPException(403, "a time zone is a student's setting; instructors read the course's")
+    name = name.strip()
+    if name:
+        try:
+            rules.known_zone(name)
+        except ValueError as exc:
+            raise HTTPException(400, str(exc)) from None
+    student = session.get(Student, who.student_id)
+    if student is None:
+        raise HTTPException(404, "no such student on the roster")
+    student.timezone = name
+    session.commit()
 
 
 def set_pseudonym(request: Request, session: Session, who: Identity, text: str | None) -> str | None:

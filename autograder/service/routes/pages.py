@@ -35,6 +35,7 @@ from autograder.service.routes.api import (
     read_body,
     results_download,
     set_pseudonym,
+    set_timezone,
     standings,
 )
 from autograder.service.security import same_origin
@@ -181,6 +182,27 @@ def router() -> APIRouter:
                 raise
             return _student_page(request, session, found, exc.status_code, str(exc.detail))
         return RedirectResponse(f"{request.app.state.settings.base_path}/me#leaderboard", status_code=303)
+
+    @routes.post("/me/timezone")
+    def page_timezone(
+        request: Request,
+        session: SessionDep,
+        timezone: Annotated[str, Form(max_length=64)] = "",
+        csrf: Annotated[str, Form(max_length=200)] = "",
+    ) -> Response:
+        """The student's page's time-zone form: dates shown in the zone chosen ("" for the course's);
+        back to the page, or the page again saying why the zone was refused."""
+        found = visitor(request, session)
+        if found is None:
+            return _to_login(request)
+        check_form(request, found[1], csrf)
+        try:
+            set_timezone(session, found[0], timezone)
+        except HTTPException as exc:
+            if exc.status_code != 400:
+                raise
+            return _student_page(request, session, found, 400, str(exc.detail))
+        return RedirectResponse(f"{request.app.state.settings.base_path}/me#best", status_code=303)
 
     @routes.get("/leaderboard")
     def leaderboard_page(request: Request, session: SessionDep) -> Response:
@@ -466,6 +488,8 @@ def _student_page(
     )
     course, student = request.app.state.rules, who.student_id if who.student_id is not None else -1
     granted = deadlines.extensions(session, [student])
+    zone = deadlines.zone_for(session, course, who.student_id)
+    now = dt.datetime.now(dt.UTC)
     return render(
         request,
         "student.html",
@@ -474,8 +498,9 @@ def _student_page(
         csrf=row.csrf,
         submissions=subs,
         best=scores.counted(subs, scores.keeps_for(course, granted, student)),
-        dates=deadlines.status_lines(course, granted, student, request.app.state.topics, dt.datetime.now(dt.UTC)),
-        timezone=course.timezone,
+        dates=deadlines.status_lines(course, granted, student, request.app.state.topics, now, zone),
+        timezone=zone.key,
+        course_timezone=course.timezone,
         error=error,
         topics=request.app.state.topics,
         pseudonym=_own_pseudonym(session, who),
