@@ -149,7 +149,9 @@ def _analysed(
     reference_seconds: dict[str, float] | None = None,
 ) -> tuple[Facts, dict[str, Any], dict[str, float]]:
     """Facts of the `first` program (on `args`), with `n_ops_other` from the `other` one, and
-    every run's outputs and seconds by name (the reference's set the student's deadlines). Every program is
+    every run's outputs and seconds by name (the reference's set the student's deadlines). A student's
+    `first` program of a plain jit (no transforms) also brings its normalised fingerprint
+    (`program_shingles`, for the similarity report; no requirement reads it). Every program is
     analysed AND run (in the trusted workers) on the trusted samples, so each fact describes a
     program whose outputs are then verified; a program the request asked for and the reply
     lacks is a failure."""
@@ -163,7 +165,12 @@ def _analysed(
             raise StudentError(f"the trace reply has no `{exported}` program")
         t0 = time.monotonic()
         reply = _analyse(
-            session, programs[exported], request[inputs], student, reference_seconds=(reference_seconds or {}).get(run)
+            session,
+            programs[exported],
+            request[inputs],
+            student,
+            reference_seconds=(reference_seconds or {}).get(run),
+            shingles=student and run == "first" and not request.get("transforms"),
         )
         seconds[run] = round(time.monotonic() - t0, 3)
         outs[run] = reply["out"]
@@ -242,12 +249,15 @@ def _analyse(
     student: bool,
     shardings: bool = False,
     reference_seconds: float | None = None,
+    shingles: bool = False,
 ) -> dict[str, Any]:
     """One `analyse` request: a student's program to the analysis worker (`session.analyser`),
     under its deadline (`analysis_deadline`), the reference's to the reference's worker. A
     program refused, crashing or late is the student's failure (StudentError, with the reason;
     the analysis worker is restarted) or, for the reference's own program, the grader's."""
     fields: dict[str, Any] = {"program": blob, "args": args, "shardings": shardings}
+    if shingles:
+        fields["shingles"] = True
     worker = session.analyser if student else session.ref
     timeout = analysis_deadline(session, reference_seconds) if student else REFERENCE_TIMEOUT
     try:

@@ -38,7 +38,12 @@ MEASURED = (
     "ops",
     "n_inputs",
     "donated_inputs",
+    "program_shingles",
 )
+"""Facts the test's `extra_data` carries (the student's, and the reference's as `reference_<fact>`
+where it has them). `program_shingles` (the student's program only: the trusted analysis worker's
+normalised fingerprint of it, `autograder.worker.program.program_shingles`) is for the similarity
+report and decides nothing."""
 
 
 @dataclass(frozen=True, kw_only=True)

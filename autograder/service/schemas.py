@@ -21,7 +21,11 @@ class SimilarPair(BaseModel):
     b: str
     a_submission: int
     b_submission: int
-    score: float
+    score: float = Field(description="the mean of source_score and program_score, or source_score alone")
+    source_score: float = Field(description="how alike the normalised source is")
+    program_score: float | None = Field(
+        default=None, description="how alike the exported programs are (normalised StableHLO), where both have one"
+    )
     identical: bool = Field(description="the same code once names, order and dead code are normalised")
     reference: bool = Field(description="both are the reference solution itself")
 

@@ -25,9 +25,16 @@ Pure functions over source text; the routes hand them each student's counted sub
    union's): 1 for functions identical once normalised, whatever their weights, so two students
    who both handed in the reference unchanged are flagged as identical (and marked so), while two
    who share only the stub's signature and a hint's snippet are not alike.
-
-The program side (normalised StableHLO of the exported programs) is not used: see
-docs/service.md, "Similarity report".
+6. **The program side**, where both students' gradings hold one: the `jit` test's
+   `program_shingles`, a sketch of the exported program's normalised StableHLO computed by the
+   grader's trusted analysis worker (`autograder.worker.program.program_shingles`: op names and
+   result ranks and dtypes in order, SSA names, constants, locations and function names gone,
+   4-grams hashed, the 128 smallest hashes kept). Scored as the source is (rarity across the class,
+   what the reference's program shares discounted, weighted Jaccard; sketches cut at 128 compared
+   on the hashes both sketches cover: the bottom-k estimator), and the pair's score is the mean
+   of the source's and the program's (`combined`). Without a program on either side (results
+   graded before the fingerprint existed, an exercise without a `jit` check, a jit that failed
+   before its program was analysed) the score is the source's alone.
 """
 
 from __future__ import annotations
@@ -40,10 +47,11 @@ import math
 import re
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from markupsafe import Markup
@@ -80,6 +88,13 @@ class Code:
     start: int  # its first line in the topic file
     canonical: str  # the normalised function as code (ast.unparse)
     grams: Counter[str] = field(compare=False, repr=False)
+    program: frozenset[int] | None = field(default=None, compare=False, repr=False)
+    """The sketch of its exported program (`program_sketch`), where its grading has one."""
+
+    @property
+    def program_full(self) -> bool:
+        """Whether the program's sketch was cut at `PROGRAM_KEPT` (a larger program: a sample)."""
+        return self.program is not None and len(self.program) >= PROGRAM_KEPT
 
 
 @dataclass(frozen=True)
@@ -89,6 +104,8 @@ class Given:
 
     grams: frozenset[str]
     reference: str | None
+    program: frozenset[int] = frozenset()
+    """The reference's program sketch where it is known (see `rank`): its hashes are discounted."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +116,10 @@ class Pair:
     a: Code
     b: Code
     score: float
+    source: float | None = None
+    """The source side's score (`score` is the mean of it and `program`, or it alone)."""
+    program: float | None = None
+    """The program side's score, where both have a program sketch."""
 
     @property
     def identical(self) -> bool:
@@ -572,33 +593,151 @@ def alike(a: Counter[str], b: Counter[str], weight: Mapping[str, float]) -> floa
     return shared / union if union else 0.0
 
 
-def rank(exercise: str, codes: list[Code], given_now: Given) -> Ranking:
-    """Every pair of `codes` scored (`alike`, for all pairs at once on a matrix of weighted
-    counts), most alike first (ties: by the logins)."""
-    weight = weights(codes, given_now.grams)
-    column = {g: i for i, g in enumerate(weight)}
-    counts = np.zeros((len(codes), len(column)))
-    for row, code in enumerate(codes):
-        for g, k in code.grams.items():
-            counts[row, column[g]] = k * weight[g]
+def _scores(rows: Sequence[Mapping[Any, float]]) -> np.ndarray:
+    """Weighted Jaccard of every pair of rows (`rows`: element -> weighted count), as an upper
+    triangle: [i, j] for i < j (for all pairs at once on a matrix)."""
+    column: dict[Any, int] = {}
+    for row in rows:
+        for g in row:
+            column.setdefault(g, len(column))
+    counts = np.zeros((len(rows), len(column)))
+    for r, row in enumerate(rows):
+        for g, k in row.items():
+            counts[r, column[g]] = k
     totals = counts.sum(axis=1)
-    pairs = []
-    for i in range(len(codes) - 1):
+    out = np.zeros((len(rows), len(rows)))
+    for i in range(len(rows) - 1):
         shared = np.minimum(counts[i], counts[i + 1 :]).sum(axis=1)
         union = totals[i] + totals[i + 1 :] - shared
-        scores = np.divide(shared, union, out=np.zeros_like(shared), where=union > 0)
-        pairs += [Pair(exercise, codes[i], codes[i + 1 + j], round(float(v), 4)) for j, v in enumerate(scores)]
+        out[i, i + 1 :] = np.divide(shared, union, out=np.zeros_like(shared), where=union > 0)
+    return out
+
+
+def program_weights(codes: list[Code], reference: frozenset[int]) -> dict[int, float]:
+    """A program sketch's hash -> its weight: rarity across the class's sketches, times `DISCOUNT`
+    for a hash of the reference's program."""
+    df: Counter[int] = Counter()
+    for code in codes:
+        df.update(code.program or ())
+    n = sum(1 for c in codes if c.program is not None)
+    return {h: math.log(1 + n / d) * (DISCOUNT if h in reference else 1.0) for h, d in df.items()}
+
+
+def program_alike(a: frozenset[int], b: frozenset[int], weight: Mapping[int, float]) -> float:
+    """Weighted Jaccard of two program sketches. A sketch cut at `PROGRAM_KEPT` holds its
+    program's smallest hashes only, so both are compared below the smaller of the cut sketches'
+    largest hash (the bottom-k estimator: there each sketch is its whole program's set)."""
+    cuts = [max(s) for s in (a, b) if len(s) >= PROGRAM_KEPT]
+    cut = min(cuts) if cuts else None
+    shared = sum(weight.get(h, 1.0) for h in a & b if cut is None or h <= cut)
+    union = sum(weight.get(h, 1.0) for h in a | b if cut is None or h <= cut)
+    return shared / union if union else 0.0
+
+
+def combined(source_score: float, program_score: float | None) -> float:
+    """A pair's score: the mean of the source's and the program's, or the source's alone."""
+    return source_score if program_score is None else (source_score + program_score) / 2
+
+
+def reference_program(codes: list[Code], given_now: Given) -> frozenset[int]:
+    """The reference's program sketch: `given_now`'s where known, else that of a student whose
+    function is the reference's once normalised (its program is the reference's, lowered by the
+    grader), else none."""
+    if given_now.program:
+        return given_now.program
+    for code in codes:
+        if given_now.reference is not None and code.canonical == given_now.reference and code.program:
+            return code.program
+    return frozenset()
+
+
+def rank(exercise: str, codes: list[Code], given_now: Given, programs: bool = True) -> Ranking:
+    """Every pair of `codes` scored (`alike`, for all pairs at once on a matrix of weighted
+    counts; with `programs`, also `program_alike` where both have a program sketch, and the two
+    `combined`), most alike first (ties: by the logins)."""
+    weight = weights(codes, given_now.grams)
+    source_scores = _scores([{g: k * weight[g] for g, k in code.grams.items()} for code in codes])
+    with_program = [i for i, c in enumerate(codes) if programs and c.program is not None]
+    program_scores: dict[tuple[int, int], float] = {}
+    if len(with_program) > 1:
+        pweight = program_weights(codes, reference_program(codes, given_now))
+        plain = [i for i in with_program if not codes[i].program_full]
+        matrix = _scores([{h: pweight[h] for h in codes[i].program or ()} for i in plain])
+        for x, i in enumerate(plain):
+            for y in range(x + 1, len(plain)):
+                program_scores[(i, plain[y])] = float(matrix[x, y])
+        for x, i in enumerate(with_program):
+            for j in with_program[x + 1 :]:
+                if codes[i].program_full or codes[j].program_full:
+                    program_scores[(i, j)] = program_alike(
+                        codes[i].program or frozenset(), codes[j].program or frozenset(), pweight
+                    )
+    pairs = []
+    for i in range(len(codes) - 1):
+        for j in range(i + 1, len(codes)):
+            src = round(float(source_scores[i, j]), 4)
+            prog = program_scores.get((i, j))
+            prog = None if prog is None else round(prog, 4)
+            pairs.append(Pair(exercise, codes[i], codes[j], round(combined(src, prog), 4), src, prog))
     pairs.sort(key=lambda p: (-p.score, p.a.login, p.b.login))
     return Ranking(exercise, len(codes), pairs, given_now)
 
 
-def report(topic: str, exercises: Iterable[str], files: Mapping[str, tuple[int, str]]) -> list[Ranking]:
+def report(
+    topic: str,
+    exercises: Iterable[str],
+    files: Mapping[str, tuple[int, str]],
+    programs: Mapping[str, Mapping[str, frozenset[int]]] | None = None,
+) -> list[Ranking]:
     """The similarity report of one topic: per exercise, its ranking over the students' files
-    (`files`: login -> (counted submission's id, its topic file's text))."""
+    (`files`: login -> (counted submission's id, its topic file's text)) and, where given, their
+    programs (`programs`: login -> exercise -> program sketch, `class_programs`)."""
     out = []
     for exercise in exercises:
-        codes = [c for login, (sid, text) in sorted(files.items()) if (c := read(login, sid, text, exercise))]
+        codes = []
+        for login, (sid, text) in sorted(files.items()):
+            code = read(login, sid, text, exercise)
+            if code is not None:
+                sketch = (programs or {}).get(login, {}).get(exercise)
+                codes.append(replace(code, program=sketch) if sketch else code)
         out.append(rank(exercise, codes, given(topic, exercise)))
+    return out
+
+
+# -- the program side ---------------------------------------------------------------------------
+
+PROGRAM_KEPT = 128
+"""The hashes a program sketch holds at most (`autograder.worker.program.SHINGLES_KEPT`)."""
+_HASH = re.compile(r"[0-9a-f]{16}")
+
+
+def program_sketch(shingles: object) -> frozenset[int] | None:
+    """A `jit` test's `program_shingles` as a set of hashes; None unless it is a list of at most
+    `PROGRAM_KEPT` 16-digit hex strings (results graded before the fingerprint, or damaged)."""
+    if not isinstance(shingles, list) or not shingles or len(shingles) > PROGRAM_KEPT:
+        return None
+    if not all(isinstance(h, str) and _HASH.fullmatch(h) for h in shingles):
+        return None
+    return frozenset(int(h, 16) for h in shingles)
+
+
+def programs_in(result_json: str | None, topic: str) -> dict[str, frozenset[int]]:
+    """exercise -> program sketch, from one submission's results.json (its `jit` tests of
+    `topic`); nothing from a result that does not read."""
+    try:
+        doc = json.loads(result_json or "")
+        tests = doc["tests"] if isinstance(doc, dict) else []
+    except (ValueError, KeyError, TypeError):
+        return {}
+    out = {}
+    for test in tests if isinstance(tests, list) else []:
+        tags = test.get("tags") if isinstance(test, dict) else None
+        if not (isinstance(tags, list) and len(tags) == 3 and tags[0] == topic and tags[2] == "jit"):
+            continue
+        data = test.get("extra_data")
+        sketch = program_sketch(data.get("program_shingles")) if isinstance(data, dict) else None
+        if sketch is not None and isinstance(tags[1], str):
+            out[tags[1]] = sketch
     return out
 
 
@@ -615,6 +754,21 @@ def class_files(session: Session, rows: Iterable[scores.Standing], topic: str) -
         text = views.topic_files(session, sub).get(topic) if sub is not None else None
         if sub is not None and text is not None:
             out[row.student.login] = (sub.id, text)
+    return out
+
+
+def class_programs(
+    session: Session, rows: Iterable[scores.Standing], topic: str
+) -> dict[str, dict[str, frozenset[int]]]:
+    """login -> exercise -> program sketch of each student's counted submission of `topic`, from
+    its stored results.json (where its grading recorded one)."""
+    out = {}
+    for row in rows:
+        counted = row.topics.get(topic)
+        sub = session.get(Submission, counted.submission_id) if counted else None
+        found = programs_in(sub.result_json, topic) if sub is not None else {}
+        if found:
+            out[row.student.login] = found
     return out
 
 
@@ -654,6 +808,8 @@ def view(topic: str, rankings: Iterable[Ranking], top: int) -> schemas.Similarit
                         a_submission=p.a.submission_id,
                         b_submission=p.b.submission_id,
                         score=p.score,
+                        source_score=p.source if p.source is not None else p.score,
+                        program_score=p.program,
                         identical=p.identical,
                         reference=p.is_reference(r.given),
                     )

@@ -361,10 +361,11 @@ class Harness:
 
         The facts (StableHLO ops, the compiled program's loops, collectives, FLOPs, compile
         time) describe the program; its outputs let the grader check that the program computes
-        the function.
+        the function. With `shingles`, the facts also hold the program's normalised fingerprint
+        for the similarity report (`program.program_shingles`).
         """
         blob = bytes(self.asarray(req["program"]))
-        facts, out = program.analyse(blob, self.arguments(req["args"]))
+        facts, out = program.analyse(blob, self.arguments(req["args"]), shingles=bool(req.get("shingles")))
         out = self.block(out)
         reply: dict[str, Any] = {"facts": facts, "out": self.export(out)}
         if req.get("shardings"):

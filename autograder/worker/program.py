@@ -212,7 +212,7 @@ def _static_positions(jitted: Any, n: int) -> list[int] | None:
 # -- the trusted side ------------------------------------------------------------------------
 
 
-def analyse(blob: bytes, args: tuple, max_ops: int = MAX_OPS) -> tuple[dict, Any]:
+def analyse(blob: bytes, args: tuple, max_ops: int = MAX_OPS, shingles: bool = False) -> tuple[dict, Any]:
     """Facts about the exported program `blob`, and its outputs on `args` (run here).
 
     `args` are the call's arguments as the worker built them (a sample of the shapes the
@@ -245,6 +245,8 @@ def analyse(blob: bytes, args: tuple, max_ops: int = MAX_OPS) -> tuple[dict, Any
                               XLA knows (`known_trip_count` in their backend_config)
       out_tree       only for a program exported with flattened outputs (see `export`): the
                      student's description of the output tree; `out` is then the list of leaves
+      program_shingles  only with `shingles`: the module's normalised fingerprint for the
+                     similarity report (`program_shingles`); no check reads it
 
     A program of more than `max_ops` operations is refused before compiling: compiling it here
     would cost the trusted side the time of a loop the student unrolled. The same program called
@@ -266,7 +268,7 @@ def analyse(blob: bytes, args: tuple, max_ops: int = MAX_OPS) -> tuple[dict, Any
         text = exp.mlir_module()
     except Exception:  # noqa: BLE001 - whatever the bytes are, they are not a program
         raise ProgramRefused("not a valid exported program") from None
-    facts = inspect_module(text)
+    facts = inspect_module(text, shingles=shingles)
     if facts["n_ops"] > max_ops:
         raise ProgramRefused(
             f"the program has {facts['n_ops']} operations, more than the grader "
@@ -455,7 +457,7 @@ def _first_lines(exc: BaseException) -> str:
 # -- walking the module ----------------------------------------------------------------------
 
 
-def inspect_module(text: str) -> dict:
+def inspect_module(text: str, shingles: bool = False) -> dict:
     """Count the operations of a StableHLO module (text) and refuse what will not be run.
 
     Walks every function and every region with JAX's MLIR bindings. Raises ProgramRefused for
@@ -469,6 +471,9 @@ def inspect_module(text: str) -> dict:
     many jax.numpy and jax.random functions) as calls to one private function, so a Python loop
     over such a helper adds a `call` per step to `n_ops_written`, and the helper's whole body to
     `n_ops` (a Python loop of 64 `fold_in`s: 283 operations written, 4,819 run).
+
+    With `shingles`, the facts also hold `program_shingles`: the module's normalised dataflow
+    (`Shingler`) as a bounded sketch (`program_shingles`).
     """
     from jax._src.interpreters import mlir
     from jax._src.lib.mlir import ir
@@ -481,6 +486,7 @@ def inspect_module(text: str) -> dict:
     inputs: dict[str, tuple[int, int]] = {}  # function -> (inputs, donated inputs)
     public: list[str] = []
     defined: set[str] = set()
+    shingler = Shingler() if shingles else None
     with mlir.make_ir_context():
         try:
             module = ir.Module.parse(text)
@@ -495,6 +501,8 @@ def inspect_module(text: str) -> dict:
                 raise ProgramRefused(f"the program contains `{name}`, an operation the grader does not run")
             short = name.split(".", 1)[1] if "." in name else name
             ops[short] += 1
+            if shingler is not None and short not in ("module", "func"):
+                shingler.add(op, short)
             if short not in BOOKKEEPING:
                 direct[fn] += 1
                 _count_scope(scopes, op, short)
@@ -522,6 +530,7 @@ def inspect_module(text: str) -> dict:
     if entry is None:
         raise ProgramRefused("the program has no public entry function")
     written = sum(n for k, n in ops.items() if k not in BOOKKEEPING and not k.startswith("scatter-"))
+    extra = {"program_shingles": program_shingles(shingler.elements)} if shingler is not None else {}
     return {
         "ops": dict(sorted(ops.items())),
         "n_ops": _inlined(entry, direct, callees, defined),
@@ -531,7 +540,92 @@ def inspect_module(text: str) -> dict:
         "donated_inputs": inputs.get(entry, (0, 0))[1],
         "fingerprint": hashlib.sha256(stripped.encode()).hexdigest(),
         "scopes": {k: dict(sorted(v.items())) for k, v in sorted(scopes.items())},
+        **extra,
     }
+
+
+# -- the program's fingerprint for the similarity report ---------------------------------------
+
+SHINGLE_DEPTH = 3
+"""How far back each operation's shingles look along its operands (`Shingler`)."""
+SHINGLES_KEPT = 128
+"""Hashes a program's sketch keeps at most (16 hex digits each: about 2.4 kB of JSON)."""
+_TENSOR = re.compile(r"tensor<((?:[0-9?]+x)*)(.+)>")
+COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor"})
+"""Operations whose operands' order a `Shingler` ignores (so do `compare EQ` and `compare NE`)."""
+
+
+def op_token(op: Any, short: str) -> str:
+    """One operation as the similarity report sees it: its name, a comparison's direction, a
+    scatter's kind, and each result's type abstracted to its element type and rank (`add f32/1`).
+    What a copier changes for free is not in it: SSA value names, constants' values, locations
+    (named scopes, source lines), function, argument and callee names, other attributes."""
+    parts = [short]
+    if short == "compare" and "comparison_direction" in op.attributes:
+        found = re.search(r"comparison_direction\s*<?\s*(\w+)", str(op.attributes["comparison_direction"]))
+        parts.append(found.group(1) if found else "?")
+    elif short == "scatter":
+        parts.append(_scatter_kind(op))
+    for result in op.results:
+        kind = str(result.type)
+        match = _TENSOR.fullmatch(kind)
+        parts.append(f"{match.group(2)}/{match.group(1).count('x')}" if match else kind.split("<", 1)[0][:20])
+    return " ".join(parts)
+
+
+class Shingler:
+    """The normalised dataflow of a module, as a multiset of hashed elements (`elements`).
+
+    Each operation is labelled by its `op_token` and, at depth k (1 to `SHINGLE_DEPTH`), by the
+    hash of its token and its operands' labels at depth k - 1 (an operand that is a function's
+    or a region's argument reads `arg<i>`; a result of a multi-result operation adds its index;
+    a commutative operation's operands are sorted): the tree of producers down to depth k, as
+    Weisfeiler-Lehman labels a graph. Its elements are every operation's labels at depths 1 to
+    `SHINGLE_DEPTH`. They depend on what computes what, never on the order in which independent
+    statements were written (the lowering follows the trace's order), nor on any name or
+    constant. Operations must be added in the module's order (a value before its uses), as
+    `inspect_module`'s walk does."""
+
+    def __init__(self) -> None:
+        self.labels: dict[Any, list[str]] = {}  # value -> its labels at depths 0..SHINGLE_DEPTH-1
+        self.elements: list[str] = []
+
+    def add(self, op: Any, short: str) -> None:
+        token = op_token(op, short)
+        operands = [self._labels(v) for v in op.operands]
+        commutes = short in COMMUTATIVE or token.startswith(("compare EQ", "compare NE"))
+        mine = [token]
+        for k in range(SHINGLE_DEPTH):
+            inputs = [labels[k] for labels in operands]
+            text = token + "(" + ",".join(sorted(inputs) if commutes else inputs) + ")"
+            mine.append(hashlib.blake2b(text.encode(), digest_size=8).hexdigest())
+        self.elements.extend(mine[1:])
+        results = list(op.results)
+        for i, result in enumerate(results):
+            suffix = f"#{i}" if len(results) > 1 else ""
+            self.labels[result] = [label + suffix for label in mine[:SHINGLE_DEPTH]]
+
+    def _labels(self, value: Any) -> list[str]:
+        if value in self.labels:
+            return self.labels[value]
+        number = getattr(value, "arg_number", None)
+        return [f"arg{number}" if isinstance(number, int) else "?"] * SHINGLE_DEPTH
+
+
+def program_shingles(elements: list[str], kept: int = SHINGLES_KEPT) -> list[str]:
+    """A bounded sketch of a multiset of elements (`Shingler.elements`): the k-th occurrence of an
+    element is an element of its own (so that the Jaccard index of two sketches' sets is the
+    weighted Jaccard index of their counts), each hashed to 64 bits (BLAKE2b), and the `kept`
+    smallest hashes kept, sorted, as 16 hex digits each: a bottom-k sketch, exact for a program of
+    at most `kept` elements and a uniform sample of a larger one
+    (`autograder.service.similarity` compares sketches with the bottom-k estimator)."""
+    seen: Counter[str] = Counter()
+    hashes = set()
+    for element in elements:
+        seen[element] += 1
+        digest = hashlib.blake2b(f"{element}#{seen[element]}".encode(), digest_size=8).digest()
+        hashes.add(int.from_bytes(digest, "big"))
+    return [f"{h:016x}" for h in sorted(hashes)[:kept]]
 
 
 MAX_SCOPES = 200  # distinct scope paths kept in the facts (the rest are not recorded)

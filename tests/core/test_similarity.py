@@ -6,6 +6,8 @@ does not make two students alike, while two copies of the reference are identica
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import keyword
 import random
 
@@ -166,3 +168,106 @@ def test_shared_lines_marks_what_two_normalised_functions_have_in_common():
     a = "def f(v0):\n    v1 = v0 + 1\n    return v1\n"
     b = "def f(v0):\n    v1 = v0 + 1\n    return v1 * 2\n"
     assert similarity.shared_lines(a, b) == [2]
+
+
+# -- the program side ------------------------------------------------------------------------------
+
+
+def programs_for(case: corpus.Case) -> dict[str, dict[str, frozenset[int]]]:
+    """login -> {exercise: program sketch} of a corpus case, each function exported here as the
+    grader's trusted side would (tests/helpers/similarity.py's `program_of`)."""
+    out = {}
+    for login, text in case.files.items():
+        sketch = corpus.program_of(case.topic, case.exercise, text)
+        if sketch is not None:
+            out[login] = {case.exercise: sketch}
+    return out
+
+
+def ranked_with_programs(case: corpus.Case) -> similarity.Ranking:
+    files = {login: (i, text) for i, (login, text) in enumerate(sorted(case.files.items()), 1)}
+    [ranking] = similarity.report(case.topic, [case.exercise], files, programs_for(case))
+    return ranking
+
+
+@pytest.mark.parametrize(("topic", "exercise"), EXERCISES)
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("edit", [False, True], ids=["planted", "planted-and-edited"])
+def test_with_programs_every_planted_pair_still_ranks_above_every_independent_pair(topic, exercise, seed, edit):
+    """A planted copy (renamed, reordered, a dead line; `edit`: also an operand order and a number)
+    lowers to the same program as its original, while two independently written variants that
+    lower to different programs stay apart on the program side too. (An edit can break a copy, a
+    changed index past a tuple's end: such a copy has no program, as when its `jit` check fails
+    before its program is analysed, and is scored on its source.)"""
+    case = corpus.case(topic, exercise, seed, edit)
+    ranking = ranked_with_programs(case)
+    assert ranking.compared == len(case.files)
+    assert edit or all(p.program is not None for p in ranking.pairs)
+    planted = [p for p in ranking.pairs if case.is_planted(p.a.login, p.b.login)]
+    independent = [p for p in ranking.pairs if not case.is_planted(p.a.login, p.b.login)]
+    assert min(p.score for p in planted) > max(p.score for p in independent), ranking.pairs[:5]
+    assert all(p.program >= 0.9 for p in planted if p.program is not None), planted
+    planted = [p for p in planted if p.program is not None]
+    apart = [p for p in independent if p.program is not None and p.a.program != p.b.program]
+    assert apart
+    assert not planted or max(p.program or 0 for p in apart) < min(p.program or 0 for p in planted)
+    for p in ranking.pairs:
+        assert p.source is not None and p.score == pytest.approx(similarity.combined(p.source, p.program), abs=1e-4)
+
+
+def test_without_a_program_a_pair_is_scored_on_its_source_alone():
+    case = corpus.case("at_updates", "histogram")
+    files = {login: (i, text) for i, (login, text) in enumerate(sorted(case.files.items()), 1)}
+    programs = programs_for(case)
+    [plain] = similarity.report(case.topic, [case.exercise], files)
+    assert all(p.program is None and p.score == p.source for p in plain.pairs)
+    del programs["v1_copy"]  # graded before the fingerprint existed, say
+    [mixed] = similarity.report(case.topic, [case.exercise], files, programs)
+    by_pair = {frozenset((p.a.login, p.b.login)): p for p in mixed.pairs}
+    assert by_pair[frozenset(("v1", "v1_copy"))].program is None
+    assert by_pair[frozenset(("v1", "v1_copy"))].score == by_pair[frozenset(("v1", "v1_copy"))].source
+    assert by_pair[frozenset(("v3", "v3_copy"))].program == 1.0
+
+
+def test_programs_are_read_from_the_jit_tests_of_a_results_json():
+    sketch = [f"{h:016x}" for h in (3, 5, 8)]
+    tests = [
+        {"tags": ["at_updates", "histogram", "jit"], "extra_data": {"program_shingles": sketch}},
+        {"tags": ["at_updates", "histogram", "correct"], "extra_data": {"program_shingles": sketch}},
+        {"tags": ["at_updates", "mask_fill", "jit"], "extra_data": {}},  # a stub: no program
+        {"tags": ["at_updates", "scatter_ops", "jit"], "extra_data": {"program_shingles": ["nope"]}},
+        {"tags": ["prng", "dropout", "jit"], "extra_data": {"program_shingles": sketch}},
+    ]
+    assert similarity.programs_in(json.dumps({"tests": tests}), "at_updates") == {"histogram": frozenset({3, 5, 8})}
+    assert similarity.programs_in("not json", "at_updates") == {}
+    assert similarity.programs_in(None, "at_updates") == {}
+    assert similarity.program_sketch(["0" * 16] * (similarity.PROGRAM_KEPT + 1)) is None
+
+
+def test_cut_sketches_are_compared_below_the_smaller_cut():
+    kept = similarity.PROGRAM_KEPT
+    a = frozenset(range(0, 2 * kept, 2)[:kept])  # a program's smallest hashes: 0, 2, ..., 2k-2
+    b = frozenset(range(0, 4 * kept, 4)[:kept])  # another's: 0, 4, ..., 4k-4
+    # below 2k-2 (a's cut) b holds its every hash: half of a's
+    assert similarity.program_alike(a, b, {}) == pytest.approx(0.5, abs=0.01)
+    assert similarity.program_alike(a, a, {}) == 1.0
+    small = frozenset({1, 2, 3})
+    assert similarity.program_alike(small, frozenset({2, 3, 4}), {}) == 0.5
+
+
+def test_the_reference_program_is_discounted_when_a_student_handed_in_the_reference():
+    reference = (paths.solutions_dir() / "at_updates.py").read_text()
+    text = corpus.variants("at_updates", "histogram")["v1"]
+    ref_program = corpus.program_of("at_updates", "histogram", reference)
+    mine = corpus.program_of("at_updates", "histogram", text)
+    assert ref_program is not None and mine is not None
+    codes = [
+        similarity.read("eve", 1, reference, "histogram"),
+        similarity.read("ada", 2, text, "histogram"),
+    ]
+    given_now = similarity.given("at_updates", "histogram")
+    with_programs = [dataclasses.replace(codes[0], program=ref_program), dataclasses.replace(codes[1], program=mine)]
+    assert similarity.reference_program(with_programs, given_now) == ref_program
+    assert similarity.reference_program([with_programs[1]], given_now) == frozenset()
+    weight = similarity.program_weights(with_programs, ref_program)
+    assert all(weight[h] < 1 for h in ref_program)

@@ -406,10 +406,16 @@ PAGES_PRNG_BAD = (
 )
 
 
-def seeded_result(topic: str, failing: dict[str, str] | None = None, pending: set[str] | None = None) -> str:
+def seeded_result(
+    topic: str,
+    failing: dict[str, str] | None = None,
+    pending: set[str] | None = None,
+    data: dict[str, dict] | None = None,
+) -> str:
     """A results.json text shaped as `grade grade` writes it for `topic`: one test per
     (exercise, check) of the topic's public spec; the checks in `failing` (`exercise:check` ->
-    message) fail, those in `pending` are judged on submission, the rest pass."""
+    message) fail, those in `pending` are judged on submission, the rest pass; `data`
+    (`exercise:check` -> entries) adds to a test's extra_data."""
     import json as _json
 
     from autograder import public
@@ -423,7 +429,8 @@ def seeded_result(topic: str, failing: dict[str, str] | None = None, pending: se
             name, points = check["$type"].lower(), float(check.get("points", 0))
             key = f"{ex['name']}:{name}"
             bad, wait = key in failing, key in pending
-            data = {"pending": True} if wait else {}
+            extra = {"pending": True} if wait else {}
+            extra.update((data or {}).get(key, {}))
             score = 0.0 if bad or wait else points
             message = failing.get(key) or ("judged on submission: speed" if wait else "passed")
             tests.append(
@@ -435,7 +442,7 @@ def seeded_result(topic: str, failing: dict[str, str] | None = None, pending: se
                     message,
                     "visible",
                     [topic, ex["name"], name],
-                    data,
+                    extra,
                 )
             )
             totals[0] += score

@@ -10,6 +10,7 @@ one also has the operands of a `+` or `*` swapped and one number changed.
 from __future__ import annotations
 
 import ast
+import functools
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,3 +168,39 @@ def with_function(module: str, function: str, name: str) -> str:
     body = new_lines[new.lineno - 1 : new.end_lineno]
     start = min([old.lineno] + [d.lineno for d in old.decorator_list])
     return "\n".join([*imports, *lines[: start - 1], *body, *lines[old.end_lineno :]]) + "\n"
+
+
+def program_of(topic: str, exercise: str, text: str) -> frozenset[int] | None:
+    """The program sketch the grader's trusted side records for `text`'s function `exercise`
+    (`autograder.worker.program.program_shingles`, as in the `jit` test's `program_shingles`):
+    the function jitted with the exercise's static arguments, exported with `jax.export` from the
+    specs of a sample of its largest size (as the `trace` request does), its module normalised.
+    In this process (trusted code: the benchmark's and the tests' own corpus); None where it does
+    not export. Remembered per text."""
+    return _programs(topic, exercise, text)
+
+
+@functools.cache
+def _programs(topic: str, exercise: str, text: str) -> frozenset[int] | None:
+    import jax
+    import numpy as np
+    from jax import export
+
+    from autograder import topics
+    from autograder.service import similarity
+    from autograder.worker import program
+
+    ex = topics.load(topic).exercise(exercise)
+    args = ex.sample(np.random.default_rng(0), ex.sizes[-1]).args
+    specs = tuple(
+        a if i in ex.static_argnums or not hasattr(a, "dtype") else jax.ShapeDtypeStruct(np.shape(a), a.dtype)
+        for i, a in enumerate(args)
+    )
+    namespace: dict = {"__name__": f"similarity_corpus_{topic}"}
+    exec(compile(text, f"<{topic}.{exercise}>", "exec"), namespace)  # the corpus's own files
+    try:
+        exported = export.export(jax.jit(namespace[exercise], static_argnums=ex.static_argnums))(*specs)
+        module = exported.mlir_module()
+    except Exception:  # noqa: BLE001 - a variant that does not export has no program side
+        return None
+    return similarity.program_sketch(program.inspect_module(module, shingles=True)["program_shingles"])

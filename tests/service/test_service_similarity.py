@@ -44,10 +44,13 @@ def seeded(course):
     }
     failing = {"histogram:correct": "wrong"}
     seed_submission(course, "bob", {"at_updates": stub}, seeded_result("at_updates", failing))
-    ids = {
-        login: seed_submission(course, login, {"at_updates": text}, seeded_result("at_updates"))
-        for login, text in files.items()
-    }
+    ids = {}
+    for login, text in files.items():
+        # the jit test's fingerprint of the exported program, as the grader's trusted side records it
+        # (gus's was graded before the fingerprint existed: his pairs are scored on the source alone)
+        program = corpus.program_of("at_updates", "histogram", text) if login != "gus" else None
+        data = {"histogram:jit": {"program_shingles": [f"{h:016x}" for h in sorted(program)]}} if program else {}
+        ids[login] = seed_submission(course, login, {"at_updates": text}, seeded_result("at_updates", data=data))
     course.serve()
     return course, ids
 
@@ -81,6 +84,13 @@ def test_the_api_ranks_the_copies_first_and_marks_the_reference(seeded):
             ids["bob"],
         }
         assert all(p["score"] < 0.5 for p in pairs[2:])
+        # the exported programs' side beside the source's: the copy and the reference lower alike
+        assert all(p["program_score"] == 1.0 and p["source_score"] == 1.0 for p in top.values())
+        assert all(p["program_score"] is None for p in pairs if "gus" in (p["a"], p["b"]))
+        assert all(p["program_score"] is not None for p in pairs if "gus" not in (p["a"], p["b"]))
+        for p in pairs:
+            combined = p["source_score"] if p["program_score"] is None else (p["source_score"] + p["program_score"]) / 2
+            assert p["score"] == pytest.approx(combined, abs=1e-4)
         # the other exercises are stubs for everyone but eve and fay: only their pair is compared
         scatter = report["exercises"][0]
         assert scatter["compared"] == 2 and scatter["pairs"][0]["reference"]
@@ -109,6 +119,7 @@ def test_the_page_lists_pairs_and_shows_two_functions_side_by_side_escaped(seede
         side = prof.get(link)
         assert side.status_code == 200 and "ada" in side.text and "bob" in side.text
         assert 'id="written"' in side.text and 'id="normalised"' in side.text and 'class="hll"' in side.text
+        assert "exported program 1.00" in side.text
         hostile = prof.get(f"/gradebook/similarity/at_updates/histogram/{ids['gus']}/{ids['ada']}")
         assert hostile.status_code == 200
         assert "<script>alert(1)</script>" not in hostile.text and "&lt;/" in hostile.text

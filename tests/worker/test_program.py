@@ -424,3 +424,74 @@ def test_shard_map_and_named_shardings_on_eight_devices():
     assert report["mlp"]["collectives"] == {"all-reduce": 1} and report["mlp"]["ops"].get("sharding_constraint")
     for r in report.values():
         assert r["same"] and r["devices"] == 8 and "data" in r["spec"]
+
+
+# -- the similarity report's fingerprint (`program_shingles`) ------------------------------------
+
+
+def shingles_of(fn, *args, static=()):
+    """The sketch the trusted side records for `fn(*args)`: analysed with `shingles`."""
+    facts, _ = program.analyse(program.export(jax.jit(fn, static_argnums=static), args), args, shingles=True)
+    return set(facts["program_shingles"])
+
+
+def jaccard(a: set, b: set) -> float:
+    return len(a & b) / len(a | b)
+
+
+def lookup(x, idx, vals, fill):
+    n = x.shape[0]
+    inside = idx < n
+    safe = jnp.where(inside, idx, 0)
+    looked_up = jnp.where(inside, x[safe], fill)
+    clamped = x.at[jnp.minimum(idx, n - 1)].add(vals)
+    return looked_up, clamped
+
+
+def lookup_disguised(acc, where_, upd, default):
+    # every name changed, two independent statements swapped, a dead line, other constants,
+    # a commuted product, a named scope: the program's dataflow is the same
+    size = acc.shape[0]
+    ok = where_ < size
+    scratch = acc * 2.0  # dead: jit drops it
+    with jax.named_scope("mine"):
+        out2 = acc.at[jnp.minimum(where_, size - 1)].add(upd)
+        idx0 = jnp.where(ok, where_, 0)
+    out1 = jnp.where(ok, acc[idx0], default)
+    del scratch
+    return out1, out2
+
+
+def lookup_other_algorithm(x, idx, vals, fill):
+    n = x.shape[0]
+    onehot = (idx[:, None] == jnp.arange(n)[None, :]).astype(x.dtype)
+    looked_up = jnp.where(idx < n, onehot @ x, fill)
+    clamped = x + jnp.clip(idx, 0, n - 1)[:, None].__eq__(jnp.arange(n)).astype(x.dtype).T @ vals
+    return looked_up, clamped
+
+
+def test_the_fingerprint_survives_renaming_reordering_and_dead_code_and_sees_another_algorithm():
+    args = (X, jnp.array([4, 9, 1], jnp.int32), jnp.array([10.0, -1.0, 2.0], jnp.float32), -1.0)
+    mine = shingles_of(lookup, *args)
+    assert 0 < len(mine) <= program.SHINGLES_KEPT
+    assert shingles_of(lookup_disguised, *args) == mine
+    assert jaccard(shingles_of(lookup_other_algorithm, *args), mine) < 0.3
+    # operand order of a commutative operation, and constants' values, are not in it
+    assert shingles_of(lambda x: 2.0 * x + 1.0, X) == shingles_of(lambda y: 3.0 + y * 5.0, X)
+    assert shingles_of(lambda x: x * 2.0 - 1.0, X) != shingles_of(lambda x: 1.0 - x * 2.0, X)
+
+
+def test_the_fingerprint_is_a_bounded_sketch_and_only_asked_for():
+    def unrolled(x, n):
+        for i in range(n):
+            x = jnp.sin(x) * i + jnp.cos(x)
+        return x
+
+    sketch = shingles_of(unrolled, X, 60, static=(1,))
+    assert len(sketch) == program.SHINGLES_KEPT and all(len(h) == 16 for h in sketch)
+    hashes = sorted(int(h, 16) for h in sketch)
+    longer = sorted(int(h, 16) for h in shingles_of(unrolled, X, 61, static=(1,)))
+    # a bottom-k sketch: the smallest hashes of the program's elements; one more step shares most
+    assert len(set(hashes) & set(longer)) > 0.8 * program.SHINGLES_KEPT
+    facts, _ = program.analyse(program.export(jax.jit(jnp.sin), (X,)), (X,))
+    assert "program_shingles" not in facts  # the reference's analyses (and the recordings) never carry it

@@ -259,7 +259,8 @@ def router() -> APIRouter:
             raise HTTPException(404, f"no topic {topic!r} in this course (GET /api/topics lists them)")
         rows, course = standings(request, session)
         files = similarity.class_files(session, rows, topic)
-        return similarity.view(topic, similarity.report(topic, course.exercises[topic], files), top)
+        programs = similarity.class_programs(session, rows, topic)
+        return similarity.view(topic, similarity.report(topic, course.exercises[topic], files, programs), top)
 
     @routes.get("/students")
     def students(session: SessionDep, _who: Instructor) -> list[RosterEntry]:

@@ -74,7 +74,8 @@ def _similarity(
         if exercise not in exercises:
             raise HTTPException(404, f"no such exercise in {topic}")
         exercises = [exercise]
-    return similarity.report(topic, exercises, similarity.class_files(session, rows, topic))
+    files = similarity.class_files(session, rows, topic)
+    return similarity.report(topic, exercises, files, similarity.class_programs(session, rows, topic))
 
 
 def check_form(request: Request, row: WebSession, csrf: Any) -> None:
