@@ -15,6 +15,8 @@ Modules, one concern each:
     exports    the gradebook as files: our CSV, Canvas's import, nbgrader's grades.csv
     deadlines  course.toml's windows applied to a student: extensions, refusals (rules: autograder.rules)
     roster     students enrolled, dropped and listed; tokens; instructor tokens
+    leaderboard  the speed leaderboard (opt-in): pseudonyms, each one's best measured time ratio
+    similarity   the similarity report: pairs of students' functions alike in source and program
     gradescope `grade export gradescope`: an autograder zip running the same engine
     client     the student's side (`grade login`, `grade submit`, ...): stdlib + httpx only
     cli        the commands, registered on the `grade` app
