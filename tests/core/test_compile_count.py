@@ -66,10 +66,11 @@ def test_no_replay_hides_a_first_run_of_three_quarters_of_a_compilation(first, r
     assert counted([first], {0: replay}, DROP, STEADY) == [0]
 
 
-@given(work=st.floats(0.0, STEADY), noise=st.floats(-DROP, DROP))
+@given(work=st.floats(0.0, STEADY), noise=st.floats(-DROP, DROP * (1 - 1e-9)))
 def test_the_same_work_twice_is_never_a_compilation(work, noise):
     # A call that compiles nothing: its first run and its replay differ by noise under `drop`,
-    # and the work itself costs under half a compilation.
+    # and the work itself costs under half a compilation. (Noise of exactly `drop` is the
+    # boundary: `work + drop - work` may round a hair over it, which hypothesis found in CI.)
     first = max(0.0, work + noise)
     assert counted([first], {0: work}, DROP, STEADY) == []
 
