@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, HTTPException, Query, Request, Response
@@ -172,17 +173,10 @@ def router() -> APIRouter:
     ) -> Response:
         """The student's page's pseudonym form: choose one (`action=set`) or leave the board
         (`action=clear`); back to the page, or the page again with why it was refused."""
-        found = visitor(request, session)
-        if found is None:
-            return _to_login(request)
-        check_form(request, found[1], csrf)
-        try:
-            set_pseudonym(request, session, found[0], None if action == "clear" else pseudonym)
-        except HTTPException as exc:
-            if exc.status_code not in (400, 409):
-                raise
-            return _student_page(request, session, found, exc.status_code, str(exc.detail))
-        return RedirectResponse(f"{request.app.state.settings.base_path}/me#leaderboard", status_code=303)
+        name = None if action == "clear" else pseudonym
+        return _student_setting(
+            request, session, csrf, lambda who: set_pseudonym(request, session, who, name), "leaderboard"
+        )
 
     @routes.post("/me/timezone")
     def page_timezone(
@@ -193,17 +187,7 @@ def router() -> APIRouter:
     ) -> Response:
         """The student's page's time-zone form: dates shown in the zone chosen ("" for the course's);
         back to the page, or the page again saying why the zone was refused."""
-        found = visitor(request, session)
-        if found is None:
-            return _to_login(request)
-        check_form(request, found[1], csrf)
-        try:
-            set_timezone(session, found[0], timezone)
-        except HTTPException as exc:
-            if exc.status_code != 400:
-                raise
-            return _student_page(request, session, found, 400, str(exc.detail))
-        return RedirectResponse(f"{request.app.state.settings.base_path}/me#best", status_code=303)
+        return _student_setting(request, session, csrf, lambda who: set_timezone(session, who, timezone), "best")
 
     @routes.get("/leaderboard")
     def leaderboard_page(request: Request, session: SessionDep) -> Response:
@@ -506,6 +490,25 @@ def _student_page(
         topics=request.app.state.topics,
         pseudonym=_own_pseudonym(session, who),
     )
+
+
+def _student_setting(
+    request: Request, session: Session, csrf: str, change: Callable[[Identity], object], anchor: str
+) -> Response:
+    """One of the student page's setting forms (pseudonym, time zone): `change` applied for the
+    logged-in visitor once the form is ours, then back to the page at `anchor`; a refusal of the
+    value (400, or 409 for one taken) shows the page again with why."""
+    found = visitor(request, session)
+    if found is None:
+        return _to_login(request)
+    check_form(request, found[1], csrf)
+    try:
+        change(found[0])
+    except HTTPException as exc:
+        if exc.status_code not in (400, 409):
+            raise
+        return _student_page(request, session, found, exc.status_code, str(exc.detail))
+    return RedirectResponse(f"{request.app.state.settings.base_path}/me#{anchor}", status_code=303)
 
 
 def _own_pseudonym(session: Session, who: Identity) -> str | None:
