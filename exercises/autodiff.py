@@ -8,11 +8,17 @@
 respect to its first argument (`argnums` picks others; a tuple gives a tuple of gradients).
 Everything else in this topic is built from two primitive operations of autodiff:
 
-- **forward mode**, `jax.jvp(f, (x,), (u,))`: `f(x)` and the Jacobian-vector product `J u`, in
-  about the cost of one call of `f`. One input direction per pass, any number of outputs.
+- **forward mode**, `jax.jvp(f, (x,), (u,))`: `f(x)` and the Jacobian-vector product `J u`,
+  computed alongside the forward pass, in memory that does not grow with the depth of `f`.
+  One input direction per pass, any number of outputs.
 - **reverse mode**, `y, pullback = jax.vjp(f, x)`, then `pullback(w)`: the vector-Jacobian
-  product `w^T J`, in a few calls' cost, but keeping the forward pass's intermediates in
-  memory. One output direction per pass, any number of inputs. `jax.grad` is a VJP with `w = 1`.
+  product `w^T J`. The backward pass needs the forward pass's intermediates, so reverse mode
+  keeps them in memory: as many as `f` has layers. One output direction per pass, any number
+  of inputs. `jax.grad` is a VJP with `w = 1`.
+
+In FLOPs the two cost about the same, a few times `f` (3x for a stack of tanh layers, in XLA's
+count); the difference is memory. `jax.checkpoint` trades it back: its function's
+intermediates are recomputed during the backward pass instead of kept.
 
 A full Jacobian of `f: R^n -> R^m` is n JVPs (`jax.jacfwd`) or m VJPs (`jax.jacrev`), each
 batched with `vmap`: forward mode is cheaper for a tall Jacobian (few inputs, many outputs),
@@ -28,7 +34,8 @@ function the backward rule you choose, where the chain rule produces NaN.
 
 The exercises use float32 and are compared with tolerances (1e-5 relative for values unless
 a docstring says otherwise). Where an exercise names a transformation, the grader checks the
-outcome (values, gradients, the compiled program's size and FLOPs), not which API you called.
+outcome (values, gradients, the compiled program's size, FLOPs and memory), not which API you
+called.
 """
 
 import jax
@@ -66,7 +73,7 @@ def loss_and_grads(w, b, X, y):
       - jit (1): make it work jitted by the grader: the same outputs as un-jitted, on the same
         cases; in its exported program: no host callbacks; no re-tracing (one program, exported
         from the shapes, for new values of those shapes).
-      ¹ rtol 1e-5, atol 1e-5.
+      ¹ rtol 1e-5, atol 1e-5 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("loss_and_grads: your code here")
 
@@ -99,7 +106,8 @@ def tall_jacobian(W1, b1, W2, x):
         cases; in its exported program: no host callbacks; no re-tracing (one program, exported
         from the shapes, for new values of those shapes); XLA's FLOP count at most about the
         reference's²; no `while` loop (`lax.fori_loop`, `lax.scan`, `lax.while_loop`).
-      ¹ rtol 1e-5, atol 1e-5. ² at most x2 + 2000 the reference's on the same inputs.
+      ¹ rtol 1e-5, atol 1e-5 for float outputs; integers, booleans and keys exactly. ² at most
+      x2 + 2000 the reference's on the same inputs.
     """
     raise NotImplementedError("tall_jacobian: your code here")
 
@@ -138,7 +146,8 @@ def hvp(w, X, y, v):
         cases; in its exported program: no host callbacks; no re-tracing (one program, exported
         from the shapes, for new values of those shapes); XLA's FLOP count at most about the
         reference's²; no `while` loop (`lax.fori_loop`, `lax.scan`, `lax.while_loop`).
-      ¹ rtol 1e-5, atol 1e-5. ² at most x2 + 2000 the reference's on the same inputs.
+      ¹ rtol 1e-5, atol 1e-5 for float outputs; integers, booleans and keys exactly. ² at most
+      x2 + 2000 the reference's on the same inputs.
     """
     raise NotImplementedError("hvp: your code here")
 
@@ -162,8 +171,9 @@ def pair_energy(pos):
     receives the cotangent `g` of each distance; it must multiply by it.
 
     Example: two points at distance 1, `pos = [[0, 0, 0], [1, 0, 0]]`: `E = exp(-1) = 0.3679`,
-    and `grad(E)` is `[[e^-1, 0, 0], [-e^-1, 0, 0]]` (each point pushed away from the other),
-    to 1e-5. One point alone: `E = 0`, gradient 0.
+    and `grad(E)` is `[[e^-1, 0, 0], [-e^-1, 0, 0]]`, to 1e-5: each point's gradient points
+    towards the other point (the energy grows as they come closer), so a gradient-descent step
+    pushes them apart. One point alone: `E = 0`, gradient 0.
 
     Graded (5 points):
       - correct (1): make the output equal the reference's¹, called as written on 4 edge cases
@@ -174,7 +184,8 @@ def pair_energy(pos):
         from the shapes, for new values of those shapes).
       - grad (3): make `jax.grad` with respect to `pos` equal the reference's gradient² on every
         case.
-      ¹ rtol 1e-5, atol 1e-5. ² rtol 1e-4, atol 1e-5.
+      ¹ rtol 1e-5, atol 1e-5 for float outputs; integers, booleans and keys exactly. ² rtol
+      1e-4, atol 1e-5 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("pair_energy: your code here")
 
@@ -206,7 +217,8 @@ def td_loss(w, s, r, s_next, gamma):
         from the shapes, for new values of those shapes).
       - grad (3): make `jax.grad` with respect to `w` equal the reference's gradient² on every
         case.
-      ¹ rtol 1e-5, atol 1e-5. ² rtol 1e-4, atol 1e-5.
+      ¹ rtol 1e-5, atol 1e-5 for float outputs; integers, booleans and keys exactly. ² rtol
+      1e-4, atol 1e-5 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("td_loss: your code here")
 
@@ -245,7 +257,8 @@ def maml_loss(w, X_tr, y_tr, X_te, y_te, lr):
         from the shapes, for new values of those shapes).
       - grad (3): make `jax.grad` with respect to `w` equal the reference's gradient² on every
         case.
-      ¹ rtol 1e-5, atol 1e-5. ² rtol 1e-4, atol 1e-5.
+      ¹ rtol 1e-5, atol 1e-5 for float outputs; integers, booleans and keys exactly. ² rtol
+      1e-4, atol 1e-5 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("maml_loss: your code here")
 
@@ -288,8 +301,67 @@ def per_example_grads(params, X, y):
         from the shapes, for new values of those shapes); it does not grow with the input²; no
         `while` loop (`lax.fori_loop`, `lax.scan`, `lax.while_loop`); XLA's FLOP count at most
         about the reference's³.
-      ¹ rtol 1e-5, atol 1e-5. ² at the largest case at most x3 + 20 the operations of the
-      smallest: a loop stays a loop, a Python loop is unrolled. ³ at most x2 + 2000 the
-      reference's on the same inputs.
+      ¹ rtol 1e-5, atol 1e-5 for float outputs; integers, booleans and keys exactly. ² at the
+      largest case at most x3 + 20 the operations of the smallest: a loop stays a loop, a Python
+      loop is unrolled. ³ at most x2 + 2000 the reference's on the same inputs.
     """
     raise NotImplementedError("per_example_grads: your code here")
+
+
+def residual_block(h, p):
+    """One layer of a deep residual network (given): `h + tanh(h @ W1 + b1) @ W2`.
+
+    `h` float32 (n, d); `p` a dict of one layer's weights, `{"W1": (d, k), "b1": (k,),
+    "W2": (k, d)}`."""
+    return h + jnp.tanh(h @ p["W1"] + p["b1"]) @ p["W2"]
+
+
+def deep_loss(params, x):
+    """Half the mean square of the output of L residual blocks applied in turn (given).
+
+    `params` holds the L layers' weights stacked along a leading axis, `{"W1": (L, d, k),
+    "b1": (L, k), "W2": (L, k, d)}`; `lax.scan` applies `residual_block` once per layer."""
+    h, _ = jax.lax.scan(lambda h, p: (residual_block(h, p), None), x, params)
+    return 0.5 * jnp.mean(h**2)
+
+
+def remat_grad(params, x):
+    """The loss of a deep network and its gradient, in a fraction of the memory.
+
+    `params` is a dict of float32 arrays, the weights of L layers stacked along their first
+    axis, `{"W1": (L, d, k), "b1": (L, k), "W2": (L, k, d)}`, and `x` is float32 (n, d).
+    Return what `jax.value_and_grad(deep_loss)(params, x)` returns (`deep_loss` and
+    `residual_block` are given above):
+
+        (loss, grads)
+
+    `loss` a float32 scalar, `grads` a dict with the keys and shapes of `params`.
+
+    The values are the easy part. Reverse mode keeps, for the backward pass, what each layer
+    computed on the way forward: here the (n, k) hidden activations of every one of the L
+    layers, with k = 4 d, several times the (n, d) inputs of the layers. Compute the same
+    numbers keeping only each layer's input and recomputing the rest of the layer during the
+    backward pass: `jax.checkpoint` (alias `jax.remat`) applied to the function `lax.scan`
+    repeats. The recomputation costs a second forward pass through each layer.
+
+    Example: one layer (L = 1) with `d = k = n = 1`, `W1 = [[[0]]]`, `b1 = [[0]]`,
+    `W2 = [[[1]]]` and `x = [[1]]`: the hidden unit is `tanh(0) = 0`, the output 1, the loss
+    0.5, and the gradients are `W1: [[[1]]]`, `b1: [[1]]`, `W2: [[[0]]]` (to 1e-6).
+
+    Measured at L = 32, n = 128, d = 64, k = 256 (CPU, XLA's memory analysis): the gradient
+    needs 9.8 MB of temporary memory without `jax.checkpoint`, 1.5 MB with it on the layer,
+    for 16% more FLOPs.
+
+    Graded (3 points):
+      - correct (1): make `loss` and `grads` equal the reference's¹, called as written on 3 edge
+        cases ("the docstring's example: W1 = 0, b1 = 0", "one layer", "one example"; graded on
+        other inputs of each kind) and 4 random cases.
+      - jit (2): make it work jitted by the grader: the same outputs as un-jitted, on the same
+        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
+        from the shapes, for new values of those shapes); XLA's count of temporary bytes for the
+        compiled program (its intermediates, not its arguments or outputs) at most about the
+        reference's².
+      ¹ rtol 1e-4, atol 1e-7 for float outputs; integers, booleans and keys exactly. ² at most
+      x3 + 65536 the reference's on the same inputs.
+    """
+    raise NotImplementedError("remat_grad: your code here")

@@ -4,11 +4,17 @@
 respect to its first argument (`argnums` picks others; a tuple gives a tuple of gradients).
 Everything else in this topic is built from two primitive operations of autodiff:
 
-- **forward mode**, `jax.jvp(f, (x,), (u,))`: `f(x)` and the Jacobian-vector product `J u`, in
-  about the cost of one call of `f`. One input direction per pass, any number of outputs.
+- **forward mode**, `jax.jvp(f, (x,), (u,))`: `f(x)` and the Jacobian-vector product `J u`,
+  computed alongside the forward pass, in memory that does not grow with the depth of `f`.
+  One input direction per pass, any number of outputs.
 - **reverse mode**, `y, pullback = jax.vjp(f, x)`, then `pullback(w)`: the vector-Jacobian
-  product `w^T J`, in a few calls' cost, but keeping the forward pass's intermediates in
-  memory. One output direction per pass, any number of inputs. `jax.grad` is a VJP with `w = 1`.
+  product `w^T J`. The backward pass needs the forward pass's intermediates, so reverse mode
+  keeps them in memory: as many as `f` has layers. One output direction per pass, any number
+  of inputs. `jax.grad` is a VJP with `w = 1`.
+
+In FLOPs the two cost about the same, a few times `f` (3x for a stack of tanh layers, in XLA's
+count); the difference is memory. `jax.checkpoint` trades it back: its function's
+intermediates are recomputed during the backward pass instead of kept.
 
 A full Jacobian of `f: R^n -> R^m` is n JVPs (`jax.jacfwd`) or m VJPs (`jax.jacrev`), each
 batched with `vmap`: forward mode is cheaper for a tall Jacobian (few inputs, many outputs),
@@ -24,7 +30,8 @@ function the backward rule you choose, where the chain rule produces NaN.
 
 The exercises use float32 and are compared with tolerances (1e-5 relative for values unless
 a docstring says otherwise). Where an exercise names a transformation, the grader checks the
-outcome (values, gradients, the compiled program's size and FLOPs), not which API you called.
+outcome (values, gradients, the compiled program's size, FLOPs and memory), not which API you
+called.
 """
 
 import jax
@@ -137,8 +144,9 @@ def pair_energy(pos):
     receives the cotangent `g` of each distance; it must multiply by it.
 
     Example: two points at distance 1, `pos = [[0, 0, 0], [1, 0, 0]]`: `E = exp(-1) = 0.3679`,
-    and `grad(E)` is `[[e^-1, 0, 0], [-e^-1, 0, 0]]` (each point pushed away from the other),
-    to 1e-5. One point alone: `E = 0`, gradient 0.
+    and `grad(E)` is `[[e^-1, 0, 0], [-e^-1, 0, 0]]`, to 1e-5: each point's gradient points
+    towards the other point (the energy grows as they come closer), so a gradient-descent step
+    pushes them apart. One point alone: `E = 0`, gradient 0.
     """
     ### BEGIN SOLUTION
     @jax.custom_vjp
@@ -249,4 +257,58 @@ def per_example_grads(params, X, y):
     """
     ### BEGIN SOLUTION
     return jax.vmap(jax.grad(example_loss), in_axes=(None, 0, 0))(params, X, y)
+    ### END SOLUTION
+
+
+def residual_block(h, p):
+    """One layer of a deep residual network (given): `h + tanh(h @ W1 + b1) @ W2`.
+
+    `h` float32 (n, d); `p` a dict of one layer's weights, `{"W1": (d, k), "b1": (k,),
+    "W2": (k, d)}`."""
+    return h + jnp.tanh(h @ p["W1"] + p["b1"]) @ p["W2"]
+
+
+def deep_loss(params, x):
+    """Half the mean square of the output of L residual blocks applied in turn (given).
+
+    `params` holds the L layers' weights stacked along a leading axis, `{"W1": (L, d, k),
+    "b1": (L, k), "W2": (L, k, d)}`; `lax.scan` applies `residual_block` once per layer."""
+    h, _ = jax.lax.scan(lambda h, p: (residual_block(h, p), None), x, params)
+    return 0.5 * jnp.mean(h**2)
+
+
+def remat_grad(params, x):
+    """The loss of a deep network and its gradient, in a fraction of the memory.
+
+    `params` is a dict of float32 arrays, the weights of L layers stacked along their first
+    axis, `{"W1": (L, d, k), "b1": (L, k), "W2": (L, k, d)}`, and `x` is float32 (n, d).
+    Return what `jax.value_and_grad(deep_loss)(params, x)` returns (`deep_loss` and
+    `residual_block` are given above):
+
+        (loss, grads)
+
+    `loss` a float32 scalar, `grads` a dict with the keys and shapes of `params`.
+
+    The values are the easy part. Reverse mode keeps, for the backward pass, what each layer
+    computed on the way forward: here the (n, k) hidden activations of every one of the L
+    layers, with k = 4 d, several times the (n, d) inputs of the layers. Compute the same
+    numbers keeping only each layer's input and recomputing the rest of the layer during the
+    backward pass: `jax.checkpoint` (alias `jax.remat`) applied to the function `lax.scan`
+    repeats. The recomputation costs a second forward pass through each layer.
+
+    Example: one layer (L = 1) with `d = k = n = 1`, `W1 = [[[0]]]`, `b1 = [[0]]`,
+    `W2 = [[[1]]]` and `x = [[1]]`: the hidden unit is `tanh(0) = 0`, the output 1, the loss
+    0.5, and the gradients are `W1: [[[1]]]`, `b1: [[1]]`, `W2: [[[0]]]` (to 1e-6).
+
+    Measured at L = 32, n = 128, d = 64, k = 256 (CPU, XLA's memory analysis): the gradient
+    needs 9.8 MB of temporary memory without `jax.checkpoint`, 1.5 MB with it on the layer,
+    for 16% more FLOPs.
+    """
+    ### BEGIN SOLUTION
+    def loss(params):
+        step = jax.checkpoint(lambda h, p: (residual_block(h, p), None))
+        h, _ = jax.lax.scan(step, x, params)
+        return 0.5 * jnp.mean(h**2)
+
+    return jax.value_and_grad(loss)(params)
     ### END SOLUTION

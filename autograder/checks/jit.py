@@ -16,7 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from autograder.checks.base import Check
+import numpy as np
+
+from autograder.checks.base import Check, SpecError
 from autograder.compare import mismatch, shapes
 from autograder.context import CheckContext, Facts, StudentError
 from autograder.requirements import DEFAULT_JIT_REQUIREMENTS, Requirement, judge_all
@@ -33,6 +35,7 @@ MEASURED = (
     "loops",
     "counted_loops",
     "flops",
+    "temp_bytes",
     "compile_seconds",
     "collectives",
     "ops",
@@ -53,6 +56,10 @@ class Jit(Check):
     (`autograder.requirements`)."""
 
     requirements: tuple[Requirement, ...] = ()
+    static_values: bool = False
+    """The Graded list names the values of the static arguments the program is exported with
+    (`trace_request`: those of the largest and the smallest random case), e.g. a debug flag that
+    is off there; the sampler must fix them at those sizes (`fits` checks)."""
 
     name = "jit"
     summary = (
@@ -68,7 +75,15 @@ class Jit(Check):
             if words.decorated
             else f"make it work {words.jitted(True)}: the same outputs as un-jitted, on the same cases"
         )
-        return f"{head}; in its exported program: {words.requirements(DEFAULT_JIT_REQUIREMENTS + self.requirements)}."
+        exported = "in its exported program"
+        if self.static_values:
+            named = [f"{words.arg(i)} = {v!r}" for i, v in zip(ex.static_argnums, _exported_static(ex))]
+            exported = f"in its exported program (exported with {', '.join(named)})"
+        return f"{head}; {exported}: {words.requirements(DEFAULT_JIT_REQUIREMENTS + self.requirements)}."
+
+    def fits(self, exercise: Exercise) -> None:
+        if self.static_values:
+            _exported_static(exercise)
 
     def run(self, ctx: CheckContext) -> Outcome:
         ex = ctx.exercise
@@ -103,6 +118,25 @@ class Jit(Check):
             ),
             **measured,
         )
+
+
+def _exported_static(ex: Exercise, draws: int = 4) -> tuple[Any, ...]:
+    """The static arguments' values of the programs `trace_request` exports (the largest and the
+    smallest random case's), which `Jit(static_values=True)` names: SpecError unless the sampler
+    fixes them (the same in `draws` draws at both sizes)."""
+    if not ex.static_argnums or not ex.sizes:
+        raise SpecError("Jit: option 'static_values' needs static arguments and random cases to name their values")
+    seen = {
+        tuple(ex.sample(np.random.default_rng(seed), size).args[i] for i in ex.static_argnums)
+        for seed in range(draws)
+        for size in (ex.sizes[-1], ex.sizes[0])
+    }
+    if len(seen) != 1:
+        raise SpecError(
+            "Jit: option 'static_values' names the static arguments the program is exported with, but the sampler "
+            f"draws several at the largest and smallest sizes: {sorted(map(repr, seen))[:4]}"
+        )
+    return seen.pop()
 
 
 def trace_request(ctx: CheckContext) -> dict:

@@ -1,5 +1,6 @@
 """Topic `autodiff`: value_and_grad, jacfwd vs jacrev, Hessian-vector products, custom_vjp,
-stop_gradient, differentiating through a gradient, per-example gradients with vmap.
+stop_gradient, differentiating through a gradient, per-example gradients with vmap, and
+gradient checkpointing.
 
 Where the skill is a value (`loss_and_grads`), `correct` judges it. Where two ways give the same
 numbers at very different costs, the `jit` check judges the exported program (analysed on the
@@ -7,7 +8,9 @@ trusted side, exact counts): XLA's FLOP count against the reference's on the sam
 no loop (XLA's cost analysis counts ONE trip of a while loop, so a Hessian built by `lax.map`
 over the basis vectors would otherwise read as cheap; `autodiff__hostile` tries it). Where two
 ways give the same value and different gradients (`td_loss`, `maml_loss`, `pair_energy`), the
-`grad` check judges `jax.grad` of the function against the reference's.
+`grad` check judges `jax.grad` of the function against the reference's. Where the same gradient
+takes much less memory one way (`remat_grad`), the `jit` check judges the program's temporary
+bytes (XLA's memory analysis) against the reference's.
 
 Measured here (2-core CPU, jax 0.10.2; `autograder.worker.program.analyse` on the exported
 programs at the largest size, the same figures as `jax.jit(f).lower(...).compile().cost_analysis()`):
@@ -20,7 +23,11 @@ programs at the largest size, the same figures as `jax.jit(f).lower(...).compile
 - per_example_grads (n = 64, d = 8, h = 16): vmap of grad (reference) 3.4e4 FLOPs, jacrev of the
   vector of losses 1.5e6 (x45); operations at n = 2 -> 64: the reference 20 -> 20, a Python loop
   over the examples 47 -> 1,423, the same loop over one jitted helper 49 -> 1,487 (figures in
-  tests/topics/test_topic_autodiff.py).
+  tests/topics/test_topic_autodiff.py);
+- remat_grad (L = 32, n = 128, d = 64, k = 256): XLA's temporary bytes of the gradient, jax.checkpoint
+  on the scanned layer (reference) 1.51e6, nested checkpoints x1.97, the dots policy x3.8, no
+  checkpoint or a save-everything policy x6.5 (`TempBytesAtMost`, judged against the reference's
+  program compiled on the same backend; benchmarks/lesson_figures.py measures them).
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from autograder.checks import Correct, Grad, Jit
-from autograder.requirements import AvoidsOps, FlopsAtMost, OpsDoNotGrow
+from autograder.requirements import AvoidsOps, FlopsAtMost, OpsDoNotGrow, TempBytesAtMost
 from autograder.spec import Case, Edge, Exercise, Topic
 
 F32 = np.float32
@@ -89,6 +96,20 @@ def _per_example_grads(rng: np.random.Generator, size: int) -> Case:
     n, d, h = size, 8, 16
     params = {"W1": _f32(rng, h, d, scale=d**-0.5), "b1": _f32(rng, h, scale=0.1), "w2": _f32(rng, h, scale=h**-0.5)}
     return Case((params, _f32(rng, n, d), _f32(rng, n)))
+
+
+def _remat_params(rng: np.random.Generator, L: int, d: int, k: int) -> dict[str, np.ndarray]:
+    """L layers of residual_block's weights, scaled so that the output stays of order 1."""
+    return {
+        "W1": _f32(rng, L, d, k, scale=d**-0.5),
+        "b1": _f32(rng, L, k, scale=0.1),
+        "W2": _f32(rng, L, k, d, scale=(k * L) ** -0.5),
+    }
+
+
+def _remat_grad(rng: np.random.Generator, size: int) -> Case:
+    L, n, d = size, 4 * size, 2 * size  # k = 4 d hidden units: the wide intermediates remat drops
+    return Case((_remat_params(rng, L, d, 4 * d), _f32(rng, n, d)))
 
 
 NO_LOOP = AvoidsOps(
@@ -204,9 +225,34 @@ def _single_example(rng: np.random.Generator) -> Case:
     return Case((params, _ints(rng, 1, d, scale=0.25), _ints(rng, 1)))
 
 
+def _zero_hidden(rng: np.random.Generator) -> Case:
+    """W1 = 0 and b1 = 0 in every layer: every hidden unit 0, so the output is x."""
+    L, n, d, k = _dims(rng), _dims(rng), _dims(rng), _dims(rng, 9)
+    params = {"W1": np.zeros((L, d, k), F32), "b1": np.zeros((L, k), F32), "W2": _ints(rng, L, k, d, scale=0.5)}
+    return Case((params, _ints(rng, n, d)))
+
+
+def _one_layer(rng: np.random.Generator) -> Case:
+    n, d, k = _dims(rng), _dims(rng), _dims(rng, 9)
+    params = {
+        "W1": _ints(rng, 1, d, k, scale=0.25),
+        "b1": _ints(rng, 1, k, scale=0.25),
+        "W2": _ints(rng, 1, k, d, scale=0.25),
+    }
+    return Case((params, _ints(rng, n, d, scale=0.5)))
+
+
+def _one_example_deep(rng: np.random.Generator) -> Case:
+    L, d = _dims(rng, 9), _dims(rng)
+    return Case((_remat_params(rng, L, d, 4 * d), _f32(rng, 1, d)))
+
+
 TOPIC = Topic(
     name="autodiff",
-    title="Automatic differentiation: grad, Jacobians, HVPs, custom_vjp, stop_gradient, per-example gradients",
+    title=(
+        "Automatic differentiation: grad, Jacobians, HVPs, custom_vjp, stop_gradient, per-example gradients, "
+        "checkpointing"
+    ),
     exercises=(
         Exercise(
             name="loss_and_grads",
@@ -440,6 +486,76 @@ TOPIC = Topic(
                 "Map the gradient of `example_loss`, not the loss itself: the parameters are shared by every example, "
                 "the inputs and labels are mapped along their first axis. Every leaf of the result is the matching "
                 "parameter with a leading axis of n.",
+            ),
+        ),
+        Exercise(
+            name="remat_grad",
+            sample=_remat_grad,
+            sizes=(1, 2, 8, 32),
+            edge_cases=(
+                Edge(
+                    Case(
+                        (
+                            {
+                                "W1": np.zeros((1, 1, 1), F32),
+                                "b1": np.zeros((1, 1), F32),
+                                "W2": np.ones((1, 1, 1), F32),
+                            },
+                            _a([[1]]),
+                        ),
+                        "the docstring's example: W1 = 0, b1 = 0",
+                    ),
+                    _zero_hidden,
+                ),
+                Edge(
+                    Case(
+                        (
+                            {"W1": _a([[[0.5, -1.0]]]), "b1": _a([[0.25, 0.0]]), "W2": _a([[[1.0], [-0.5]]])},
+                            _a([[1.0], [-2.0], [0.5]]),
+                        ),
+                        "one layer",
+                    ),
+                    _one_layer,
+                ),
+                Edge(
+                    Case((_remat_params(np.random.default_rng(5), 4, 3, 12), _a([[0.5, -1.0, 2.0]])), "one example"),
+                    _one_example_deep,
+                ),
+            ),
+            outputs=("loss", "grads"),
+            rtol=1e-4,
+            atol=1e-7,
+            # measured at L = 32, n = 128, d = 64, k = 256 (2-core CPU, jax 0.10.2), XLA's temp bytes of
+            # the gradient's exported program: the reference (jax.checkpoint on the scanned layer) 1.51e6,
+            # the nothing_saveable policy the same; nested checkpoints (a checkpointed scan of 4 blocks of 8
+            # checkpointed layers) 2.97e6 (x1.97); the dots_with_no_batch_dims_saveable policy 5.77e6 (x3.8:
+            # it keeps each layer's (n, k) product); no checkpoint 9.83e6 (x6.5), the everything_saveable
+            # policy and jax.checkpoint around the whole loss the same. The grading machine is a GPU: the
+            # bound is relative to the reference's program compiled there, on the same backend.
+            checks=(
+                Correct(1),
+                Jit(
+                    2,
+                    requirements=(
+                        TempBytesAtMost(
+                            3.0,
+                            65536.0,
+                            "keep only each layer's input for the backward pass and recompute the rest of the layer "
+                            "(jax.checkpoint on the function that lax.scan repeats)",
+                        ),
+                    ),
+                ),
+            ),
+            hints=(
+                "The numbers are `jax.value_and_grad` of the given loss. What costs memory is what reverse mode keeps "
+                "from the forward pass for the backward one: for each of the L layers, its wide hidden activations.",
+                "`jax.checkpoint(fn)` (alias `jax.remat`) computes what `fn` computes, but under a gradient keeps only "
+                "`fn`'s inputs and recomputes its intermediates during the backward pass. Its `policy` argument "
+                "(`jax.checkpoint_policies`) names what may be kept anyway.",
+                "Write the loss as `deep_loss` does, one `lax.scan` over the stacked layers, but give `scan` a "
+                "checkpointed version of the per-layer function; then take `value_and_grad` of that loss with respect "
+                "to the parameters. Checkpointing the whole loss at once saves nothing: its backward pass recomputes "
+                "the whole forward pass and keeps every layer's activations of it.",
             ),
         ),
     ),

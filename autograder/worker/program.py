@@ -240,6 +240,12 @@ def analyse(blob: bytes, args: tuple, max_ops: int = MAX_OPS, shingles: bool = F
       hlo_lines      lines of the program compiled here
       collectives    {all-gather|all-reduce|reduce-scatter|all-to-all|collective-permute: count}
       flops, bytes_accessed   XLA's cost analysis (absent where the backend has none)
+      temp_bytes     the scratch memory XLA's buffer assignment gives the program (its memory
+                     analysis' `temp_size_in_bytes`: intermediates, such as the residuals a
+                     gradient keeps for its backward pass; not its arguments or outputs);
+                     absent where the backend has none. Measured with jax 0.10.2: the CPU
+                     reports it; a TPU v5e reports 0 for every program (there a requirement
+                     on it judges nothing)
       compile_seconds         a cold compile of the artifact here (a new jit of the program)
       loops, counted_loops    while loops of the compiled program, and those with a trip count
                               XLA knows (`known_trip_count` in their backend_config)
@@ -784,7 +790,8 @@ def _scatter_kind(op: Any) -> str:
 
 
 def compiled_facts(compiled: Any) -> dict:
-    """Facts of a program compiled here: HLO lines, collectives, loops, XLA's cost analysis."""
+    """Facts of a program compiled here: HLO lines, collectives, loops, XLA's cost and memory
+    analyses."""
     hlo = compiled.as_text() or ""
     loops = [line for line in hlo.splitlines() if re.search(r"=\s.*\bwhile\(", line)]
     facts = {
@@ -794,6 +801,7 @@ def compiled_facts(compiled: Any) -> dict:
         "counted_loops": sum(1 for line in loops if '"known_trip_count"' in line),
     }
     facts.update(_costs(compiled))
+    facts.update(_memory(compiled))
     return facts
 
 
@@ -810,6 +818,17 @@ def _costs(compiled: Any) -> dict[str, float]:
         for k, src in (("flops", "flops"), ("bytes_accessed", "bytes accessed"))
         if src in (cost or {})
     }
+
+
+def _memory(compiled: Any) -> dict[str, int]:
+    """The program's temp (scratch) bytes from XLA's memory analysis (absent where a backend
+    has none)."""
+    try:
+        memory = compiled.memory_analysis()
+    except Exception:  # noqa: BLE001 - not every backend implements it
+        return {}
+    temp = getattr(memory, "temp_size_in_bytes", None)
+    return {"temp_bytes": int(temp)} if isinstance(temp, int) and temp >= 0 else {}
 
 
 # -- matching the arguments to the program's inputs ------------------------------------------

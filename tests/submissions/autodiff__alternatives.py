@@ -69,3 +69,34 @@ def example_loss(params, x, y):
 def per_example_grads(params, X, y):
     # the parameters closed over instead of in_axes=None
     return jax.vmap(lambda x, t: jax.grad(example_loss)(params, x, t))(X, y)
+
+
+def residual_block(h, p):
+    return h + jnp.tanh(h @ p["W1"] + p["b1"]) @ p["W2"]
+
+
+def deep_loss(params, x):
+    h, _ = jax.lax.scan(lambda h, p: (residual_block(h, p), None), x, params)
+    return 0.5 * jnp.mean(h**2)
+
+
+def remat_grad(params, x):
+    # nested checkpoints: a checkpointed scan over blocks of layers, each a scan of checkpointed
+    # layers (memory ~ blocks + layers per block instead of L), with an explicit policy
+    L = params["W1"].shape[0]
+    per_block = max(b for b in range(1, L + 1) if L % b == 0 and b * b <= L)
+    blocks = jax.tree.map(lambda a: a.reshape(L // per_block, per_block, *a.shape[1:]), params)
+    layer = jax.checkpoint(
+        lambda h, p: (residual_block(h, p), None), policy=jax.checkpoint_policies.nothing_saveable
+    )
+
+    @jax.remat
+    def block(h, ps):
+        return jax.lax.scan(layer, h, ps)[0], None
+
+    def loss(blocks):
+        h, _ = jax.lax.scan(block, x, blocks)
+        return 0.5 * jnp.mean(h**2)
+
+    value, grads = jax.value_and_grad(loss)(blocks)
+    return value, jax.tree.map(lambda g, p: g.reshape(p.shape), grads, params)

@@ -85,3 +85,25 @@ def per_example_grads(params, X, y):
     # jit (FLOPs): jax.jacrev of the vector of n losses: n backward passes over the whole batch
     losses = lambda p: jax.vmap(example_loss, in_axes=(None, 0, 0))(p, X, y)
     return jax.jacrev(losses)(params)
+
+
+def residual_block(h, p):
+    return h + jnp.tanh(h @ p["W1"] + p["b1"]) @ p["W2"]
+
+
+def deep_loss(params, x):
+    h, _ = jax.lax.scan(lambda h, p: (residual_block(h, p), None), x, params)
+    return 0.5 * jnp.mean(h**2)
+
+
+def remat_grad(params, x):
+    # jit (temp memory): jax.checkpoint is there, with a policy that saves everything: as if
+    # it were not
+    policy = jax.checkpoint_policies.everything_saveable
+    step = jax.checkpoint(lambda h, p: (residual_block(h, p), None), policy=policy)
+
+    def loss(params):
+        h, _ = jax.lax.scan(step, x, params)
+        return 0.5 * jnp.mean(h**2)
+
+    return jax.value_and_grad(loss)(params)

@@ -65,3 +65,18 @@ def per_example_grads(params, X, y):
     # jit (operations grow with n): a Python loop over the examples, one gradient program each
     grads = [jax.grad(example_loss)(params, X[i], y[i]) for i in range(X.shape[0])]
     return jax.tree.map(lambda *g: jnp.stack(g), *grads)
+
+
+def residual_block(h, p):
+    return h + jnp.tanh(h @ p["W1"] + p["b1"]) @ p["W2"]
+
+
+def deep_loss(params, x):
+    h, _ = jax.lax.scan(lambda h, p: (residual_block(h, p), None), x, params)
+    return 0.5 * jnp.mean(h**2)
+
+
+def remat_grad(params, x):
+    # jit (temp memory): the right numbers, with no checkpoint: the backward pass keeps every
+    # layer's (n, k) activations
+    return jax.value_and_grad(deep_loss)(params, x)

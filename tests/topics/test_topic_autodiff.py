@@ -5,10 +5,12 @@ The crafted submissions are `tests/submissions/autodiff__*.py`: `one_fault_each`
 `more_faults` (a fault per function: wrong argnums, reverse mode for a tall Jacobian, a
 materialised Hessian, the naive distance whose gradient is NaN, a custom backward rule that
 drops its cotangent, a forgotten or misplaced stop_gradient, first-order MAML, a Python loop or
-jacrev over the examples), `alternatives` (right answers written differently: full marks), and
-`hostile` (a Hessian or Jacobian built inside `lax.map`, whose FLOP count XLA reports for one
-trip; a gradient "made finite" by cutting it off; a loop over one jitted helper). Every verdict
-here is a count (FLOPs, operations of the exported program) or a value, never a time.
+jacrev over the examples, a deep gradient with no checkpoint or with a policy that saves
+everything), `alternatives` (right answers written differently: full marks), and `hostile` (a
+Hessian or Jacobian built inside `lax.map`, whose FLOP count XLA reports for one trip; a
+gradient "made finite" by cutting it off; a loop over one jitted helper; backpropagation
+truncated between checkpointed layers). Every verdict here is a count (FLOPs, operations, temp
+bytes of the exported program) or a value, never a time.
 """
 
 from __future__ import annotations
@@ -32,7 +34,9 @@ def one_fault_each(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def more_faults(tmp_path_factory):
-    names = [f"{TOPIC}.{e}" for e in ("loss_and_grads", "hvp", "pair_energy", "td_loss", "per_example_grads")]
+    names = [
+        f"{TOPIC}.{e}" for e in ("loss_and_grads", "hvp", "pair_energy", "td_loss", "per_example_grads", "remat_grad")
+    ]
     return grade_variant(tmp_path_factory, TOPIC, "more_faults", names)
 
 
@@ -43,7 +47,7 @@ def alternatives(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory):
-    names = [f"{TOPIC}.{e}" for e in ("tall_jacobian", "hvp", "pair_energy", "per_example_grads")]
+    names = [f"{TOPIC}.{e}" for e in ("tall_jacobian", "hvp", "pair_energy", "per_example_grads", "remat_grad")]
     return grade_variant(tmp_path_factory, TOPIC, "hostile", names)
 
 
@@ -67,6 +71,14 @@ def test_reference_jacobian_and_hvp_cost_a_few_passes(reference):
     h = data(reference, "hvp", "jit")
     assert h["flops"] == h["reference_flops"] < 8 * 2 * 256 * 128
     assert "while" not in h["ops"] and "while" not in jac["ops"]
+
+
+def test_reference_gradient_keeps_only_the_layer_inputs(reference):
+    # remat_grad at L = 32, n = 128, d = 64, k = 256: 32 layer inputs (n, d) of 32 KiB, 1 MiB,
+    # plus one layer's recomputation; every layer's (n, k) activations would be 4 MiB alone
+    facts = data(reference, "remat_grad", "jit")
+    assert facts["temp_bytes"] == facts["reference_temp_bytes"] < 32 * 128 * 256 * 4
+    assert facts["temp_bytes"] > 32 * 128 * 64 * 4
 
 
 def test_reference_per_example_program_does_not_grow(reference):
@@ -135,12 +147,31 @@ def test_jacrev_over_the_batch_fails_jit_on_flops(more_faults):
     assert facts["flops"] > 20 * facts["reference_flops"]  # measured x45 at n = 64
 
 
+def test_gradient_without_checkpoint_fails_jit_on_memory_only(one_fault_each):
+    assert failed(one_fault_each, "remat_grad") == {"jit"}
+    assert "bytes of temporary memory" in message(one_fault_each, "remat_grad", "jit")
+    facts = data(one_fault_each, "remat_grad", "jit")
+    assert facts["temp_bytes"] > 5 * facts["reference_temp_bytes"]  # measured x6.5 on the CPU
+
+
+def test_checkpoint_with_a_save_everything_policy_fails_jit_on_memory_only(more_faults):
+    assert failed(more_faults, "remat_grad") == {"jit"}
+    assert "bytes of temporary memory" in message(more_faults, "remat_grad", "jit")
+    facts = data(more_faults, "remat_grad", "jit")
+    assert facts["temp_bytes"] > 5 * facts["reference_temp_bytes"]  # the same program as no checkpoint
+
+
 # -- right answers written differently --------------------------------------------------------
 
 
 def test_alternatives_get_full_marks(alternatives):
     # by-hand gradients, vmap of jvp, reverse-over-reverse, the double where, closures
     assert failing(alternatives) == set(), [t.output for t in alternatives.tests if t.score < t.max_score]
+
+
+def test_nested_checkpoints_fit_the_memory_budget(alternatives):
+    facts = data(alternatives, "remat_grad", "jit")
+    assert facts["temp_bytes"] < 2 * facts["reference_temp_bytes"]  # measured x1.27 (8 blocks of 4 layers)
 
 
 def test_other_hvp_orders_cost_the_same_flops(alternatives):
@@ -169,3 +200,11 @@ def test_loop_over_a_jitted_helper_still_grows(hostile):
     assert failed(hostile, "per_example_grads") == {"jit"}
     facts = data(hostile, "per_example_grads", "jit")
     assert facts["n_ops"] > 10 * facts["n_ops_other"]
+
+
+def test_backpropagation_truncated_between_layers_fails_correct_only(hostile):
+    # checkpointed, so within the memory budget; the gradient of every layer but the last is off
+    assert failed(hostile, "remat_grad") == {"correct"}
+    assert "`grads['W1']`: " in message(hostile, "remat_grad", "correct")
+    facts = data(hostile, "remat_grad", "jit")
+    assert facts["temp_bytes"] <= facts["reference_temp_bytes"]
