@@ -1,5 +1,13 @@
 """Topic `training`: a Flax NNX MLP, an Optax chain (clipping + schedule), a jitted, donating
-train step, and a training loop judged by the loss it reaches on the grader's own data.
+train step, and a training loop judged by the loss it reaches on the grader's own data; then a
+classifier with BatchNorm and Dropout in train and eval mode, its evaluation step, one AdamW
+step with the decay masked, and training resumed from an Orbax checkpoint.
+
+The classifier's exercises (`classify`, `eval_step`) are judged by `correct` alone (and `jit`):
+its cases hold both modes and, in train mode, several keys (the edge families guarantee it in
+every run), so a key ignored in train mode, dropout or batch statistics in eval mode, and running
+averages left unmoved each change an output the reference's are compared with. The running
+averages are drawn away from the fresh ones (mean 0, var 1) and from any batch's statistics.
 
 Parameters cross the wire as nested dicts of float32 arrays, the optimizer state as the list
 of its leaves (Adam's count, mu, nu, then the schedule's count), so every sampler below builds
@@ -37,17 +45,50 @@ or re-initialised state) 1.000, the least-squares readout 1.006 to 1.605 (ridge 
 1.579), the hidden layer moved at random as far as the reference moves it, then the readout
 solved, 1.290 to 1.606. The bound, 0.7, is x1.38 the worst allowed order and x1.44 below the
 nearest shortcut; every allowed loop passes on all 200 seeds, every shortcut fails on all 200.
+
+`adamw_step` is judged by `correct` on both outputs: the new parameters, and Optax's state after
+the step, whose structure shows the mask (Adam's state, a masked part around the decay's empty
+state, the learning rate's empty state). No mask leaves a plain empty state in the middle (a
+structure the message describes); Adam with an L2 term in the kernels' gradients has no middle
+part at all, and its kernels are off too (Adam normalises the penalty: the largest gap per
+kernel 0.02 to 0.06 on three draws); the mask inverted has the reference's structure, and every
+bias and the norm's parameters off by lr * wd * |w| (lr * wd >= 1e-3 on every draw, biases
+N(0, 0.5); the largest gap per leaf 5.9e-4 to 1.3e-2 on three draws, against atol 1e-6 +
+rtol 1e-5). tests/topics/test_topic_training.py grades each.
+
+`resume_training` gets the files of an Orbax checkpoint the grader wrote (`checkpoint_files`: a
+subprocess of the grader's own Python with JAX and Orbax, about 2.5 s a case on this machine),
+of a state drawn at random for each case: parameters, Adam's moments and a step count. The
+student's worker writes them under its private /tmp (the sandbox's only writable directory)
+and restores them. What `correct` verifies, from outputs against the reference's: that the
+state returned is the one in the files, every leaf (a submission that never reads them cannot
+know the drawn values), and that the losses continue from it: with the restored moments and
+schedule position (a fresh optimizer state after the first loss: off) and from the restored step
+(never a multiple of the dataset's 4 blocks, so batches restarted at row 0 are other rows). What
+it cannot verify: that the files were read with Orbax rather than by hand (the checkpoint is
+written without OCDBT, one zarr folder per array, which a reader of the format could parse
+alone), and anything about saving: what the student writes stays in its private /tmp, which the
+grader never reads, so a round trip of the student's own (save, then restore) and the same state
+kept in memory look alike; the lesson shows saving, the grade covers restoring.
 """
 
 from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
 import numpy as np
 
 from autograder.checks import Compiles, Correct, Jit, Speed, Trains
 from autograder.requirements import Donates
-from autograder.spec import Case, Edge, Exercise, Topic
+from autograder.spec import Case, Edge, Exercise, Key, Topic
 
 IN, HIDDEN, OUT = 8, 32, 1
+CLASSES = 4  # the classifier's outputs (`classify`, `eval_step`)
 TEACHER = 4  # hidden units of the network that makes the targets
 FIT_STEPS, FIT_BATCH = 200, 32
 
@@ -155,9 +196,193 @@ def _fresh_step(rng: np.random.Generator) -> Case:
     return Case((params, _fresh_leaves(params), *_batch(rng, int(rng.integers(4, 33)))))
 
 
+# -- the classifier (`classify`, `eval_step`): Linear -> BatchNorm -> relu -> Dropout -> Linear
+
+
+def _key(rng: np.random.Generator) -> Key:
+    return Key(int(rng.integers(0, 2**31)))
+
+
+def _classifier_params(rng: np.random.Generator) -> dict:
+    return {
+        "hidden": {"bias": _f32(rng, HIDDEN, scale=0.1), "kernel": _f32(rng, IN, HIDDEN, scale=IN**-0.5)},
+        "norm": {"bias": _f32(rng, HIDDEN, scale=0.1), "scale": (1 + _f32(rng, HIDDEN, scale=0.1))},
+        "out": {"bias": _f32(rng, CLASSES, scale=0.1), "kernel": _f32(rng, HIDDEN, CLASSES, scale=HIDDEN**-0.5)},
+    }
+
+
+def _batch_stats(rng: np.random.Generator) -> dict:
+    """Running averages away from the fresh ones (and from any batch's), so that using the batch's
+    statistics in eval mode, or not moving these in train mode, shows in the outputs."""
+    return {"norm": {"mean": _f32(rng, HIDDEN, scale=0.3), "var": np.exp(_f32(rng, HIDDEN, scale=0.3))}}
+
+
+def _fresh_stats() -> dict:
+    return {"norm": {"mean": np.zeros(HIDDEN, np.float32), "var": np.ones(HIDDEN, np.float32)}}
+
+
+def _classify(rng: np.random.Generator, size: int) -> Case:
+    """A batch of `size` rows in either mode (each mode a compilation): the edge cases below hold
+    each mode at least once in every run."""
+    train = bool(rng.integers(2))
+    return Case((_classifier_params(rng), _batch_stats(rng), _f32(rng, size, IN), _key(rng), train))
+
+
+def _labels(rng: np.random.Generator, n: int) -> np.ndarray:
+    return rng.integers(0, CLASSES, n).astype(np.int32)
+
+
+def _eval(rng: np.random.Generator, size: int) -> Case:
+    return Case((_classifier_params(rng), _batch_stats(rng), _f32(rng, size, IN), _labels(rng, size)))
+
+
+def _train_fresh(rng: np.random.Generator) -> Case:
+    """Train mode from fresh statistics (mean 0, var 1): dropout drawn from the key, batch statistics."""
+    return Case((_classifier_params(rng), _fresh_stats(), _f32(rng, int(rng.integers(2, 9)), IN), _key(rng), True))
+
+
+def _train_drawn(rng: np.random.Generator) -> Case:
+    """Train mode from drawn running averages: they move toward the batch's."""
+    n = int(rng.integers(2, 33))
+    return Case((_classifier_params(rng), _batch_stats(rng), _f32(rng, n, IN), _key(rng), True))
+
+
+def _eval_mode(rng: np.random.Generator) -> Case:
+    """Eval mode: the running averages, no dropout; the key is not used."""
+    n = int(rng.integers(2, 33))
+    return Case((_classifier_params(rng), _batch_stats(rng), _f32(rng, n, IN), _key(rng), False))
+
+
+def _constant_classifier(rng: np.random.Generator) -> Case:
+    """A zero readout kernel: every row's logits are the readout bias, distinct integers, so every
+    row predicts the bias's argmax and the accuracy is the share of labels equal to it."""
+    params = _classifier_params(rng)
+    params["out"] = {
+        "bias": rng.permutation(CLASSES).astype(np.float32),
+        "kernel": np.zeros((HIDDEN, CLASSES), np.float32),
+    }
+    n = int(rng.integers(2, 9))
+    return Case((params, _batch_stats(rng), _f32(rng, n, IN), _labels(rng, n)))
+
+
+_EXAMPLE_CLASSIFIER = _classifier_params(np.random.default_rng(11))
+_EXAMPLE_EVAL = {
+    **_classifier_params(np.random.default_rng(12)),
+    "out": {
+        "bias": np.array([0.0, 0.0, 0.0, np.log(3.0)], np.float32),
+        "kernel": np.zeros((HIDDEN, CLASSES), np.float32),
+    },
+}
+
+
+# -- adamw_step: the parameters of NormMLP (Linear -> LayerNorm -> tanh -> Linear), as nnx names them
+
+
+def _norm_params(rng: np.random.Generator) -> dict:
+    """Kernels LeCun-normal, biases and the norm's bias N(0, 0.5), the norm's scale 1 + N(0, 0.1):
+    every decayed or undecayed entry far from 0, so a decay put on the wrong leaves shows."""
+    return {
+        "hidden": {"bias": _f32(rng, HIDDEN, scale=0.5), "kernel": _f32(rng, IN, HIDDEN, scale=IN**-0.5)},
+        "norm": {"bias": _f32(rng, HIDDEN, scale=0.5), "scale": 1 + _f32(rng, HIDDEN, scale=0.1)},
+        "out": {"bias": _f32(rng, OUT, scale=0.5), "kernel": _f32(rng, HIDDEN, OUT, scale=HIDDEN**-0.5)},
+    }
+
+
+_LEARNING_RATES = (0.01, 0.03, 0.1)
+_WEIGHT_DECAYS = (0.1, 0.3, 1.0)  # lr * wd >= 1e-3: a wrongly (un)decayed bias moves by ~5e-4, atol is 1e-6
+
+
+def _adamw(rng: np.random.Generator, size: int) -> Case:
+    params = _norm_params(rng)
+    grads = {
+        k: {n: _f32(rng, *a.shape, scale=10.0 ** rng.uniform(-3, 0)) for n, a in v.items()} for k, v in params.items()
+    }
+    return Case((params, grads, float(rng.choice(_LEARNING_RATES)), float(rng.choice(_WEIGHT_DECAYS))))
+
+
+def _adamw_zero_grads(rng: np.random.Generator) -> Case:
+    """Zero gradients: only the decay moves anything (kernels shrink, the rest stays)."""
+    params = _norm_params(rng)
+    grads = {k: {n: np.zeros_like(a) for n, a in v.items()} for k, v in params.items()}
+    return Case((params, grads, float(rng.choice(_LEARNING_RATES)), float(rng.choice(_WEIGHT_DECAYS))))
+
+
+_ADAMW_EXAMPLE = _norm_params(np.random.default_rng(11))
+
+
+# -- resume_training: an Orbax checkpoint written by a trusted process of the grader's own
+
+RESUME_ROWS, RESUME_BATCH = 64, 16
+
+# Run as `python -c _WRITER STATE.npz DIRECTORY` (JAX on the CPU): the state, its entries named
+# "params/<layer>/<name>", "opt_state/<i>" and "step" in the file, saved to DIRECTORY by Orbax's
+# standard handler, without OCDBT: one folder per array, named by its path, so that the same
+# state gives the same files (OCDBT names its data files at random).
+_WRITER = """
+import sys
+import numpy as np
+import orbax.checkpoint as ocp
+data = np.load(sys.argv[1])
+params = {}
+for name in data.files:
+    if name.startswith("params/"):
+        _, layer, leaf = name.split("/")
+        params.setdefault(layer, {})[leaf] = data[name]
+n = sum(1 for name in data.files if name.startswith("opt_state/"))
+state = {"params": params, "opt_state": [data[f"opt_state/{i}"] for i in range(n)], "step": data["step"]}
+with ocp.Checkpointer(ocp.StandardCheckpointHandler(use_ocdbt=False)) as checkpointer:
+    checkpointer.save(sys.argv[2], args=ocp.args.StandardSave(state))
+"""
+
+
+def checkpoint_files(state: dict) -> dict[str, np.ndarray]:
+    """An Orbax checkpoint of `state` (`{"params", "opt_state", "step"}`, NumPy), as `{relative
+    path: uint8 array of its bytes}`: written by Orbax in a process of its own (the grader's
+    process never imports JAX), then read back. A function of `state` alone, as a sampler's case
+    must be: the two save times in `_CHECKPOINT_METADATA` are set to 0, and `commit_success.txt`
+    (a marker for object stores, which names the directory) is left out; Orbax restores without it."""
+    with tempfile.TemporaryDirectory(prefix="jaxlings-checkpoint-") as tmp:
+        arrays = {f"params/{k}/{n}": a for k, v in state["params"].items() for n, a in v.items()}
+        arrays |= {f"opt_state/{i}": a for i, a in enumerate(state["opt_state"])}
+        np.savez(Path(tmp) / "state.npz", step=state["step"], **arrays)
+        directory = Path(tmp) / "checkpoint"
+        done = subprocess.run(
+            [sys.executable, "-c", _WRITER, str(Path(tmp) / "state.npz"), str(directory)],
+            env={**os.environ, "JAX_PLATFORMS": "cpu"},
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"writing the checkpoint failed: {done.stderr[-2000:]}")
+        metadata = directory / "_CHECKPOINT_METADATA"
+        saved = json.loads(metadata.read_text())
+        metadata.write_text(json.dumps(saved | {"init_timestamp_nsecs": 0, "commit_timestamp_nsecs": 0}))
+        return {
+            str(f.relative_to(directory)): np.frombuffer(f.read_bytes(), np.uint8).copy()
+            for f in sorted(directory.rglob("*"))
+            if f.is_file() and f.name != "commit_success.txt"
+        }
+
+
+def _resume(rng: np.random.Generator, size: int) -> Case:
+    """A state nobody trained (drawn parameters and moments, a step count under 100), saved by
+    Orbax; a dataset; `size` steps to continue. The step count is never a multiple of the
+    dataset's 4 blocks, so a loop that restarts the batches at row 0 trains on other rows."""
+    params = _params(rng)
+    leaves = _opt_leaves(rng, params)
+    blocks = RESUME_ROWS // RESUME_BATCH
+    step = np.array(blocks * rng.integers(0, 25) + rng.integers(1, blocks), np.int32)
+    leaves[0], leaves[-1] = step.copy(), step.copy()  # Adam's count and the schedule's
+    state = {"params": params, "opt_state": leaves, "step": step}
+    return Case((checkpoint_files(state), *_batch(rng, RESUME_ROWS), size, RESUME_BATCH))
+
+
 TOPIC = Topic(
     name="training",
-    title="training with Flax NNX and Optax: model, optimizer chain, jitted donating train step, training loop",
+    title="training with Flax NNX and Optax: model, optimizer chain, jitted donating train step, training loop, "
+    "train and eval modes, evaluation, AdamW, checkpoints",
     exercises=(
         Exercise(
             name="mse_loss",
@@ -252,6 +477,146 @@ TOPIC = Topic(
                 "Rebind both names to what each step returns: the step donates its inputs, so the arrays you passed "
                 'are gone (a buffer that "has been deleted or donated" means the loop used one again). Return the '
                 "parameters only.",
+            ),
+        ),
+        Exercise(
+            name="classify",
+            sample=_classify,
+            sizes=(2, 5, 16, 64),
+            static_argnums=(4,),
+            edge_cases=(
+                Edge(
+                    Case(
+                        (_EXAMPLE_CLASSIFIER, _fresh_stats(), _f32(np.random.default_rng(13), 6, IN), Key(3), True),
+                        "train mode from fresh statistics",
+                    ),
+                    _train_fresh,
+                ),
+                Edge(
+                    Case(
+                        (
+                            _EXAMPLE_CLASSIFIER,
+                            _batch_stats(np.random.default_rng(14)),
+                            _f32(np.random.default_rng(15), 8, IN),
+                            Key(4),
+                            True,
+                        ),
+                        "train mode: the running averages move",
+                    ),
+                    _train_drawn,
+                ),
+                Edge(
+                    Case(
+                        (
+                            _EXAMPLE_CLASSIFIER,
+                            _batch_stats(np.random.default_rng(14)),
+                            _f32(np.random.default_rng(15), 8, IN),
+                            Key(5),
+                            False,
+                        ),
+                        "eval mode: running averages, no dropout",
+                    ),
+                    _eval_mode,
+                ),
+            ),
+            outputs=("logits", "new_batch_stats"),
+            rtol=1e-5,
+            atol=1e-5,
+            checks=(Correct(2), Jit(1)),
+            hints=(
+                "Two modes, two behaviours of the same layers: in train mode the batch norm learns from the batch and "
+                "the dropout needs randomness; in eval mode both are fixed functions. NNX keeps the mode on the layers "
+                "themselves, and the batch statistics are variables of their own kind, beside the parameters.",
+                "`nnx.split(abstract_model, nnx.Param, nnx.BatchStat)` gives a graphdef and one state per kind; "
+                "`nnx.replace_by_pure_dict` fills each, `nnx.merge` takes them all. `model.train()` and `model.eval()` "
+                "switch every Dropout and BatchNorm inside; the model's call takes `rngs=`.",
+                "The new statistics are read back from the model after the call, as a plain dict of its "
+                "`nnx.BatchStat` state. The key becomes the call's randomness only in train mode, through a fresh "
+                "`nnx.Rngs` with a `dropout` stream made from it: any other key, or a split of it, draws another mask.",
+            ),
+        ),
+        Exercise(
+            name="eval_step",
+            sample=_eval,
+            sizes=(2, 5, 16, 64),
+            edge_cases=(
+                Edge(
+                    Case(
+                        (
+                            _EXAMPLE_EVAL,
+                            _batch_stats(np.random.default_rng(16)),
+                            _f32(np.random.default_rng(17), 2, IN),
+                            np.array([3, 0], np.int32),
+                        ),
+                        "a constant classifier: every row predicts the readout bias's argmax",
+                    ),
+                    _constant_classifier,
+                ),
+            ),
+            rtol=1e-5,
+            atol=1e-6,
+            checks=(Correct(1), Jit(1)),
+            hints=(
+                "Evaluation measures the model as it will be used: eval mode, so the answer depends on the inputs "
+                "alone, and one number per metric for the whole batch.",
+                "Your `classify` gives the logits in eval mode (the key is then unused). "
+                "`optax.softmax_cross_entropy_with_integer_labels(logits, labels)` gives one loss per row; "
+                "`jnp.argmax(..., axis=-1)` picks each row's class.",
+                "Both metrics are means over the n rows: the per-row losses, and the per-row comparisons of the "
+                "predicted class with the label (a boolean of shape (n,), made float). Return them in a dict with the "
+                "keys `loss` and `accuracy`.",
+            ),
+        ),
+        Exercise(
+            name="adamw_step",
+            sample=_adamw,
+            edge_cases=(
+                Edge(
+                    Case(
+                        (
+                            _ADAMW_EXAMPLE,
+                            {k: {n: np.zeros_like(a) for n, a in v.items()} for k, v in _ADAMW_EXAMPLE.items()},
+                            0.1,
+                            0.5,
+                        ),
+                        "zero gradients: only the kernels move, by the decay",
+                    ),
+                    _adamw_zero_grads,
+                ),
+            ),
+            outputs=("new_params", "opt_state"),
+            rtol=1e-5,
+            atol=1e-6,
+            checks=(Correct(2), Jit(1)),
+            hints=(
+                "AdamW is Adam plus a decay of the parameters themselves, added to the update after Adam's "
+                "normalisation (decoupled), not to the gradient before it. A bias or a norm's scale sets an offset or "
+                "a gain, not a complexity: pulling it to 0 only hurts, so the decay is masked off them.",
+                "`optax.adamw(learning_rate, weight_decay=..., mask=...)` takes the mask as a tree of booleans shaped "
+                "like the parameters (True: decayed), or as a function from the parameters to such a tree. "
+                "`jax.tree_util.tree_map_with_path` gives each leaf's path; the last entry's `.key` is its name.",
+                "The answer is `init` on the parameters, one `update(grads, state, params)` (AdamW needs the "
+                "parameters to decay them), and `optax.apply_updates`. The state you return has a masked part "
+                "in it: that is where the mask shows.",
+            ),
+        ),
+        Exercise(
+            name="resume_training",
+            sample=_resume,
+            sizes=(3, 10),  # steps to continue; every case is one checkpoint written by Orbax
+            outputs=("restored", "losses"),
+            rtol=1e-5,
+            atol=1e-6,
+            checks=(Correct(2),),
+            hints=(
+                "Restoring needs a target: Orbax reads the arrays, but you say what tree they go into and what "
+                "shapes and dtypes to expect. A fresh state of the same model and optimizer has exactly that form.",
+                "`tempfile.mkdtemp()` gives a directory you may write (the files' names contain folders: create "
+                "them). `jax.eval_shape` turns a function that builds a fresh state into `ShapeDtypeStruct`s; "
+                "`ocp.StandardCheckpointer().restore(directory, target)` fills them from the files.",
+                "The step counter is part of the state: the batches continue from it, not from 0. Train copies "
+                "(`jnp.copy`) of the restored arrays, since `train_step` deletes what it is given, and return the "
+                "restored state itself with the stacked losses.",
             ),
         ),
     ),

@@ -7,7 +7,18 @@ fault: `wrong_sign` (the step climbs), `stale_opt_state` (the step returns the s
 given), `no_clipping` (Adam without the chain's clipping), `recompiles` (a new jit per call),
 `undonated` (jitted without `donate_argnums`), `reinit_opt_state` (the loop makes a fresh
 optimizer state every step) and `reuses_donated` (the loop keeps the parameters the first step
-donated). Every verdict here is a value, a count or a loss, never a time.
+donated); for the classifier, `fixed_dropout_key` (train mode ignores its key), `dropout_in_eval`,
+`batch_stats_in_eval`, `stats_not_updated` (train mode returns the running averages it was given),
+and for its evaluation `accuracy_wrong_axis`, `loss_summed` and `eval_in_train_mode`. Every verdict
+here is a value, a count or a loss, never a time.
+
+`adamw_step`'s: `adamw_unmasked` (decay on every parameter), `adamw_mask_inverted` (the biases
+and the norm decayed, not the kernels), `adamw_l2_in_grad` (Adam with an L2 term in the
+gradient), and `adamw_mask_tree`, right (the mask as a literal tree). `resume_training`'s:
+`resume_fresh_opt_state` (trains on from a fresh optimizer state), `resume_drops_step` (the
+batches from row 0), `resume_params_only` (the parameters alone restored),
+`resume_ignores_checkpoint` (an attack: never reads the files), and `resume_checkpointer`,
+right (another Orbax API).
 """
 
 from __future__ import annotations
@@ -24,7 +35,9 @@ from helpers.grading import (
     TEST_LIMITS,
     TopicView,
     check_dir,
+    grade_dir,
     grade_variant,
+    needs_bwrap,
     reference_solutions,
     short_of_full_marks,
 )
@@ -44,7 +57,7 @@ def reference(request):
 
 def test_reference_gets_full_marks(reference):
     assert short_of_full_marks(reference) == set(), [t.output for t in reference.tests if t.score < t.max_score]
-    assert reference.max_score == 10  # every point earned, within the clock's noise (above)
+    assert reference.max_score == 20  # every point earned, within the clock's noise (above)
 
 
 def test_reference_step_donates_its_whole_state_and_compiles_once(reference):
@@ -89,6 +102,61 @@ def test_crafted_train_step_fails_its_checks(tmp_path_factory, variant, expected
         assert data(result, "train_step", "jit")["donated_inputs"] == 0
     if variant == "recompiles":
         assert data(result, "train_step", "compiles")["advisory"]["compiles"] == 20
+
+
+# -- the classifier (Dropout, BatchNorm) and its evaluation: one fault each ---------------------
+
+
+CLASSIFIER = [f"{TOPIC}.classify", f"{TOPIC}.eval_step"]
+
+
+@pytest.mark.slow  # seven submissions' classify and eval_step graded: ~3 min on a loaded 2-core CPU
+@pytest.mark.parametrize(
+    "variant, classify, eval_step, what",
+    [
+        ("fixed_dropout_key", {"correct"}, set(), "`logits`"),
+        ("dropout_in_eval", {"correct"}, {"correct"}, "`logits`"),
+        ("batch_stats_in_eval", {"correct"}, {"correct"}, "`logits`"),
+        ("stats_not_updated", {"correct"}, set(), "`new_batch_stats"),
+        ("accuracy_wrong_axis", set(), {"correct"}, "accuracy"),
+        ("loss_summed", set(), {"correct"}, "loss"),
+        ("eval_in_train_mode", set(), {"correct"}, ""),
+    ],
+)
+def test_crafted_classifier_fails_its_checks(tmp_path_factory, variant, classify, eval_step, what):
+    """A fault in a mode of `classify` fails its `correct` on the cases of that mode (an eval-mode fault
+    also fails `eval_step`, which computes in eval mode); a fault in the metrics fails `eval_step`'s. Each
+    jits: the same wrong values under the grader's jit."""
+    result = grade_variant(tmp_path_factory, TOPIC, variant, CLASSIFIER)
+    assert failed(result, "classify") == classify, [t.output for t in result.tests]
+    assert failed(result, "eval_step") == eval_step, [t.output for t in result.tests]
+    exercise = "classify" if classify else "eval_step"
+    text = message(result, exercise, "correct")
+    assert what in text
+    if exercise == "classify":  # the case that shows it is of the faulty mode
+        mode = "eval mode" if variant in ("dropout_in_eval", "batch_stats_in_eval") else "train mode"
+        assert text.startswith(mode) or f", {mode == 'train mode'})" in text
+
+
+def test_every_run_grades_the_classifier_in_both_modes_with_several_keys():
+    """`correct` can only tell a key ignored in train mode, dropout or batch statistics in eval mode,
+    and running averages not moved if each run's cases hold both modes, and train mode under more
+    than one key: the edge families guarantee it, whatever the random cases draw."""
+    import numpy as np
+
+    from autograder.spec import Edge
+
+    classify = topics.load(TOPIC).exercise("classify")
+    families = [e for e in classify.edge_cases if isinstance(e, Edge)]
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        cases = [family.draw(rng) for family in families]
+        modes = [case.args[4] for case in cases]
+        assert True in modes and False in modes
+        train_keys = {case.args[3].seed for case in cases if case.args[4]}
+        assert len(train_keys) >= 2
+    # the public instances too (what `grade check` grades)
+    assert sorted(family.public.args[4] for family in families) == [False, True, True]
 
 
 # -- the loop: the `trains` band over several seeds -------------------------------------------
@@ -274,3 +342,119 @@ def test_returned_parameters_of_the_wrong_form_are_named_not_scored():
     pairs, _ = trains.layers_of(_exported(blown), layers, 8, 1)
     assert trains.mlp_loss(pairs, np.zeros((4, 8)), np.zeros((4, 1))) == float("inf")
     assert "grew" in trains._diagnosis(1.0, float("inf")) and "barely moved" in trains._diagnosis(1.0, 1.01)
+
+
+# -- adamw_step: the decay masked off the biases and the norm ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "variant, signature",
+    [
+        # no mask: the state has an empty part where the reference's has a masked one
+        ("adamw_unmasked", "is an instance of `EmptyState`, expected an instance of `MaskedState`"),
+        # the mask inverted: the reference's structure, the values off (a bias decayed)
+        ("adamw_mask_inverted", "`new_params["),
+        # Adam + L2 in the gradient: no masked part at all, and coupled arithmetic
+        ("adamw_l2_in_grad", "is a tuple of two"),
+    ],
+)
+def test_a_decay_on_the_wrong_parameters_fails_correct(tmp_path_factory, variant, signature):
+    result = grade_variant(tmp_path_factory, TOPIC, variant, [f"{TOPIC}.adamw_step"])
+    assert failed(result, "adamw_step") == {"correct"}, [t.output for t in result.tests]
+    assert signature in message(result, "adamw_step", "correct")
+
+
+def test_a_mask_written_as_a_tree_passes(tmp_path_factory):
+    """The mask as a literal tree of booleans instead of a function: the same optimizer."""
+    result = grade_variant(tmp_path_factory, TOPIC, "adamw_mask_tree", [f"{TOPIC}.adamw_step"])
+    assert short_of_full_marks(result) == set(), [t.output for t in result.tests]
+
+
+def test_the_l2_variant_moves_the_kernels_differently_as_well():
+    """Beyond the state's structure: Adam normalises an L2 term added to the gradient, so the
+    coupled step differs from AdamW's in the kernels' values too (one case, in-process)."""
+    import importlib.util
+
+    import jax
+    import numpy as np
+
+    from autograder.topics.training import _adamw
+
+    def load(path, name):
+        found = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(found)
+        found.loader.exec_module(module)
+        return module
+
+    right = load(SOLUTIONS / f"{TOPIC}.py", "training_reference_adamw")
+    coupled = load(SUBMISSIONS / f"{TOPIC}__adamw_l2_in_grad.py", "training_l2_adamw")
+    params, grads, lr, wd = _adamw(np.random.default_rng(5), 1).args
+    ours, _ = right.adamw_step(params, grads, lr, wd)
+    theirs, _ = coupled.adamw_step(params, grads, lr, wd)
+    gap = jax.tree.map(lambda a, b: float(np.max(np.abs(np.asarray(a) - np.asarray(b)))), ours, theirs)
+    assert gap["hidden"]["kernel"] > 1e-4 and gap["out"]["kernel"] > 1e-4
+    assert gap["hidden"]["bias"] == gap["norm"]["scale"] == 0.0  # undecayed leaves: the same Adam step
+
+
+# -- resume_training: a checkpoint the grader wrote, restored and trained on -----------------
+
+
+@pytest.mark.parametrize(
+    "variant, signature",
+    [
+        ("resume_fresh_opt_state", "`losses`"),  # restored right, trained from a fresh optimizer state
+        ("resume_drops_step", "`losses`"),  # restored right, the batches restarted at row 0
+        ("resume_params_only", "`restored["),  # a fresh optimizer state and step 0 returned
+        ("resume_ignores_checkpoint", "`restored["),  # attack: the files never read
+    ],
+)
+def test_a_resume_that_loses_part_of_the_state_fails_correct(tmp_path_factory, variant, signature):
+    result = grade_variant(tmp_path_factory, TOPIC, variant, [f"{TOPIC}.resume_training"])
+    assert failed(result, "resume_training") == {"correct"}, [t.output for t in result.tests]
+    text = message(result, "resume_training", "correct")
+    assert signature in text and "/tmp" not in text
+
+
+def test_a_resume_through_another_orbax_api_passes(tmp_path_factory):
+    """`ocp.Checkpointer` with the standard handler and `args.StandardRestore`, the target from
+    `ocp.utils.to_shape_dtype_struct`: the same restored state."""
+    result = grade_variant(tmp_path_factory, TOPIC, "resume_checkpointer", [f"{TOPIC}.resume_training"])
+    assert short_of_full_marks(result) == set(), [t.output for t in result.tests]
+
+
+@needs_bwrap
+def test_the_reference_restores_in_the_sandbox(tmp_path_factory):
+    """Under bubblewrap the worker may write only its private /tmp: the reference writes the
+    checkpoint there (`tempfile`), restores it and trains on, for full marks."""
+    result = grade_dir(SOLUTIONS, [f"{TOPIC}.resume_training"], isolate=True)
+    assert failed(result, "resume_training") == set(), [t.output for t in result.tests]
+    assert result.extra_data["sandbox"] == "on"
+
+
+def test_the_graders_checkpoint_restores_bit_for_bit_and_is_a_function_of_the_state(tmp_path):
+    """What the grader hands the student: an Orbax checkpoint that Orbax restores to exactly the
+    state drawn (every bit, every dtype), the same files for the same state (a case must be a
+    function of the generator), and no file that names a directory of the grader's."""
+    import jax
+    import numpy as np
+    import orbax.checkpoint as ocp
+
+    from autograder.topics.training import _opt_leaves, _params, checkpoint_files
+
+    rng = np.random.default_rng(9)
+    params = _params(rng)
+    state = {"params": params, "opt_state": _opt_leaves(rng, params), "step": np.array(41, np.int32)}
+    files = checkpoint_files(state)
+    assert files.keys() == checkpoint_files(state).keys()
+    assert all(np.array_equal(a, b) for a, b in zip(files.values(), checkpoint_files(state).values(), strict=True))
+    assert not any(b"/tmp" in a.tobytes() for a in files.values())
+    for name, data in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(data.tobytes())
+    target = jax.tree.map(ocp.utils.to_shape_dtype_struct, state)
+    with ocp.StandardCheckpointer() as checkpointer:
+        restored = checkpointer.restore(tmp_path, target)
+    same = jax.tree.map(
+        lambda a, b: np.asarray(a).dtype == b.dtype and np.asarray(a).tobytes() == b.tobytes(), restored, state
+    )
+    assert all(jax.tree.leaves(same))

@@ -1,0 +1,233 @@
+"""Restores the parameters alone (as if only they were saved): a fresh optimizer state and step 0.
+
+`restored` holds the fresh state and step 0, and the losses differ: fails `correct`, and only it.
+"""
+
+
+import tempfile
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import optax
+import orbax.checkpoint as ocp
+from flax import nnx
+
+IN, HIDDEN, OUT = 8, 32, 1
+"""The model's sizes: x is (batch, IN) float32, y is (batch, OUT) float32."""
+
+MAX_NORM = 1.0
+"""The global gradient norm the chain clips to."""
+
+
+class MLP(nnx.Module):
+    """Linear(IN, HIDDEN) -> tanh -> Linear(HIDDEN, OUT)."""
+
+    def __init__(self, rngs: nnx.Rngs):
+        self.hidden = nnx.Linear(IN, HIDDEN, rngs=rngs)
+        self.out = nnx.Linear(HIDDEN, OUT, rngs=rngs)
+
+    def __call__(self, x):
+        return self.out(jnp.tanh(self.hidden(x)))
+
+
+def init_params(seed):
+    """The MLP's parameters for an integer seed, as a nested dict of float32 arrays."""
+    return nnx.state(MLP(nnx.Rngs(seed)), nnx.Param).to_pure_dict()
+
+
+def make_optimizer():
+    """Clip the global gradient norm to MAX_NORM, then Adam on a warmup-cosine schedule.
+
+    The learning rate rises linearly from 0 to 1e-2 over the first 10 steps, then decays along
+    a cosine to 1e-3 at step 200 and stays there.
+    """
+    schedule = optax.warmup_cosine_decay_schedule(0.0, 1e-2, warmup_steps=10, decay_steps=200, end_value=1e-3)
+    return optax.chain(optax.clip_by_global_norm(MAX_NORM), optax.adam(schedule))
+
+
+def _graphdef():
+    return nnx.split(nnx.eval_shape(lambda: MLP(nnx.Rngs(0))))[0]
+
+
+def mse_loss(params, x, y):
+    """Mean squared error of the MLP with parameters `params` on (x, y): a float32 scalar.
+
+    `params` is a nested dict shaped like `init_params(0)`: `{"hidden": {"bias": (HIDDEN,),
+    "kernel": (IN, HIDDEN)}, "out": {"bias": (OUT,), "kernel": (HIDDEN, OUT)}}`; `x` is
+    (n, IN), `y` is (n, OUT). Rebuild the `MLP` around `params` (an abstract model from
+    `nnx.eval_shape`, its state filled with `nnx.replace_by_pure_dict`, `nnx.merge`), call it on
+    `x`, and average `(prediction - y) ** 2` over every entry.
+
+    Example: with every parameter zero the model predicts 0, so the loss is `mean(y ** 2)`;
+    for `y = [[1], [3]]` that is 5.0.
+    """
+    ### BEGIN SOLUTION
+    graphdef = _graphdef()
+    state = nnx.state(nnx.eval_shape(lambda: MLP(nnx.Rngs(0))))
+    nnx.replace_by_pure_dict(state, params)
+    model = nnx.merge(graphdef, state)
+    return jnp.mean((model(x) - y) ** 2)
+    ### END SOLUTION
+
+
+def init_opt_state(params):
+    """The optimizer state of `make_optimizer()` for `params`, as the list of its leaves.
+
+    `params` is a nested dict as in `mse_loss`. Initialise the chain's state on it and flatten
+    that state with `jax.tree.leaves`, in pytree order: 10 arrays here (the clipping keeps no
+    state; Adam keeps its step count, then its first and second moments, each shaped like the
+    parameters; the schedule keeps a step count of its own).
+
+    Example: for any `params`, the first leaf is Adam's count `0` (int32, shape ()) and the
+    next four are zeros shaped like `hidden.bias`, `hidden.kernel`, `out.bias`, `out.kernel`.
+    """
+    ### BEGIN SOLUTION
+    return jax.tree.leaves(make_optimizer().init(params))
+    ### END SOLUTION
+
+
+@jax.jit(donate_argnums=(0, 1))
+def train_step(params, opt_leaves, x, y):
+    """One optimizer step on the batch (x, y): returns `(new_params, new_opt_leaves, loss)`.
+
+    `params` is a nested dict as in `mse_loss`, `opt_leaves` the list `init_opt_state` returns
+    (or a previous step's), `x` (batch, IN) and `y` (batch, OUT) float32. Rebuild the optimizer
+    state's structure from `make_optimizer()`, take `mse_loss` and its gradient at `params`,
+    let the chain turn the gradient into updates, and apply them. `loss` is the loss BEFORE the
+    step; `new_opt_leaves` is the new state's leaves, in the same order.
+
+    The step is jitted once, and donates `params` and `opt_leaves` (`donate_argnums`): the
+    outputs reuse their buffers, and the arrays passed in are deleted.
+
+    Example: from a fresh state (`init_opt_state(params)`) the first step's learning rate is 0
+    (the warmup starts there), so `new_params` equals `params`, while both step counts in
+    `new_opt_leaves` become 1.
+    """
+    ### BEGIN SOLUTION
+    opt = make_optimizer()
+    treedef = jax.tree.structure(opt.init(params))
+    opt_state = jax.tree.unflatten(treedef, opt_leaves)
+    loss, grads = jax.value_and_grad(mse_loss)(params, x, y)
+    updates, opt_state = opt.update(grads, opt_state, params)
+    return optax.apply_updates(params, updates), jax.tree.leaves(opt_state), loss
+    ### END SOLUTION
+
+
+def fit(params, x, y, steps, batch_size):
+    """Train from `params` for `steps` calls of `train_step` on minibatches of (x, y); return the parameters.
+
+    `params` is a nested dict as in `mse_loss`, `x` (n, IN) and `y` (n, OUT) float32, with n a
+    multiple of `batch_size`; `steps` and `batch_size` are Python ints. Start from a fresh
+    optimizer state (`init_opt_state`), and at step i train on the `batch_size` rows that start
+    at row `(i * batch_size) % n` (any order that visits every row works as well). Return the
+    parameters after the last step, a nested dict like `params`.
+
+    `train_step` donates the parameters and the state it is given: carry on with what it
+    returns, never with what you passed to it.
+
+    Example: `fit(params, x, y, 0, 32)` returns `params` unchanged; on the grader's datasets
+    (256 rows whose targets have variance 1), 200 steps of 32 rows bring the loss from about 1
+    to about 0.01.
+    """
+    ### BEGIN SOLUTION
+    opt_leaves = init_opt_state(params)
+    n = x.shape[0]
+    for i in range(steps):
+        start = (i * batch_size) % n
+        params, opt_leaves, _ = train_step(params, opt_leaves, x[start:start + batch_size], y[start:start + batch_size])
+    return params
+    ### END SOLUTION
+
+
+class NormMLP(nnx.Module):
+    """Linear(IN, HIDDEN) -> LayerNorm -> tanh -> Linear(HIDDEN, OUT): kernels, biases and a norm's scale."""
+
+    def __init__(self, rngs: nnx.Rngs):
+        self.hidden = nnx.Linear(IN, HIDDEN, rngs=rngs)
+        self.norm = nnx.LayerNorm(HIDDEN, rngs=rngs)
+        self.out = nnx.Linear(HIDDEN, OUT, rngs=rngs)
+
+    def __call__(self, x):
+        return self.out(jnp.tanh(self.norm(self.hidden(x))))
+
+
+def adamw_step(params, grads, learning_rate, weight_decay):
+    """One AdamW step from a fresh optimizer state, with the weight decay on the kernels only: returns `(new_params, opt_state)`.
+
+    `params` and `grads` are nested dicts shaped like `NormMLP`'s parameters,
+    `nnx.state(NormMLP(nnx.Rngs(0)), nnx.Param).to_pure_dict()`: `{"hidden": {"bias": (HIDDEN,),
+    "kernel": (IN, HIDDEN)}, "norm": {"bias": (HIDDEN,), "scale": (HIDDEN,)}, "out": {"bias":
+    (OUT,), "kernel": (HIDDEN, OUT)}}`, float32; `learning_rate` and `weight_decay` are Python
+    floats. Build `optax.adamw` with these two and its other settings left at their defaults,
+    with weight decay applied to the two kernels and to nothing else (no bias, neither of the
+    norm's parameters), initialise its state on `params`, take one update with `grads`, and
+    apply it. Return the new parameters (a dict like `params`) and the optimizer's state after
+    the step, as Optax returns it (a tuple of its parts).
+
+    Example: with every gradient zero, Adam's part of the update is zero, so only the decay
+    moves anything: each kernel becomes `kernel * (1 - learning_rate * weight_decay)` (to
+    1e-6) and every bias and the norm's scale stay exactly as they were.
+    """
+    ### BEGIN SOLUTION
+    def decay_mask(tree):
+        return jax.tree_util.tree_map_with_path(lambda path, _: path[-1].key == "kernel", tree)
+
+    opt = optax.adamw(learning_rate, weight_decay=weight_decay, mask=decay_mask)
+    state = opt.init(params)
+    updates, state = opt.update(grads, state, params)
+    return optax.apply_updates(params, updates), state
+    ### END SOLUTION
+
+
+def resume_training(checkpoint, x, y, steps, batch_size):
+    """Restore a training state from an Orbax checkpoint and train on from it: returns `(restored, losses)`.
+
+    The checkpoint was written by `ocp.StandardCheckpointer().save(directory, state)` with
+    `state = {"params": ..., "opt_state": ..., "step": ...}`: the MLP's parameters (a nested
+    dict as in `mse_loss`), the optimizer state's leaves (a list as `init_opt_state` returns)
+    and the number of steps taken so far (an int32 scalar). `checkpoint` holds that
+    directory's files, as a dict from each file's path relative to the directory (`"_METADATA"`,
+    `"ocdbt.process_0/manifest.ocdbt"`, ...) to its bytes, a uint8 array. `x` (n, IN) and `y`
+    (n, OUT) are float32, n a multiple of `batch_size`; `steps` and `batch_size` are Python ints.
+
+    Write the files into a fresh temporary directory (`tempfile`), restore the state with a
+    `StandardCheckpointer` into an abstract target (the shapes and dtypes of a fresh state,
+    `jax.ShapeDtypeStruct`s, nothing allocated), then call `train_step` `steps` times, carrying
+    on from the restored step: the i-th call is training step `s = step + i`, on the
+    `batch_size` rows that start at row `(s * batch_size) % n`. Return `restored`, the state
+    exactly as restored (a dict of the three entries above), and `losses`, the `steps` losses
+    `train_step` returned, a float32 array.
+
+    `train_step` donates what it is given: train a copy of the restored arrays, or `restored`
+    is deleted by the first step.
+
+    Example: a checkpoint saved by a run of `train_step` after 30 steps, resumed for 20 steps
+    on the same data, gives the losses that the same run would have printed at steps 30 to 49
+    had it never stopped (to 1e-6).
+    """
+    ### BEGIN SOLUTION
+    directory = Path(tempfile.mkdtemp()) / "checkpoint"
+    for name, data in checkpoint.items():
+        path = directory / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(jax.device_get(data).tobytes())
+    fresh = init_params(0)
+    abstract = jax.eval_shape(
+        lambda: {"params": fresh, "opt_state": init_opt_state(fresh), "step": jnp.zeros((), jnp.int32)}
+    )
+    with ocp.StandardCheckpointer() as checkpointer:
+        restored = checkpointer.restore(directory, abstract)
+    # FAULT: only the parameters kept; the optimizer and the step start afresh
+    restored = {"params": restored["params"], "opt_state": init_opt_state(restored["params"]),
+                "step": jnp.zeros((), jnp.int32)}
+    params = jax.tree.map(jnp.copy, restored["params"])
+    opt_leaves = [jnp.copy(a) for a in restored["opt_state"]]
+    n = x.shape[0]
+    losses = []
+    for i in range(steps):
+        start = ((int(restored["step"]) + i) * batch_size) % n
+        params, opt_leaves, loss = train_step(params, opt_leaves, x[start:start + batch_size], y[start:start + batch_size])
+        losses.append(loss)
+    return restored, jnp.stack(losses) if losses else jnp.zeros((0,), jnp.float32)
+    ### END SOLUTION
