@@ -12,23 +12,26 @@ raises; a NaN gives no error, it just spreads. JAX has a tool for each:
   (`normalize_rows`).
 - **`checkify`** (`from jax.experimental import checkify`) turns `checkify.check(pred, msg)`
   into an error *value* that the program returns: `err, out = checkify.checkify(f)(x)`, then
-  `err.get()` (the message, or None) or `err.throw()`. It works under `jax.jit`; with
-  `errors=checkify.nan_checks`, `index_checks`, `div_checks` it adds JAX's own checks on every
-  operation (`checked_entropy`).
-- **NaNs.** `jax.config.update("jax_debug_nans", True)` raises `FloatingPointError` at the
-  first operation that produces a NaN (re-running a jitted function op by op to find it): a
-  debugging switch, slow, never left on. Inside a loop you can also record, step by step,
-  whether the state is still finite (`first_nan_step`). The classic NaN of all is a gradient:
-  `jnp.linalg.norm` at zero has a finite value and a NaN derivative, and `jnp.where` does not
-  save you unless the unsafe branch never sees the unsafe input (`path_length`).
+  `err.get()` (the message, or None) or `err.throw()`. It works under `jax.jit`
+  (`checked_entropy`). `errors=checkify.index_checks`, `div_checks` or `nan_checks` add JAX's
+  own checks on every operation; `nan_checks` also reports the NaNs that `jnp.where` throws
+  away (`xlogy(0, 0)` computes `0 * log 0` before selecting 0), so it flags a right
+  `checked_entropy`: check the values you return instead.
+- **NaNs.** `jax.config.update("jax_debug_nans", True)` raises `FloatingPointError` when a
+  jitted function returns a NaN, after re-running it op by op to find the first operation that
+  makes one: a debugging switch, slow, never left on. Inside a loop the program can also find
+  the step itself, by recording whether each step's state holds a NaN (`first_nan_step`). The
+  most common NaN is in a gradient, where the loss is finite: find the first training step
+  whose gradient holds one (`first_nan_grad`).
 - **Names.** `jax.named_scope("hidden")` prefixes the names of the operations it encloses, and
   those names stay in the lowered program's locations (`jit(f)/hidden/dot_general`), in XLA's
   HLO and in profiles (`scoped_mlp`). `jax.profiler.TraceAnnotation` marks a span of host time
   in a profile instead; it leaves the program unchanged.
 
 `jax.disable_jit()` runs jitted code eagerly, one operation at a time, so that ordinary
-`print` and `pdb` work again; `jax.devices()[0].memory_stats()` reports device memory (None on
-the CPU). The lesson shows both.
+`print` and `pdb` work again; `jax.debug.breakpoint()` opens a debugger inside the compiled
+program instead. `jax.devices()[0].memory_stats()` reports device memory (None on the CPU), and
+`jax.profiler.device_memory_profile()` what holds it (a pprof profile). The lesson shows them.
 """
 
 import jax
@@ -42,6 +45,20 @@ def message_bytes(message):
     """A checkify message (a str, or None when no check failed) as a uint8 array of its UTF-8
     bytes (given): the grader compares arrays, and an empty array means "no error"."""
     return np.frombuffer((message or "").encode(), dtype=np.uint8)
+
+
+LEARNING_RATE = 0.05  # the step size of `first_nan_grad`'s gradient descent (given)
+
+
+def fit_loss(w, x, y):
+    """The loss of one training step of `first_nan_grad` (given): the mean squared error of
+    the prediction `sqrt(x @ w)` against `y`, with `w` (d,), `x` (n, d), `y` (n,). Where
+    `x @ w <= 0` the square root is undefined; `jnp.where` predicts 0 there, so the loss stays
+    finite, but its gradient is NaN (the square root's derivative at the dropped input is NaN,
+    and the backward pass multiplies it by the zero the select sends back)."""
+    z = x @ w
+    pred = jnp.where(z > 0, jnp.sqrt(z), 0.0)
+    return jnp.mean((pred - y) ** 2)
 
 
 def normalize_rows(x, debug):
@@ -127,10 +144,10 @@ def first_nan_step(h0, a, c):
     Example: `h0 = [1.]`, `a = [[1.], [1.], [1.]]`, `c = [[3.], [-5.], [1.]]`: step 0 gives 2,
     step 1 gives sqrt(-3) = NaN, so the answer is 1; with `c = [[3.], [1.], [1.]]` it is -1.
 
-    `jax.config.update("jax_debug_nans", True)` would stop at the `sqrt` that makes the NaN,
-    but only tells you the operation, and slows everything; here the program finds the step
-    itself: carry the state through `jax.lax.scan`, emit one "has a NaN" flag per step, and
-    turn the flags into an index. `jnp.argmax` of an all-False array is 0, not -1.
+    `jax.config.update("jax_debug_nans", True)` would stop at the `sqrt` that makes the NaN
+    and point at its line, but not say at which step, and it slows everything; here the program
+    finds the step itself: carry the state through `jax.lax.scan`, emit one "has a NaN" flag
+    per step, and turn the flags into an index. `jnp.argmax` of an all-False array is 0, not -1.
     """
     ### BEGIN SOLUTION
     def step(h, ac):
@@ -142,26 +159,40 @@ def first_nan_step(h0, a, c):
     ### END SOLUTION
 
 
-def path_length(points):
-    """The length of a polyline, with a gradient that stays finite where points repeat.
+def first_nan_grad(w0, x, y):
+    """Train by gradient descent and report the first step whose gradient holds a NaN.
 
-    `points` is float32 of shape (n, d): n points in d dimensions, visited in order. Return the
-    float32 scalar `sum_i ||points[i+1] - points[i]||` (Euclidean norms; 0 for n = 1).
-    Example: `[[0, 0], [3, 4], [3, 4]]` has length 5 (a segment of length 5, then one of
-    length 0).
+    `w0` is float32 (d,), the initial weights; `x` float32 (T, n, d) and `y` float32 (T, n)
+    are T batches of n examples. Step t = 0 .. T-1 takes the gradient of the given `fit_loss`
+    on batch t and moves the weights against it, with the given `LEARNING_RATE`:
 
-    `jnp.linalg.norm` (or `sqrt(sum(d**2))`) is right for the value and wrong for the gradient
-    where a segment has length 0: the derivative of sqrt at 0 is infinite, times a zero it is
-    NaN, and one NaN poisons the whole gradient. Here a zero-length segment must contribute 0
-    to the gradient. `jnp.where(len2 > 0, jnp.sqrt(len2), 0.)` alone does not help: the
-    gradient flows through both branches, and 0 * NaN is NaN. The unsafe branch must never see
-    the unsafe input (select a safe input first, then select the output: "the double where").
+        g_t = grad of fit_loss(w_t, x[t], y[t]) with respect to w_t
+        w_{t+1} = w_t - LEARNING_RATE * g_t
+
+    Return the int32 scalar index t of the first step whose gradient `g_t` has a NaN in any
+    entry, or -1 when no step's gradient has one.
+
+    Example: `w0 = [1., 1.]`, `x = [[[40., 40.]], [[1., 1.]], [[1., 1.]]]` (T = 3 batches of
+    one example) and `y = [[0.], [0.], [0.]]`. Step 0 sees `x @ w = 80`; its gradient is
+    `[40., 40.]` (to 1e-5), which moves the weights to `[-1., -1.]`. Step 1 sees `x @ w = -2`:
+    its loss is 0, finite, and its gradient `[nan, nan]`. The answer is 1. With
+    `x[0] = [[1., 1.]]` instead, the weights stay positive and the answer is -1.
+
+    The loss never shows it: it is finite at the step whose gradient is NaN, and it stays
+    finite once the update has put NaNs in the weights (`NaN > 0` is False, so `fit_loss`'s
+    `jnp.where` predicts 0 for them too, and the loss is `mean(y**2)`). Watch the gradient.
+    `jax.config.update("jax_debug_nans", True)` stops at the operation that makes the first
+    NaN and points at its line, which is how to find the cause; here the program finds the
+    step itself, in one compiled loop (a Python loop over the steps would put a copy of the
+    step in the program for every t).
     """
     ### BEGIN SOLUTION
-    seg = points[1:] - points[:-1]
-    len2 = jnp.sum(seg * seg, axis=-1)
-    ok = len2 > 0
-    return jnp.sum(jnp.where(ok, jnp.sqrt(jnp.where(ok, len2, 1.0)), 0.0))
+    def step(w, batch):
+        g = jax.grad(fit_loss)(w, *batch)
+        return w - LEARNING_RATE * g, jnp.any(jnp.isnan(g))
+
+    _, bad = jax.lax.scan(step, w0, (x, y))
+    return jnp.where(jnp.any(bad), jnp.argmax(bad), -1).astype(jnp.int32)
     ### END SOLUTION
 
 

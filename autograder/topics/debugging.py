@@ -5,17 +5,21 @@ function prints on the worker's stdout (read by the grader, `prints`), and by th
 exported with `debug=False` having no callback (`jit`). `checked_entropy` returns the
 checkify message as the bytes of its text, compared exactly with the reference's, on valid and
 invalid inputs. `first_nan_step` returns an index, compared exactly, and its exported program
-must keep the loop. `path_length` is judged by its gradient, on paths whose repeated points
-make a naive norm's gradient NaN. `scoped_mlp` is judged by the scope names in the exported
-program's locations (`InScope`, the fact `scopes` of `autograder.worker.program`).
-"""
+must keep the loop. `first_nan_grad` returns the index of a training loop's first NaN gradient,
+compared exactly, on data where an outlier batch drives the weights negative at a drawn step, or
+where targets of 0 slide them there (the next step's gradient is NaN, its loss finite); its
+exported program must keep the loop too.
+`scoped_mlp` is judged by the scope names in the exported program's locations (`InScope`, the
+fact `scopes` of `autograder.worker.program`)."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from autograder.checks import Correct, Grad, Jit, Prints
+from autograder.checks import Correct, Jit, Prints
 from autograder.requirements import InScope, OpsDoNotGrow
 from autograder.spec import Case, Edge, Exercise, Topic
 
@@ -78,13 +82,67 @@ def _recurrence(rng: np.random.Generator, size: int, d: int = 8) -> Case:
     return Case((h0, a, c))
 
 
-def _path(rng: np.random.Generator, size: int, d: int = 3) -> Case:
-    """size + 1 points in 3-D, about a quarter of them repeating the point before."""
-    pts = _f32(rng, size + 1, d)
-    for i in range(1, size + 1):
-        if rng.random() < 0.25:
-            pts[i] = pts[i - 1]
-    return Case((pts,))
+LEARNING_RATE = 0.05  # the solution's `LEARNING_RATE`
+OUTLIER = 400.0  # an outlier example's features, with target 0: its gradient step is 20 / n per weight
+MARGIN = 1e-3
+"""The least |x @ w| a drawn training run keeps, in float64, over every example of every step up
+to its first NaN gradient: far beyond float32's rounding, so no implementation moves that step."""
+
+
+def nan_grad_step(w0: np.ndarray, x: np.ndarray, y: np.ndarray) -> tuple[int, float]:
+    """`first_nan_grad`'s answer in float64 NumPy, and its margin: the first step whose batch
+    has an example with `x @ w <= 0` (where `fit_loss`'s gradient is NaN) or -1, and the least
+    |x @ w| over the examples of the steps up to that one."""
+    w, margin = w0.astype(np.float64), np.inf
+    for t in range(len(x)):
+        z = x[t].astype(np.float64) @ w
+        margin = min(margin, float(np.abs(z).min())) if not np.isnan(z).any() else 0.0
+        if not (z > 0).all():
+            return t, margin
+        w = w - LEARNING_RATE * ((1 - y[t] / np.sqrt(z))[:, None] * x[t]).mean(axis=0)
+    return -1, margin
+
+
+def _training(rng: np.random.Generator, steps: int, d: int, n: int, kind: str, at: int = 0, scale: float = 1.0) -> Case:
+    """`steps` batches of `n` examples of y = sqrt(x @ w_true) + noise, with x in [0.5, 1.5] *
+    `scale` and both w_true and w0 in [0.5, 1.5]: gradient descent from w0 keeps `x @ w` above 0.24
+    (measured on 3,000 draws of every size), so no gradient is NaN, unless `kind` is
+
+    - "outlier": one example of batch `at` has features OUTLIER and target 0; its gradient moves
+      every weight down by at least 20 / n - 0.2, so the weights leave step `at` negative (x @ w
+      below -1.2) and the gradient of step `at + 1` (if any) is NaN;
+    - "slide": every target is 0, so every step moves the weights down by about LEARNING_RATE *
+      the features' mean, until x @ w <= 0 at a step that depends on w0 and x;
+    - "negative": w0 is negative, so the gradient of step 0 is NaN."""
+    w_true = rng.uniform(0.5, 1.5, d)
+    w0 = rng.uniform(0.5, 1.5, d)
+    x = scale * rng.uniform(0.5, 1.5, (steps, n, d))
+    y = np.sqrt(x @ w_true) + rng.uniform(-0.1, 0.1, (steps, n))
+    if kind == "outlier":
+        i = rng.integers(n)
+        x[at, i], y[at, i] = OUTLIER, 0.0
+    elif kind == "slide":
+        y[:] = 0.0
+    elif kind == "negative":
+        w0 = -w0
+    return Case((w0.astype(np.float32), x.astype(np.float32), y.astype(np.float32)))
+
+
+def _drawn(rng: np.random.Generator, draw: Callable[[], Case], answer: Callable[[int, int], bool]) -> Case:
+    """`draw()` until its answer (with T) passes `answer` and its margin is at least MARGIN."""
+    for _ in range(200):
+        case = draw()
+        got, margin = nan_grad_step(*case.args)
+        if margin >= MARGIN and answer(got, len(case.args[1])):
+            return case
+    raise RuntimeError("first_nan_grad: no draw of this kind keeps its margin")
+
+
+def _train(rng: np.random.Generator, size: int) -> Case:
+    """T = size steps: an outlier at a random step (45%), targets that slide the weights to 0
+    (30%), weights that start negative (10%), a clean run (15%)."""
+    kind = str(rng.choice(["outlier", "slide", "negative", "clean"], p=[0.45, 0.3, 0.1, 0.15]))
+    return _drawn(rng, lambda: _training(rng, size, 4, 8, kind, int(rng.integers(size))), lambda got, steps: True)
 
 
 def _mlp(rng: np.random.Generator, size: int) -> Case:
@@ -181,24 +239,22 @@ def _recurrence_to(rng: np.random.Generator, nan_at: int | None, nan_h0: bool = 
     return Case((h0, a, c))
 
 
-def _repeated_point(rng: np.random.Generator) -> Case:
-    """A path with one point repeated right after itself (a zero-length segment)."""
-    pts = _ints(rng, int(rng.integers(3, 7)), int(rng.integers(2, 4)))
-    i = int(rng.integers(1, len(pts)))
-    pts[i] = pts[i - 1]
-    return Case((pts,))
+def _train_edge(rng: np.random.Generator, kind: str, answer: Callable[[int, int], bool], at: int = 0) -> Case:
+    """A few small batches (T in [2, 6], n and d in [1, 4]) of `_training`'s `kind`, with an
+    outlier at step `at` (from the end when negative; `BEFORE_LAST`: any step but the last),
+    whose answer (with T) passes `answer`; "slide" takes T in [6, 12] and features in [2, 6], so
+    that the weights reach 0 within a few steps."""
+
+    def draw() -> Case:
+        steps = int(rng.integers(6, 13) if kind == "slide" else rng.integers(2, 7))
+        where = int(rng.integers(steps - 1)) if at == BEFORE_LAST else at % steps
+        d, n = int(rng.integers(1, 5)), int(rng.integers(1, 5))
+        return _training(rng, steps, d, n, kind, where, scale=4.0 if kind == "slide" else 1.0)
+
+    return _drawn(rng, draw, answer)
 
 
-def _same_point(rng: np.random.Generator) -> Case:
-    return Case((np.repeat(_ints(rng, 1, int(rng.integers(1, 4))), int(rng.integers(2, 6)), axis=0),))
-
-
-def _unit_square(rng: np.random.Generator) -> Case:
-    """A closed unit square, from any corner, either way round, anywhere on the integer grid."""
-    corners = np.array([[0, 0], [1, 0], [1, 1], [0, 1]], np.float32)
-    corners = np.roll(corners[:: rng.choice([1, -1])], int(rng.integers(4)), axis=0)
-    pts = np.concatenate([corners, corners[:1]]) + rng.integers(-3, 4, 2)
-    return Case((pts.astype(np.float32),))
+BEFORE_LAST = 1 << 30  # `_train_edge`: an outlier at any step but the last
 
 
 def _zero_first_layer(rng: np.random.Generator) -> Case:
@@ -227,7 +283,7 @@ TOPIC = Topic(
             ),
             rtol=1e-5,
             atol=1e-6,
-            checks=(Correct(1), Jit(1), Prints(2, make=_normalize_stream, calls=12)),
+            checks=(Correct(1), Jit(1, static_values=True), Prints(2, make=_normalize_stream, calls=12)),
             hints=(
                 "A Python `print` runs while JAX traces, so once per shape (and per value of a static argument); the line "
                 "must appear on every call with debug on. What prints from inside the compiled program?",
@@ -315,31 +371,76 @@ TOPIC = Topic(
             ),
         ),
         Exercise(
-            name="path_length",
-            sample=_path,
+            name="first_nan_grad",
+            sample=_train,
             edge_cases=(
                 Edge(
-                    Case((_arr([0.0, 0.0], [3.0, 4.0], [3.0, 4.0]),), "the docstring's example: a repeated point"),
-                    _repeated_point,
+                    Case(
+                        (
+                            _arr(1.0, 1.0),
+                            _arr([[40.0, 40.0]], [[1.0, 1.0]], [[1.0, 1.0]]),
+                            np.zeros((3, 1), np.float32),
+                        ),
+                        "the docstring's example: NaN the step after an outlier",
+                    ),
+                    lambda rng: _train_edge(rng, "outlier", lambda got, steps: got >= 1, BEFORE_LAST),
                 ),
                 Edge(
-                    Case((_arr([1.0, 2.0, 3.0]),), "a single point"),
-                    lambda rng: Case((_ints(rng, 1, int(rng.integers(1, 5))),)),
+                    Case(
+                        (_arr(1.0, 1.0), np.ones((3, 1, 2), np.float32), np.zeros((3, 1), np.float32)),
+                        "the docstring's example: no NaN",
+                    ),
+                    lambda rng: _train_edge(rng, "clean", lambda got, steps: got == -1),
                 ),
-                Edge(Case((np.ones((4, 2), np.float32),), "every point the same"), _same_point),
-                Edge(Case((_arr([0, 0], [1, 0], [1, 1], [0, 1], [0, 0]),), "a unit square"), _unit_square),
+                Edge(
+                    Case(
+                        _train_edge(np.random.default_rng(1), "negative", lambda got, steps: got == 0).args,
+                        "NaN at step 0",
+                    ),
+                    lambda rng: _train_edge(rng, "negative", lambda got, steps: got == 0),
+                ),
+                Edge(
+                    Case(
+                        _train_edge(np.random.default_rng(2), "outlier", lambda got, steps: got == steps - 1, -2).args,
+                        "NaN at the last step",
+                    ),
+                    lambda rng: _train_edge(rng, "outlier", lambda got, steps: got == steps - 1, -2),
+                ),
+                Edge(
+                    Case(
+                        _train_edge(np.random.default_rng(3), "outlier", lambda got, steps: got == -1, -1).args,
+                        "an outlier at the last step: no NaN",
+                    ),
+                    lambda rng: _train_edge(rng, "outlier", lambda got, steps: got == -1, -1),
+                ),
+                Edge(
+                    Case(
+                        _train_edge(np.random.default_rng(4), "slide", lambda got, steps: 1 <= got < steps).args,
+                        "no outlier: the weights slide to 0",
+                    ),
+                    lambda rng: _train_edge(rng, "slide", lambda got, steps: 1 <= got < steps),
+                ),
             ),
-            rtol=1e-5,
-            atol=1e-5,
-            checks=(Correct(1), Jit(1), Grad(2, argnums=(0,))),
+            checks=(
+                Correct(2),
+                Jit(
+                    2,
+                    requirements=(
+                        OpsDoNotGrow(
+                            "carry the weights through a `lax.scan`: a Python loop over the steps puts a copy "
+                            "of the step, gradient included, in the program for every t"
+                        ),
+                    ),
+                ),
+            ),
             hints=(
-                "The value is easy; differentiate it at a repeated point. What is the derivative of sqrt at 0, and "
-                "what does a zero segment vector times it give?",
-                "`jnp.where` routes the gradient into both branches: a select on the output is not enough if the sqrt "
-                "still sees a 0. `jax.grad` of your function on the docstring's example shows the NaN.",
-                "The double where: make the square root's input safe where a segment has zero length (any positive "
-                "stand-in will do), take the root, then select 0 for those segments, and sum. The outer select alone "
-                "is not enough.",
+                "Each step needs the gradient at the current weights, a flag saying whether it holds a NaN, and the "
+                "updated weights for the next step; the loop must stay a loop in the compiled program. Watch the "
+                "gradient, not the loss: the loss is still finite at the step that breaks.",
+                "`jax.grad(fit_loss)` gives the gradient with respect to the weights; `jax.lax.scan(step, init, xs)` "
+                "feeds one batch at a time (`xs` may be the tuple of both arrays) and stacks what each step emits.",
+                "Carry the weights, emit `any(isnan(gradient))` per step, and turn the stacked flags into the index of "
+                "the first set one, or -1 when none is (argmax alone gives 0), as int32.",
             ),
         ),
         Exercise(

@@ -2,11 +2,13 @@
 submission that deserves to fail it, and only it.
 
 The crafted submissions are `tests/submissions/debugging__*.py`: `one_fault_each` and
-`more_faults` (one fault per function each), `written_differently` (right answers written
-another way: outcomes are graded, not source) and `attack` (attempts to pass without doing
-what is measured). Every verdict here is an outcome: lines read off the worker's stdout by the
-grader, exported programs that do or do not exist, message bytes, indices and gradients
-compared with the reference's, scope names read from the exported program's locations.
+`more_faults` (one fault per function each), `watch_the_loss` and `watch_the_weights` (the
+faults left over: `first_nan_grad` watching the wrong thing, `scoped_mlp` with a product outside
+its scope), `written_differently` (right answers written another way: outcomes are graded, not
+source) and `attack` (attempts to pass without doing what is measured). Every verdict here is an
+outcome: lines read off the worker's stdout by the grader, exported programs that do or do not
+exist, message bytes and indices compared with the reference's, scope names read from the
+exported program's locations.
 """
 
 from __future__ import annotations
@@ -35,13 +37,24 @@ def more_faults(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def watch_the_loss(tmp_path_factory):
+    names = [f"{TOPIC}.{e}" for e in ("first_nan_grad", "scoped_mlp")]
+    return grade_variant(tmp_path_factory, TOPIC, "watch_the_loss", names)
+
+
+@pytest.fixture(scope="module")
+def watch_the_weights(tmp_path_factory):
+    return grade_variant(tmp_path_factory, TOPIC, "watch_the_weights", [f"{TOPIC}.first_nan_grad"])
+
+
+@pytest.fixture(scope="module")
 def written_differently(tmp_path_factory):
     return grade_variant(tmp_path_factory, TOPIC, "written_differently")
 
 
 @pytest.fixture(scope="module")
 def attack(tmp_path_factory):
-    names = [f"{TOPIC}.{e}" for e in ("normalize_rows", "checked_entropy", "scoped_mlp")]
+    names = [f"{TOPIC}.{e}" for e in ("normalize_rows", "checked_entropy", "first_nan_grad", "scoped_mlp")]
     return grade_variant(tmp_path_factory, TOPIC, "attack", names)
 
 
@@ -65,8 +78,9 @@ def test_reference_prints_on_every_debug_call(reference):
 
 
 def test_reference_keeps_its_loop(reference):
-    loop = data(reference, "first_nan_step", "jit")
-    assert loop["n_ops"] == loop["n_ops_other"] and loop["loops"] == 1  # T = 100 and T = 1: one loop
+    for exercise in ("first_nan_step", "first_nan_grad"):
+        loop = data(reference, exercise, "jit")
+        assert loop["n_ops"] == loop["n_ops_other"] and loop["loops"] == 1  # T = 100 and T = 1: one loop
 
 
 # -- one fault each ----------------------------------------------------------------------------
@@ -87,9 +101,8 @@ def test_argmax_alone_fails_correct_only(one_fault_each):
     assert "no NaN" in message(one_fault_each, "first_nan_step", "correct")
 
 
-def test_naive_norm_fails_grad_only(one_fault_each):
-    assert failed(one_fault_each, "path_length") == {"grad"}
-    assert "NaN" in message(one_fault_each, "path_length", "grad")
+def test_steps_counted_from_one_fail_correct_only(one_fault_each):
+    assert failed(one_fault_each, "first_nan_grad") == {"correct"}
 
 
 def test_nested_scopes_fail_jit_only(one_fault_each):
@@ -117,21 +130,43 @@ def test_python_loop_fails_jit_only(more_faults):
     assert facts["n_ops"] > 10 * facts["n_ops_other"]
 
 
-def test_where_on_the_output_alone_fails_grad_only(more_faults):
-    assert failed(more_faults, "path_length") == {"grad"}
+def test_unrolled_training_loop_fails_jit_only(more_faults):
+    assert failed(more_faults, "first_nan_grad") == {"jit"}
+    facts = data(more_faults, "first_nan_grad", "jit")
+    assert facts["n_ops"] > 10 * facts["n_ops_other"]
 
 
 def test_no_scopes_fail_jit_only(more_faults):
     assert failed(more_faults, "scoped_mlp") == {"jit"}
-    assert "(the scopes it has: none)" in message(more_faults, "scoped_mlp", "jit")
+    text = message(more_faults, "scoped_mlp", "jit")
+    assert "(of the program's `dot_general`s, 2 in no named scope, none in `hidden`)" in text
+
+
+# -- watching the wrong thing ----------------------------------------------------------------
+
+
+def test_watching_the_loss_fails_correct_only(watch_the_loss):
+    # the loss stays finite at a NaN gradient and after it: -1 wherever the answer is a step
+    assert failed(watch_the_loss, "first_nan_grad") == {"correct"}
+
+
+def test_watching_the_weights_fails_correct_only(watch_the_weights):
+    assert failed(watch_the_weights, "first_nan_grad") == {"correct"}
+
+
+def test_a_product_outside_its_scope_fails_jit_only(watch_the_loss):
+    assert failed(watch_the_loss, "scoped_mlp") == {"jit"}
+    text = message(watch_the_loss, "scoped_mlp", "jit")
+    assert "1 in `readout`, 1 in no named scope" in text and 'inside `jax.named_scope("hidden")`' in text
 
 
 # -- written differently: outcomes, not source -----------------------------------------------
 
 
 def test_other_right_answers_pass(written_differently):
-    # debug.callback instead of debug.print, checkify outside the jit, fori_loop instead of scan,
-    # a custom_jvp norm, jnp.dot and jnp.maximum
+    # debug.callback instead of debug.print, checkify outside the jit, fori_loop instead of scan
+    # (twice, with value_and_grad in the second), jnp.einsum (its own scope inside the student's)
+    # and jnp.maximum
     assert failing(written_differently) == set(), [t.output for t in written_differently.tests if t.score < t.max_score]
 
 
@@ -145,6 +180,12 @@ def test_print_hidden_in_a_cond_is_still_in_the_program(attack):
 def test_lying_message_array_is_refused(attack):
     assert failed(attack, "checked_entropy") == {"correct"}
     assert "not a numeric array" in message(attack, "checked_entropy", "correct")
+
+
+def test_guessing_the_nan_step_from_the_data_fails_correct(attack):
+    # right where an outlier batch breaks training, wrong where the weights slide to 0 without one
+    assert failed(attack, "first_nan_grad") == {"correct"}
+    assert "the weights slide to 0" in message(attack, "first_nan_grad", "correct")
 
 
 def test_dead_code_cannot_plant_a_scope(attack):
@@ -192,5 +233,68 @@ def test_in_scope_reads_exact_paths():
     req = InScope("hidden", "dot_general")
     assert req.judge({"scopes": {"hidden": {"dot_general": 1}}}, {}) is None
     assert req.judge({"scopes": {"mlp/hidden": {"dot_general": 1}}}, {}) is not None
+    assert req.judge({"scopes": {"hidden/readout": {"dot_general": 1}}}, {}) is not None
     assert req.judge({"scopes": {"hidden": {"add": 3}}}, {}) is not None
     assert req.judge({}, {}) is not None
+
+
+def test_in_scope_counts_the_scopes_jax_opens_inside_the_students():
+    import jax
+    import jax.numpy as jnp
+
+    req = InScope("hidden", "dot_general")
+
+    def einsum_inside(x, w):
+        with jax.named_scope("hidden"):
+            return jnp.einsum("nk,kh->nh", x, w)  # jnp.einsum names a scope after its subscripts
+
+    def checkpoint_inside(x, w):
+        with jax.named_scope("hidden"):
+            return jax.checkpoint(jnp.matmul)(x, w)
+
+    def outside(x, w):
+        xw = x @ w
+        with jax.named_scope("hidden"):
+            return jnp.tanh(xw)
+
+    args = (jnp.ones((4, 3)), jnp.ones((3, 5)))
+    assert _scopes(einsum_inside, *args) == {"hidden/nk,kh->nh": {"dot_general": 1}}
+    for fn in (einsum_inside, checkpoint_inside):
+        assert req.judge({"scopes": _scopes(fn, *args), "ops": {"dot_general": 1}}, {}) is None, fn.__name__
+    problem = req.judge({"scopes": _scopes(outside, *args), "ops": {"dot_general": 1}}, {})
+    assert problem is not None and "1 in no named scope" in problem
+    # a scope of the student's own inside hers does not count
+    assert req.judge({"scopes": {"hidden/layer": {"dot_general": 1}}}, {}) is not None
+    assert "1 in `hidden/layer`" in req.judge({"scopes": {"hidden/layer": {"dot_general": 1}}}, {})
+
+
+# -- the Graded list says which program is exported ------------------------------------------------
+
+
+def test_the_graded_list_names_the_exported_flag():
+    from autograder.course import graded
+    from autograder.topics import load
+
+    ex = load(TOPIC).exercise("normalize_rows")
+    jit_line = {name: text for name, _, text in graded.items(ex, ["x", "debug"])}["jit"]
+    assert "in its exported program (exported with `debug` = False)" in jit_line
+
+
+def test_static_values_refuses_a_sampler_that_draws_the_flag():
+    import numpy as np
+
+    from autograder.checks import Correct, Jit
+    from autograder.checks.base import SpecError
+    from autograder.spec import Case, Exercise
+
+    def sample(rng, size):
+        return Case((np.ones((size, 2), np.float32), bool(rng.integers(2))))
+
+    with pytest.raises(SpecError, match="static_values"):
+        Exercise(
+            name="f",
+            sample=sample,
+            static_argnums=(1,),
+            checks=(Correct(1), Jit(1, static_values=True)),
+            hints=("a", "b"),
+        )
