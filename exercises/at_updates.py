@@ -34,7 +34,7 @@ def scatter_ops(x, idx, vals):
         cases; in its exported program: no host callbacks; no re-tracing (one program, exported
         from the shapes, for new values of those shapes); at most 200 operations (no Python loop
         unrolled into it).
-      ¹ rtol 1e-6, atol 1e-6.
+      ¹ rtol 1e-6, atol 1e-6 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("scatter_ops: your code here")
 
@@ -59,9 +59,9 @@ def histogram(x, nbins):
       - speed (2): be about as fast as the reference²: jitted by the grader (with `nbins`
         static; as written if it fails `jit`), timed on `x` int32[2**20], `nbins` = 256 (`x`
         int32[2**24] on the GPU).
-      ¹ rtol 1e-6, atol 1e-6. ² full points up to x1.25 the reference's time, none from x10,
-      log-linear between (on a CPU the clock is CPU time, and a wall time past x10 scores 0
-      too).
+      ¹ rtol 1e-6, atol 1e-6 for float outputs; integers, booleans and keys exactly. ² full
+      points up to x1.25 the reference's time, none from x10, log-linear between (on a CPU the
+      clock is CPU time, and a wall time past x10 scores 0 too).
     """
     raise NotImplementedError("histogram: your code here")
 
@@ -72,9 +72,10 @@ def mask_fill(x, threshold, fill):
     `x` float32 of any shape, `threshold` and `fill` floats (traced under jit). Return an
     array of `x`'s shape and dtype.
 
-    The tutorial wrote `x.at[x > threshold].set(fill)`. That runs eagerly but not under
-    jit: a boolean mask has a data-dependent number of True entries, so its index array
-    has no static shape (NonConcreteBooleanIndexError). Write it so that it jits.
+    The tutorial's version, `x.at[mask].set(-100.)` with a boolean `mask` (here `x > threshold`
+    and `fill`), runs eagerly but not under jit: a boolean mask has a data-dependent number of
+    True entries, so its index array has no static shape (NonConcreteBooleanIndexError). Write
+    it so that it jits.
 
     Graded (3 points):
       - correct (1): make the output equal the reference's¹, called as written on 2 edge cases
@@ -83,7 +84,7 @@ def mask_fill(x, threshold, fill):
       - jit (2): make it work jitted by the grader: the same outputs as un-jitted, on the same
         cases; in its exported program: no host callbacks; no re-tracing (one program, exported
         from the shapes, for new values of those shapes).
-      ¹ rtol 1e-6, atol 1e-6.
+      ¹ rtol 1e-6, atol 1e-6 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("mask_fill: your code here")
 
@@ -107,6 +108,6 @@ def lookup_and_clamp(x, idx, vals, fill):
         un-jitted, on the same cases; in its exported program: no host callbacks; no re-tracing
         (one program, exported from the shapes, for new values of those shapes); at most 200
         operations (no Python loop unrolled into it).
-      ¹ rtol 1e-6, atol 1e-6.
+      ¹ rtol 1e-6, atol 1e-6 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("lookup_and_clamp: your code here")

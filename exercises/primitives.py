@@ -43,8 +43,8 @@ again replaces it by the same one in JAX's table: it costs a dictionary write.
 Exercises 1 to 3 build one primitive, `multiply_add(x, y, z) = x * y + z` (a fused
 multiply-add), and the grader looks for its name, `multiply_add`, in your jaxprs (advice: a
 missing name is a note, not lost points, since a compiled program keeps no primitive's name;
-the values, gradients and batches are what score). Exercise 4 is the other way to give a function its own derivative, without a new primitive:
-`jax.custom_jvp`.
+the values, gradients and batches are what score). Exercise 4 is the other way to give a
+function its own derivative, without a new primitive: `jax.custom_jvp`.
 
 This topic runs with 64-bit floats on (`JAX_ENABLE_X64=1`; in your own session
 `jax.config.update("jax_enable_x64", True)` before anything else), and its cases are float64:
@@ -82,7 +82,7 @@ def multiply_add(x, y, z):
         cases; in its exported program: no host callbacks; no re-tracing (one program, exported
         from the shapes, for new values of those shapes); (advice, no points: the jaxpr binds
         `multiply_add`).
-      ¹ rtol 1e-6, atol 1e-6.
+      ¹ rtol 1e-6, atol 1e-6 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("multiply_add: your code here")
 
@@ -120,7 +120,7 @@ def poly_eval(coeffs, x):
         `multiply_add`).
       - grad (3): make `jax.grad` with respect to `coeffs` and `x` equal the reference's
         gradient¹ on every case.
-      ¹ rtol 1e-9, atol 1e-9.
+      ¹ rtol 1e-9, atol 1e-9 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("poly_eval: your code here")
 
@@ -153,7 +153,7 @@ def axpy(alpha, x, y):
         reference's¹; the batched program, jitted: no `while` loop (`lax.fori_loop`, `lax.scan`,
         `lax.while_loop`); at most 40 operations (no Python loop unrolled into it); (advice, no
         points: the jaxpr binds `multiply_add`).
-      ¹ rtol 1e-9, atol 1e-9.
+      ¹ rtol 1e-9, atol 1e-9 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("axpy: your code here")
 
@@ -166,8 +166,9 @@ def safe_norm(x):
 
     Differentiating `jnp.sqrt(jnp.sum(x**2))` (or `jnp.linalg.norm`) by the chain rule gives
     `(1 / (2 * sqrt(0))) * 0` = `inf * 0` = NaN at zero, and one NaN gradient poisons a whole
-    training step. Decorate the computation with `jax.custom_jvp` and give it its own JVP rule
-    (`@f.defjvp`): out_dot = `vdot(x, x_dot) / norm`, and 0 where the norm is 0 (divide by
+    training step (the lesson's section "The norm at zero" shows it, and why a `jnp.where`
+    around the result does not help). Decorate the computation with `jax.custom_jvp` and give
+    it its own JVP rule (`@f.defjvp`): out_dot = `vdot(x, x_dot) / norm`, and 0 where the norm is 0 (divide by
     `jnp.where(norm > 0, norm, 1)` so that no NaN is ever computed). `jax.custom_vjp`, with
     forward and backward functions, is accepted too.
 
@@ -184,6 +185,6 @@ def safe_norm(x):
         `custom_jvp_call` or `custom_vjp_call`).
       - grad (3): make `jax.grad` with respect to `x` equal the reference's gradient¹ on every
         case.
-      ¹ rtol 1e-9, atol 1e-9.
+      ¹ rtol 1e-9, atol 1e-9 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("safe_norm: your code here")

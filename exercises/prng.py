@@ -8,7 +8,8 @@ JAX has no global random state. Every random function takes a *key*, and the sam
 gives the same numbers. You make new keys from old ones with `jax.random.split` (several
 fresh keys from one; the old key is then used up) or `jax.random.fold_in` (a key derived
 from a key and an integer, e.g. a step number or a device index, without using the key up).
-Derive from any one key by `split` or by `fold_in`, never both: the two collide.
+Derive from any one key by `split` or by `fold_in`, never both: with `jax_threefry_partitionable`
+on (JAX's default since 0.5.0, and this course's), the two give the very same keys.
 
 The grader hands every function *typed* keys (`jax.random.key(seed)`, dtype `key<fry>`) and
 also runs it under `jax.debug_key_reuse(True)`: the `key_reuse` check (advice, no points of its
@@ -34,8 +35,10 @@ def derive_keys(key, n):
 
     Key discipline: derive from any one key by `split` or by `fold_in`, never both. `key` is
     used up by its split; fold the step numbers into `step_root`, never into `key` itself:
+    with `jax_threefry_partitionable` on (JAX's default since 0.5.0, and this course's),
     `jax.random.fold_in(key, i)` is bit for bit `jax.random.split(key, m)[i]` (any m > i), so
-    step 0 would draw the same numbers as `init_key`.
+    step 0 would draw the same numbers as `init_key`. (With the setting off, as in older JAX,
+    the two differ, but only by luck: the discipline holds either way.)
 
     `n` is a Python int (static under jit). Example: `derive_keys(jax.random.key(0), 3)`
     returns one key and an array of 3 keys, all 4 of them different.
@@ -50,9 +53,9 @@ def derive_keys(key, n):
       - key_reuse (advice, no points): use each key once and keep keys typed: called directly
         and under `jax.jit` with `jax.debug_key_reuse(True)`, no key may be consumed twice, nor
         unwrapped to raw data (no `random_unwrap` or `random_wrap` in the jaxpr).
-      ¹ rtol 1e-6, atol 1e-6. ² at the largest case at most x3 + 20 the operations of the
-      smallest: a loop stays a loop, a Python loop is unrolled. ³ at most x4 + 300 the
-      reference's lines.
+      ¹ rtol 1e-6, atol 1e-6 for float outputs; integers, booleans and keys exactly. ² at the
+      largest case at most x3 + 20 the operations of the smallest: a loop stays a loop, a Python
+      loop is unrolled. ³ at most x4 + 300 the reference's lines.
     """
     raise NotImplementedError("derive_keys: your code here")
 
@@ -78,9 +81,9 @@ def dropout(key, x, rate):
       - key_reuse (advice, no points): use each key once and keep keys typed: called directly
         and under `jax.jit` with `jax.debug_key_reuse(True)`, no key may be consumed twice, nor
         unwrapped to raw data (no `random_unwrap` or `random_wrap` in the jaxpr).
-      ¹ rtol 1e-6, atol 1e-6. ² full points up to x1.25 the reference's time, none from x10,
-      log-linear between (on a CPU the clock is CPU time, and a wall time past x10 scores 0
-      too).
+      ¹ rtol 1e-6, atol 1e-6 for float outputs; integers, booleans and keys exactly. ² full
+      points up to x1.25 the reference's time, none from x10, log-linear between (on a CPU the
+      clock is CPU time, and a wall time past x10 scores 0 too).
     """
     raise NotImplementedError("dropout: your code here")
 
@@ -110,11 +113,11 @@ def monte_carlo_pi(key, n_trials, n_samples):
       - key_reuse (advice, no points): use each key once and keep keys typed: called directly
         and under `jax.jit` with `jax.debug_key_reuse(True)`, no key may be consumed twice, nor
         unwrapped to raw data (no `random_unwrap` or `random_wrap` in the jaxpr).
-      ¹ rtol 1e-4, atol 1e-5. ² at the largest case at most x3 + 20 the operations of the
-      smallest: a loop stays a loop, a Python loop is unrolled. ³ at most x4 + 300 the
-      reference's lines. ⁴ full points up to x1.25 the reference's time, none from x10,
-      log-linear between (on a CPU the clock is CPU time, and a wall time past x10 scores 0
-      too).
+      ¹ rtol 1e-4, atol 1e-5 for float outputs; integers, booleans and keys exactly. ² at the
+      largest case at most x3 + 20 the operations of the smallest: a loop stays a loop, a Python
+      loop is unrolled. ³ at most x4 + 300 the reference's lines. ⁴ full points up to x1.25 the
+      reference's time, none from x10, log-linear between (on a CPU the clock is CPU time, and a
+      wall time past x10 scores 0 too).
     """
     raise NotImplementedError("monte_carlo_pi: your code here")
 
@@ -144,10 +147,10 @@ def noisy_walk(key, x0, n_steps, sigma):
       - key_reuse (advice, no points): use each key once and keep keys typed: called directly
         and under `jax.jit` with `jax.debug_key_reuse(True)`, no key may be consumed twice, nor
         unwrapped to raw data (no `random_unwrap` or `random_wrap` in the jaxpr).
-      ¹ rtol 1e-5, atol 1e-5. ² at the largest case at most x3 + 20 the operations of the
-      smallest: a loop stays a loop, a Python loop is unrolled. ³ at most x4 + 300 the
-      reference's lines. ⁴ full points up to x1.25 the reference's time, none from x10,
-      log-linear between (on a CPU the clock is CPU time, and a wall time past x10 scores 0
-      too).
+      ¹ rtol 1e-5, atol 1e-5 for float outputs; integers, booleans and keys exactly. ² at the
+      largest case at most x3 + 20 the operations of the smallest: a loop stays a loop, a Python
+      loop is unrolled. ³ at most x4 + 300 the reference's lines. ⁴ full points up to x1.25 the
+      reference's time, none from x10, log-linear between (on a CPU the clock is CPU time, and a
+      wall time past x10 scores 0 too).
     """
     raise NotImplementedError("noisy_walk: your code here")

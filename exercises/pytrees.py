@@ -18,9 +18,9 @@ Every JAX transformation (`jit`, `grad`, `vmap`, ...) accepts and returns pytree
 (The seed tutorial's `jax.tree_map` was removed in JAX 0.6: write `jax.tree.map`.)
 
 The treedef is part of the answer. `(a, b)` and `[a, b]` hold the same leaves but are
-different trees, and `jit` compiles once per treedef. The grader compares your output's
-treedef (as `str(jax.tree.structure(out))` prints it) with the reference's before it compares
-a single leaf.
+different trees, and `jit` traces and compiles again for each new treedef. The grader
+compares your output's treedef (as `str(jax.tree.structure(out))` prints it) with the
+reference's before it compares a single leaf, and says in words where they differ.
 
 Your own classes become pytrees by registration: `jax.tree_util.register_dataclass` (fields
 marked `static` become *aux data*) or `jax.tree_util.register_pytree_node_class` (you write
@@ -65,7 +65,7 @@ def tree_arith(x, y, alpha):
       - jit (1): make it work jitted by the grader: the same outputs as un-jitted, on the same
         cases; in its exported program: no host callbacks; no re-tracing (one program, exported
         from the shapes, for new values of those shapes).
-      ¹ rtol 1e-5, atol 1e-5.
+      ¹ rtol 1e-5, atol 1e-5 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("tree_arith: your code here")
 
@@ -90,7 +90,7 @@ def global_norm(tree):
         from the shapes, for new values of those shapes).
       - grad (1): make `jax.grad` with respect to `tree` equal the reference's gradient¹ on
         every case.
-      ¹ rtol 1e-5, atol 1e-5.
+      ¹ rtol 1e-5, atol 1e-5 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("global_norm: your code here")
 
@@ -128,7 +128,7 @@ def dense_grad(w, b, x, y, activation):
         re-tracing (one program, exported from the shapes, for new values of those shapes).
       - vmap (1): make `jax.vmap(dense_grad, in_axes=(None, None, 0, 0, None))` over a batch of
         5 cases equal the reference's¹.
-      ¹ rtol 1e-5, atol 1e-5.
+      ¹ rtol 1e-5, atol 1e-5 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("dense_grad: your code here")
 
@@ -152,7 +152,7 @@ def weight_decay(params, rate):
       - jit (1): make it work jitted by the grader: the same outputs as un-jitted, on the same
         cases; in its exported program: no host callbacks; no re-tracing (one program, exported
         from the shapes, for new values of those shapes).
-      ¹ rtol 1e-5, atol 1e-6.
+      ¹ rtol 1e-5, atol 1e-6 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("weight_decay: your code here")
 
@@ -179,7 +179,7 @@ def param_counts(params):
       - jit (1): make it work jitted by the grader: the same outputs as un-jitted, on the same
         cases; in its exported program: no host callbacks; no re-tracing (one program, exported
         from the shapes, for new values of those shapes).
-      ¹ rtol 1e-6, atol 1e-6.
+      ¹ rtol 1e-6, atol 1e-6 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("param_counts: your code here")
 
@@ -202,7 +202,7 @@ def stack_trees(trees):
       - jit (1): make it work jitted by the grader: the same outputs as un-jitted, on the same
         cases; in its exported program: no host callbacks; no re-tracing (one program, exported
         from the shapes, for new values of those shapes).
-      ¹ rtol 1e-6, atol 1e-6.
+      ¹ rtol 1e-6, atol 1e-6 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("stack_trees: your code here")
 
@@ -224,6 +224,6 @@ def unstack_tree(tree):
       - jit (1): make it work jitted by the grader: the same outputs as un-jitted, on the same
         cases; in its exported program: no host callbacks; no re-tracing (one program, exported
         from the shapes, for new values of those shapes).
-      ¹ rtol 1e-6, atol 1e-6.
+      ¹ rtol 1e-6, atol 1e-6 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("unstack_tree: your code here")

@@ -18,7 +18,7 @@ layout for a matrix. `jax.device_put(x, sharding)` lays an array out that way, e
 inside `jax.jit` on an Explicit mesh (below); `x.sharding` and
 `jax.debug.inspect_array_sharding` tell you where an array lives.
 
-Two kinds of mesh axes. Since jax 0.9, `jax.make_mesh` makes *Explicit* axes: the sharding
+Two kinds of mesh axes. Since JAX 0.8.1, `jax.make_mesh` makes *Explicit* axes: the sharding
 is part of an array's type, every operation computes the sharding of its result from its
 inputs', and where that is ambiguous (a matmul whose contracted dimension is split on both
 sides) JAX asks you to say where the result goes (`jnp.matmul(a, b, out_sharding=...)`);
@@ -39,7 +39,7 @@ jitted; keep the decorators. (Called outside `jit`, each `device_put` onto many 
 each `shard_map` is dispatched, even compiled, on its own, again and again.)
 
 What changed since the seed tutorial:
-  - `PositionalSharding(jax.devices())` is gone (removed in jax 0.7): use a mesh and
+  - `PositionalSharding(jax.devices())` is gone (an ImportError on jax 0.10.2): use a mesh and
     `NamedSharding(mesh, P(...))`, where axes have names instead of positions;
   - `jax.experimental.shard_map.shard_map` is deprecated: use `jax.shard_map`, whose
     `check_rep=` became `check_vma=`, and whose `mesh=` may come from `jax.set_mesh`;
@@ -94,7 +94,7 @@ def shard_batch(images, labels):
       - sharding (2): lay out each of `images` and `labels` over the devices as the reference's
         (the blocks each dimension is split into, replication), on a fresh input of each size
         (read from the exported program run by the grader).
-      ¹ rtol 1e-6, atol 1e-6.
+      ¹ rtol 1e-6, atol 1e-6 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("shard_batch: your code here")
 
@@ -129,7 +129,8 @@ def data_parallel_linear(x, w, b):
       - sharding (1): lay out the output over the devices as the reference's (the blocks each
         dimension is split into, replication), on a fresh input of each size (read from the
         exported program run by the grader).
-      ¹ rtol 1e-4, atol 1e-4. ² at most x1.75 + 100 the reference's on the same inputs.
+      ¹ rtol 1e-4, atol 1e-4 for float outputs; integers, booleans and keys exactly. ² at most
+      x1.75 + 100 the reference's on the same inputs.
     """
     raise NotImplementedError("data_parallel_linear: your code here")
 
@@ -171,7 +172,7 @@ def global_standardize(x):
       - sharding (1): lay out the output over the devices as the reference's (the blocks each
         dimension is split into, replication), on a fresh input of each size (read from the
         exported program run by the grader).
-      ¹ rtol 1e-4, atol 1e-4.
+      ¹ rtol 1e-4, atol 1e-4 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("global_standardize: your code here")
 
@@ -211,6 +212,7 @@ def mlp_2d(x, w1, b1, w2, b2):
       - sharding (1): lay out the output over the devices as the reference's (the blocks each
         dimension is split into, replication), on a fresh input of each size (read from the
         exported program run by the grader).
-      ¹ rtol 1e-4, atol 1e-4. ² at most x1.75 + 100 the reference's on the same inputs.
+      ¹ rtol 1e-4, atol 1e-4 for float outputs; integers, booleans and keys exactly. ² at most
+      x1.75 + 100 the reference's on the same inputs.
     """
     raise NotImplementedError("mlp_2d: your code here")

@@ -62,11 +62,12 @@ def create_filled(value, shape):
       - compiles (2): compile at most 3 times² on a stream of 24 calls, jitted once by the
         grader (with `shape` static), with the reference's outputs (a function whose operations
         compile one by one, without jit, fails).
-      ¹ rtol 1e-6, atol 1e-6. ² compilations are counted by JAX's compilation events and by the
-      grader's clock: each slow call runs again after the stream, and a call whose first run
-      takes a compilation's time more than its replay, or whose replay alone takes half a
-      compilation's, counts as one; 1 such call forgiven; and the time those calls spend
-      compiling may add up to at most 4.25 of the reference's compilations.
+      ¹ rtol 1e-6, atol 1e-6 for float outputs; integers, booleans and keys exactly. ²
+      compilations are counted by JAX's compilation events and by the grader's clock: each slow
+      call runs again after the stream, and a call whose first run takes a compilation's time
+      more than its replay, or whose replay alone takes half a compilation's, counts as one; 1
+      such call forgiven; and the time those calls spend compiling may add up to at most 4.25 of
+      the reference's compilations.
     """
     raise NotImplementedError("create_filled: your code here")
 
@@ -93,7 +94,7 @@ def conditional_fn(x, normalize):
         as un-jitted, on the same cases; in its exported program: no host callbacks; no
         re-tracing (one program, exported from the shapes, for new values of those shapes); no
         `case` (a `lax.cond` or `lax.switch`) and no `select` (a `jnp.where` or `lax.select`).
-      ¹ rtol 1e-5, atol 1e-6.
+      ¹ rtol 1e-5, atol 1e-6 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("conditional_fn: your code here")
 
@@ -127,9 +128,9 @@ def cached_solve(A, b, x_cached, tol):
         fails `jit`), timed on `A` float32[2**11, 2**11], `b` float32[2**11], `x_cached`
         float32[2**11] (`A` float32[2**12, 2**12], `b` float32[2**12], `x_cached` float32[2**12]
         on the GPU).
-      ¹ rtol 1e-4, atol 1e-4. ² full points up to x1.5 the reference's time, none from x10,
-      log-linear between (on a CPU the clock is CPU time, and a wall time past x10 scores 0
-      too).
+      ¹ rtol 1e-4, atol 1e-4 for float outputs; integers, booleans and keys exactly. ² full
+      points up to x1.5 the reference's time, none from x10, log-linear between (on a CPU the
+      clock is CPU time, and a wall time past x10 scores 0 too).
     """
     raise NotImplementedError("cached_solve: your code here")
 
@@ -156,7 +157,7 @@ def standardize_padded(x, n):
       - jit (2): keep it right under its own `jax.jit` (the decorator the task gives it, as
         called for `correct`); in its exported program: no host callbacks; no re-tracing (one
         program, exported from the shapes, for new values of those shapes).
-      ¹ rtol 1e-5, atol 1e-5.
+      ¹ rtol 1e-5, atol 1e-5 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("standardize_padded: your code here")
 
@@ -185,13 +186,14 @@ def standardize(x):
         jit, fails).
       - speed (1): be about as fast as the reference³: called as written, timed on a stream of
         100 calls of various shapes.
-      ¹ rtol 1e-5, atol 1e-5. ² compilations are counted by JAX's compilation events and by the
-      grader's clock: each slow call runs again after the stream, and a call whose first run
-      takes a compilation's time more than its replay, or whose replay alone takes half a
-      compilation's, counts as one; 2 such calls forgiven; and the time those calls spend
-      compiling may add up to at most 14.75 of the reference's compilations. ³ full points up to
-      x1.5 the reference's time, none from x10, log-linear between (on a CPU the clock is CPU
-      time, and a wall time past x10 scores 0 too).
+      ¹ rtol 1e-5, atol 1e-5 for float outputs; integers, booleans and keys exactly. ²
+      compilations are counted by JAX's compilation events and by the grader's clock: each slow
+      call runs again after the stream, and a call whose first run takes a compilation's time
+      more than its replay, or whose replay alone takes half a compilation's, counts as one; 2
+      such calls forgiven; and the time those calls spend compiling may add up to at most 14.75
+      of the reference's compilations. ³ full points up to x1.5 the reference's time, none from
+      x10, log-linear between (on a CPU the clock is CPU time, and a wall time past x10 scores 0
+      too).
     """
     raise NotImplementedError("standardize: your code here")
 
@@ -226,10 +228,11 @@ def window_sums(x, widths):
       - compiles (2): compile at most 3 times² on a stream of 12 calls, called as written, with
         the reference's outputs (a function whose operations compile one by one, without jit,
         fails).
-      ¹ rtol 1e-6, atol 1e-6. ² compilations are counted by JAX's compilation events and by the
-      grader's clock: each slow call runs again after the stream, and a call whose first run
-      takes a compilation's time more than its replay, or whose replay alone takes half a
-      compilation's, counts as one; 1 such call forgiven; and the time those calls spend
-      compiling may add up to at most 4.25 of the reference's compilations.
+      ¹ rtol 1e-6, atol 1e-6 for float outputs; integers, booleans and keys exactly. ²
+      compilations are counted by JAX's compilation events and by the grader's clock: each slow
+      call runs again after the stream, and a call whose first run takes a compilation's time
+      more than its replay, or whose replay alone takes half a compilation's, counts as one; 1
+      such call forgiven; and the time those calls spend compiling may add up to at most 4.25 of
+      the reference's compilations.
     """
     raise NotImplementedError("window_sums: your code here")

@@ -48,9 +48,10 @@ def mask_fill(x, threshold, fill):
     `x` float32 of any shape, `threshold` and `fill` floats (traced under jit). Return an
     array of `x`'s shape and dtype.
 
-    The tutorial wrote `x.at[x > threshold].set(fill)`. That runs eagerly but not under
-    jit: a boolean mask has a data-dependent number of True entries, so its index array
-    has no static shape (NonConcreteBooleanIndexError). Write it so that it jits.
+    The tutorial's version, `x.at[mask].set(-100.)` with a boolean `mask` (here `x > threshold`
+    and `fill`), runs eagerly but not under jit: a boolean mask has a data-dependent number of
+    True entries, so its index array has no static shape (NonConcreteBooleanIndexError). Write
+    it so that it jits.
     """
     ### BEGIN SOLUTION
     return jnp.where(x > threshold, jnp.asarray(fill, x.dtype), x)

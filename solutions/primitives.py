@@ -39,8 +39,8 @@ again replaces it by the same one in JAX's table: it costs a dictionary write.
 Exercises 1 to 3 build one primitive, `multiply_add(x, y, z) = x * y + z` (a fused
 multiply-add), and the grader looks for its name, `multiply_add`, in your jaxprs (advice: a
 missing name is a note, not lost points, since a compiled program keeps no primitive's name;
-the values, gradients and batches are what score). Exercise 4 is the other way to give a function its own derivative, without a new primitive:
-`jax.custom_jvp`.
+the values, gradients and batches are what score). Exercise 4 is the other way to give a
+function its own derivative, without a new primitive: `jax.custom_jvp`.
 
 This topic runs with 64-bit floats on (`JAX_ENABLE_X64=1`; in your own session
 `jax.config.update("jax_enable_x64", True)` before anything else), and its cases are float64:
@@ -174,8 +174,9 @@ def safe_norm(x):
 
     Differentiating `jnp.sqrt(jnp.sum(x**2))` (or `jnp.linalg.norm`) by the chain rule gives
     `(1 / (2 * sqrt(0))) * 0` = `inf * 0` = NaN at zero, and one NaN gradient poisons a whole
-    training step. Decorate the computation with `jax.custom_jvp` and give it its own JVP rule
-    (`@f.defjvp`): out_dot = `vdot(x, x_dot) / norm`, and 0 where the norm is 0 (divide by
+    training step (the lesson's section "The norm at zero" shows it, and why a `jnp.where`
+    around the result does not help). Decorate the computation with `jax.custom_jvp` and give
+    it its own JVP rule (`@f.defjvp`): out_dot = `vdot(x, x_dot) / norm`, and 0 where the norm is 0 (divide by
     `jnp.where(norm > 0, norm, 1)` so that no NaN is ever computed). `jax.custom_vjp`, with
     forward and backward functions, is accepted too.
 

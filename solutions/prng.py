@@ -4,7 +4,8 @@ JAX has no global random state. Every random function takes a *key*, and the sam
 gives the same numbers. You make new keys from old ones with `jax.random.split` (several
 fresh keys from one; the old key is then used up) or `jax.random.fold_in` (a key derived
 from a key and an integer, e.g. a step number or a device index, without using the key up).
-Derive from any one key by `split` or by `fold_in`, never both: the two collide.
+Derive from any one key by `split` or by `fold_in`, never both: with `jax_threefry_partitionable`
+on (JAX's default since 0.5.0, and this course's), the two give the very same keys.
 
 The grader hands every function *typed* keys (`jax.random.key(seed)`, dtype `key<fry>`) and
 also runs it under `jax.debug_key_reuse(True)`: the `key_reuse` check (advice, no points of its
@@ -30,8 +31,10 @@ def derive_keys(key, n):
 
     Key discipline: derive from any one key by `split` or by `fold_in`, never both. `key` is
     used up by its split; fold the step numbers into `step_root`, never into `key` itself:
+    with `jax_threefry_partitionable` on (JAX's default since 0.5.0, and this course's),
     `jax.random.fold_in(key, i)` is bit for bit `jax.random.split(key, m)[i]` (any m > i), so
-    step 0 would draw the same numbers as `init_key`.
+    step 0 would draw the same numbers as `init_key`. (With the setting off, as in older JAX,
+    the two differ, but only by luck: the discipline holds either way.)
 
     `n` is a Python int (static under jit). Example: `derive_keys(jax.random.key(0), 3)`
     returns one key and an array of 3 keys, all 4 of them different.

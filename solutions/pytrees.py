@@ -14,9 +14,9 @@ Every JAX transformation (`jit`, `grad`, `vmap`, ...) accepts and returns pytree
 (The seed tutorial's `jax.tree_map` was removed in JAX 0.6: write `jax.tree.map`.)
 
 The treedef is part of the answer. `(a, b)` and `[a, b]` hold the same leaves but are
-different trees, and `jit` compiles once per treedef. The grader compares your output's
-treedef (as `str(jax.tree.structure(out))` prints it) with the reference's before it compares
-a single leaf.
+different trees, and `jit` traces and compiles again for each new treedef. The grader
+compares your output's treedef (as `str(jax.tree.structure(out))` prints it) with the
+reference's before it compares a single leaf, and says in words where they differ.
 
 Your own classes become pytrees by registration: `jax.tree_util.register_dataclass` (fields
 marked `static` become *aux data*) or `jax.tree_util.register_pytree_node_class` (you write

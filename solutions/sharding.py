@@ -14,7 +14,7 @@ layout for a matrix. `jax.device_put(x, sharding)` lays an array out that way, e
 inside `jax.jit` on an Explicit mesh (below); `x.sharding` and
 `jax.debug.inspect_array_sharding` tell you where an array lives.
 
-Two kinds of mesh axes. Since jax 0.9, `jax.make_mesh` makes *Explicit* axes: the sharding
+Two kinds of mesh axes. Since JAX 0.8.1, `jax.make_mesh` makes *Explicit* axes: the sharding
 is part of an array's type, every operation computes the sharding of its result from its
 inputs', and where that is ambiguous (a matmul whose contracted dimension is split on both
 sides) JAX asks you to say where the result goes (`jnp.matmul(a, b, out_sharding=...)`);
@@ -35,7 +35,7 @@ jitted; keep the decorators. (Called outside `jit`, each `device_put` onto many 
 each `shard_map` is dispatched, even compiled, on its own, again and again.)
 
 What changed since the seed tutorial:
-  - `PositionalSharding(jax.devices())` is gone (removed in jax 0.7): use a mesh and
+  - `PositionalSharding(jax.devices())` is gone (an ImportError on jax 0.10.2): use a mesh and
     `NamedSharding(mesh, P(...))`, where axes have names instead of positions;
   - `jax.experimental.shard_map.shard_map` is deprecated: use `jax.shard_map`, whose
     `check_rep=` became `check_vma=`, and whose `mesh=` may come from `jax.set_mesh`;

@@ -7,7 +7,8 @@ the stub and in the notebook's answer cell) a list generated from that spec, one
 
     Graded (5 points):
       - correct (3): called as written on 2 edge cases ("rate 0 keeps everything", ...) and
-        4 random cases, the output equals the reference's (rtol 1e-6, atol 1e-6).
+        4 random cases, the output equals the reference's (rtol 1e-6, atol 1e-6 for float
+        outputs; integers, booleans and keys exactly).
       - jit (1): ...
 
 Each check says what it asks in its own class (`Check.describe(exercise, words)`, beside its
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
 
 WIDTH = 96
 GRADED = re.compile(r"^\s*Graded\b")
+EXACT = "integers, booleans and keys exactly"
+"""What a tolerance footnote says of the outputs no tolerance applies to (`compare._leaf_mismatch`)."""
 
 
 # The rules every exercise shares are stated once, where students read them: the workspace's
@@ -133,8 +136,12 @@ class Context:
     # -- numbers -----------------------------------------------------------------------------
 
     def tolerance(self, rtol: float, atol: float) -> str:
-        """The tolerance, as a footnote marker ("¹": "rtol 1e-6, atol 1e-6")."""
-        return self.note(f"rtol {num(rtol)}, atol {num(atol)}")
+        """The tolerance, as a footnote marker ("¹": "rtol 1e-6, atol 1e-6 for float outputs; ...").
+
+        It applies to float outputs only: `compare.mismatch` compares integers, booleans and
+        typed PRNG keys exactly whatever the exercise's rtol and atol, and the footnote says so
+        (a key output with a tolerance beside it would read as compared approximately)."""
+        return self.note(f"rtol {num(rtol)}, atol {num(atol)} for float outputs; {EXACT}")
 
     @staticmethod
     def num(x: float) -> str:

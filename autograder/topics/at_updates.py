@@ -178,8 +178,8 @@ TOPIC = Topic(
             hints=(
                 "Both halves are one-liners with `.at[idx]`; the defaults for out-of-bounds indices are the wrong "
                 "ones.",
-                "`.get(mode='fill', fill_value=...)` reads `fill` past the end; `.add(vals, mode='clip')` clamps the "
-                "writes.",
+                "`.get` and `.add` both take a `mode=`: `'fill'` (with `fill_value=`, for reads) returns a given value "
+                "past the end, and `'clip'` clamps every index into range.",
                 "Two independent expressions on the original `x`, one read and one write, each with its own `mode`; "
                 "neither feeds the other. Return them in the docstring's order (looked_up, clamped).",
             ),

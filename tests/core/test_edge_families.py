@@ -16,10 +16,20 @@ from autograder.answers import to_blob
 from autograder.course import dist
 from autograder.course.graded import Context
 from autograder.spec import Case, Edge, same_args
+from autograder.topics.debugging import MARGIN, OUTLIER, nan_grad_step
 from autograder.worker.wire import Key
 from helpers.grading import SOLUTIONS, SUBMISSIONS, grade_dir, verdicts
 
 SEEDS = range(40)
+
+
+def _nan_grad_step(w0, x, y) -> int | None:
+    """debugging.first_nan_grad's answer (float64 NumPy), or None where a float32 program could
+    disagree with it (an example's x @ w within MARGIN of 0 up to that step)."""
+    step, margin = nan_grad_step(w0, x, y)
+    return step if margin >= MARGIN else None
+
+
 EXERCISES = [(name, ex) for name in topics.ORDER for ex in topics.load(name).exercises]
 # Edge cases left as plain `Case`s: hidden-only ones (never shipped). Any other plain edge case
 # must be listed here with the reason it has one instance only.
@@ -109,6 +119,11 @@ PROPERTIES = {
         not p["W1"].any() and not p["b1"].any()
     ),
     ("autodiff", "per_example_grads", "one example"): lambda p, X, y: X.shape[0] == 1 == y.shape[0],
+    ("autodiff", "remat_grad", "the docstring's example: W1 = 0, b1 = 0"): lambda p, x: (
+        not (p["W1"].any() or p["b1"].any())
+    ),
+    ("autodiff", "remat_grad", "one layer"): lambda p, x: p["W1"].shape[0] == p["b1"].shape[0] == p["W2"].shape[0] == 1,
+    ("autodiff", "remat_grad", "one example"): lambda p, x: x.shape[0] == 1,
     ("debugging", "normalize_rows", "the docstring's example, debug on"): lambda x, debug: (
         debug and 0 < int((~x.any(axis=1)).sum()) < len(x)
     ),
@@ -126,12 +141,17 @@ PROPERTIES = {
         bool((p >= 0).all() and (p == 0).any()) and abs(float(p.sum()) - 1) <= 1e-3
     ),
     ("debugging", "first_nan_step", "a NaN in h0"): lambda h0, a, c: bool(np.isnan(h0).any()),
-    ("debugging", "path_length", "the docstring's example: a repeated point"): lambda pts: bool(
-        (np.diff(pts, axis=0) == 0).all(axis=1).any()
+    ("debugging", "first_nan_grad", "the docstring's example: NaN the step after an outlier"): lambda w0, x, y: (
+        (_nan_grad_step(w0, x, y) or 0) >= 1
     ),
-    ("debugging", "path_length", "every point the same"): lambda pts: bool((pts == pts[0]).all()),
-    ("debugging", "path_length", "a unit square"): lambda pts: (
-        len(pts) == 5 and bool((pts[0] == pts[-1]).all()) and np.abs(np.diff(pts, axis=0)).sum() == 4
+    ("debugging", "first_nan_grad", "the docstring's example: no NaN"): lambda w0, x, y: _nan_grad_step(w0, x, y) == -1,
+    ("debugging", "first_nan_grad", "NaN at step 0"): lambda w0, x, y: _nan_grad_step(w0, x, y) == 0,
+    ("debugging", "first_nan_grad", "NaN at the last step"): lambda w0, x, y: _nan_grad_step(w0, x, y) == len(x) - 1,
+    ("debugging", "first_nan_grad", "an outlier at the last step: no NaN"): lambda w0, x, y: (
+        _nan_grad_step(w0, x, y) == -1 and bool((x[-1] == OUTLIER).any())
+    ),
+    ("debugging", "first_nan_grad", "no outlier: the weights slide to 0"): lambda w0, x, y: (
+        (_nan_grad_step(w0, x, y) or 0) >= 1 and not (x == OUTLIER).any()
     ),
     ("debugging", "scoped_mlp", "the docstring's example: W1 = 0, b1 = 0"): lambda x, W1, b1, W2, b2: (
         not W1.any() and not b1.any()
@@ -186,6 +206,21 @@ PROPERTIES = {
     ("static_args", "window_sums", "the docstring's example"): lambda x, w: isinstance(w, list),
     ("training", "train_step", "a fresh state: the first step's learning rate is 0"): lambda params, leaves, x, y: (
         int(leaves[0]) == 0 and not any(np.asarray(v).any() for v in leaves)
+    ),
+    ("training", "classify", "train mode from fresh statistics"): lambda p, stats, x, key, train: (
+        train and not stats["norm"]["mean"].any() and bool((stats["norm"]["var"] == 1).all())
+    ),
+    ("training", "classify", "train mode: the running averages move"): lambda p, stats, x, key, train: train,
+    ("training", "classify", "eval mode: running averages, no dropout"): lambda p, stats, x, key, train: not train,
+    (
+        "training",
+        "eval_step",
+        "a constant classifier: every row predicts the readout bias's argmax",
+    ): lambda p, stats, x, labels: (
+        not p["out"]["kernel"].any() and int((p["out"]["bias"] == p["out"]["bias"].max()).sum()) == 1
+    ),
+    ("training", "adamw_step", "zero gradients: only the kernels move, by the decay"): lambda params, grads, lr, wd: (
+        not any(np.asarray(g).any() for layer in grads.values() for g in layer.values()) and lr * wd > 0
     ),
 }
 
@@ -260,6 +295,7 @@ LIVE = [
     "loops.power_iteration",
     "debugging.checked_entropy",
     "debugging.first_nan_step",
+    "debugging.first_nan_grad",
     "autodiff.td_loss",
     "jit_basics.clip_by_norm",
     "static_args.standardize_padded",

@@ -126,6 +126,30 @@ def test_a_graded_list_names_static_arguments_outputs_points_and_bands():
     assert "`looked_up` and `clamped`" in text and "at most 200 operations" in text and "`fill` static" in text
 
 
+def test_a_tolerance_is_quoted_for_float_outputs_only_keys_and_integers_are_exact():
+    """`derive_keys` returns typed keys and `histogram` int32: `compare` takes both exactly,
+    whatever rtol and atol say, and their Graded lists say so instead of quoting a tolerance
+    as if it applied to them."""
+    import numpy as np
+
+    from autograder.compare import mismatch
+
+    for name, exercise in (("prng", "derive_keys"), ("at_updates", "histogram")):
+        spec = topics.load(name)
+        fn = _functions((SOLUTIONS / f"{name}.py").read_text())[exercise]
+        text = " ".join(" ".join(graded.block(spec.exercise(exercise), graded.parameters(fn))).split())
+        assert "atol 1e-6 for float outputs; integers, booleans and keys exactly." in text, text
+
+    def out(data, kind):
+        leaf = {"kind": kind, "data": np.asarray(data), **({"impl": "fry"} if kind == "key" else {})}
+        return {"treedef": "PyTreeDef((*,))", "leaves": [leaf]}
+
+    # what the footnote states: a tolerance, however wide, lets no differing key or integer through
+    assert mismatch(out(np.uint32([[1, 2]]), "key"), out(np.uint32([[1, 3]]), "key"), 1.0, 10.0) is not None
+    assert mismatch(out(np.int32([5]), "array"), out(np.int32([6]), "array"), 1.0, 10.0) is not None
+    assert mismatch(out(np.float32([5]), "array"), out(np.float32([6]), "array"), 1.0, 10.0) is None
+
+
 def test_insert_replaces_a_hand_written_graded_paragraph():
     spec = topics.load("at_updates")
     source = (

@@ -51,14 +51,20 @@ HIDDEN: dict[str, list[str] | None] = {
     "prng__walk_reuse": ["prng.noisy_walk"],
     "autodiff__one_fault_each": None,
     "autodiff__more_faults": [
-        f"autodiff.{e}" for e in ("loss_and_grads", "hvp", "pair_energy", "td_loss", "per_example_grads")
+        f"autodiff.{e}" for e in ("loss_and_grads", "hvp", "pair_energy", "td_loss", "per_example_grads", "remat_grad")
     ],
     "autodiff__alternatives": None,
-    "autodiff__hostile": [f"autodiff.{e}" for e in ("tall_jacobian", "hvp", "pair_energy", "per_example_grads")],
+    "autodiff__hostile": [
+        f"autodiff.{e}" for e in ("tall_jacobian", "hvp", "pair_energy", "per_example_grads", "remat_grad")
+    ],
     "debugging__one_fault_each": None,
     "debugging__more_faults": None,
     "debugging__written_differently": None,
-    "debugging__attack": [f"debugging.{e}" for e in ("normalize_rows", "checked_entropy", "scoped_mlp")],
+    "debugging__attack": [
+        f"debugging.{e}" for e in ("normalize_rows", "checked_entropy", "first_nan_grad", "scoped_mlp")
+    ],
+    "debugging__watch_the_loss": ["debugging.first_nan_grad", "debugging.scoped_mlp"],
+    "debugging__watch_the_weights": ["debugging.first_nan_grad"],
     "ising__one_fault_each": None,
     "ising__slow_vmc": _VMC,
     "ising__fixed_seed_vmc": _VMC,
@@ -78,6 +84,13 @@ HIDDEN: dict[str, list[str] | None] = {
         for e in ("conditional_fn", "cached_solve", "standardize_padded", "standardize", "window_sums")
     ],
     "training__reuses_donated": ["training.fit"],
+    **{
+        f"training__{v}": ["training.adamw_step"] for v in ("adamw_unmasked", "adamw_mask_inverted", "adamw_l2_in_grad")
+    },
+    **{
+        f"training__{v}": ["training.resume_training"]
+        for v in ("resume_fresh_opt_state", "resume_drops_step", "resume_params_only", "resume_ignores_checkpoint")
+    },
 }
 """Hidden mode (what results.json, the gradebook and the web page show): the gradings the topic
 tests (tests/topics/, with TEST_LIMITS) make of crafted files, the same file and exercises, so
