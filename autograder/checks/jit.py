@@ -82,8 +82,13 @@ class Jit(Check):
         return f"{head}; {exported}: {words.requirements(DEFAULT_JIT_REQUIREMENTS + self.requirements)}."
 
     def fits(self, exercise: Exercise) -> None:
+        from autograder.public import PublicDataError
+
         if self.static_values:
-            _exported_static(exercise)
+            try:
+                _exported_static(exercise)
+            except PublicDataError:  # a public spec: its samplers are not published; the build checked them
+                pass
 
     def run(self, ctx: CheckContext) -> Outcome:
         ex = ctx.exercise

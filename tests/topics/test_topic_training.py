@@ -35,6 +35,7 @@ from helpers.grading import (
     TEST_LIMITS,
     TopicView,
     check_dir,
+    crafted_source,
     grade_dir,
     grade_variant,
     needs_bwrap,
@@ -108,6 +109,10 @@ def test_crafted_train_step_fails_its_checks(tmp_path_factory, variant, expected
 
 
 CLASSIFIER = [f"{TOPIC}.classify", f"{TOPIC}.eval_step"]
+# Evaluations that normalise with the batch's own statistics: on a batch of 2 rows a feature's
+# variance can be tiny, and the jitted and the eager loss then round apart by more than eval_step's
+# tolerance on some draws (5.5e-5 against 1.1e-5 seen), so their `jit` may fail as well as `correct`.
+BATCH_STATISTICS_IN_EVAL = {"batch_stats_in_eval", "eval_in_train_mode"}
 
 
 @pytest.mark.slow  # seven submissions' classify and eval_step graded: ~3 min on a loaded 2-core CPU
@@ -129,7 +134,10 @@ def test_crafted_classifier_fails_its_checks(tmp_path_factory, variant, classify
     jits: the same wrong values under the grader's jit."""
     result = grade_variant(tmp_path_factory, TOPIC, variant, CLASSIFIER)
     assert failed(result, "classify") == classify, [t.output for t in result.tests]
-    assert failed(result, "eval_step") == eval_step, [t.output for t in result.tests]
+    evaluated = failed(result, "eval_step")
+    if variant in BATCH_STATISTICS_IN_EVAL:
+        evaluated -= {"jit"}
+    assert evaluated == eval_step, [t.output for t in result.tests]
     exercise = "classify" if classify else "eval_step"
     text = message(result, exercise, "correct")
     assert what in text
@@ -373,21 +381,20 @@ def test_a_mask_written_as_a_tree_passes(tmp_path_factory):
 def test_the_l2_variant_moves_the_kernels_differently_as_well():
     """Beyond the state's structure: Adam normalises an L2 term added to the gradient, so the
     coupled step differs from AdamW's in the kernels' values too (one case, in-process)."""
-    import importlib.util
+    import types
 
     import jax
     import numpy as np
 
     from autograder.topics.training import _adamw
 
-    def load(path, name):
-        found = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(found)
-        found.loader.exec_module(module)
+    def load(source, name):
+        module = types.ModuleType(name)
+        exec(compile(source, name, "exec"), module.__dict__)
         return module
 
-    right = load(SOLUTIONS / f"{TOPIC}.py", "training_reference_adamw")
-    coupled = load(SUBMISSIONS / f"{TOPIC}__adamw_l2_in_grad.py", "training_l2_adamw")
+    right = load((SOLUTIONS / f"{TOPIC}.py").read_text(), "training_reference_adamw")
+    coupled = load(crafted_source(f"{TOPIC}__adamw_l2_in_grad"), "training_l2_adamw")
     params, grads, lr, wd = _adamw(np.random.default_rng(5), 1).args
     ours, _ = right.adamw_step(params, grads, lr, wd)
     theirs, _ = coupled.adamw_step(params, grads, lr, wd)
