@@ -109,9 +109,10 @@ def test_crafted_train_step_fails_its_checks(tmp_path_factory, variant, expected
 
 
 CLASSIFIER = [f"{TOPIC}.classify", f"{TOPIC}.eval_step"]
-# Evaluations that normalise with the batch's own statistics: on a batch of 2 rows a feature's
-# variance can be tiny, and the jitted and the eager loss then round apart by more than eval_step's
-# tolerance on some draws (5.5e-5 against 1.1e-5 seen), so their `jit` may fail as well as `correct`.
+# Evaluations that normalise with the batch's own statistics: the jitted and the eager outputs of
+# these faulty variants round apart by more than the tolerance on some draws (eval_step's loss:
+# 5.5e-5 against 1.1e-5; seed 3 of a direct grading), so their `jit` may fail beside `correct`.
+# The reference's own jit passed on seeds 1-8 of the same grading.
 BATCH_STATISTICS_IN_EVAL = {"batch_stats_in_eval", "eval_in_train_mode"}
 
 
@@ -133,11 +134,9 @@ def test_crafted_classifier_fails_its_checks(tmp_path_factory, variant, classify
     also fails `eval_step`, which computes in eval mode); a fault in the metrics fails `eval_step`'s. Each
     jits: the same wrong values under the grader's jit."""
     result = grade_variant(tmp_path_factory, TOPIC, variant, CLASSIFIER)
-    assert failed(result, "classify") == classify, [t.output for t in result.tests]
-    evaluated = failed(result, "eval_step")
-    if variant in BATCH_STATISTICS_IN_EVAL:
-        evaluated -= {"jit"}
-    assert evaluated == eval_step, [t.output for t in result.tests]
+    noise = {"jit"} if variant in BATCH_STATISTICS_IN_EVAL else set()
+    assert failed(result, "classify") - noise == classify, [t.output for t in result.tests]
+    assert failed(result, "eval_step") - noise == eval_step, [t.output for t in result.tests]
     exercise = "classify" if classify else "eval_step"
     text = message(result, exercise, "correct")
     assert what in text
