@@ -20,7 +20,8 @@ quote them rounded, as ranges over runs, and say so.
 Whole run on 2 busy CPU cores (load average 4 to 8): about 10 minutes, most of it `loops` (an
 unrolled 1000-step power iteration takes 40 to 60 s to compile) and `ising` (a dense
 diagonalisation at N = 12, 35 to 80 s; Lanczos at N = 20, 70 to 100 s; VMC runs, one to two minutes).
-Run one lesson at a time to get one lesson's figures.
+Run one lesson at a time to get one lesson's figures. The last whole run is kept in
+docs/lesson_figures.txt (its header names the machine), beside the lessons that quote it.
 """
 
 from __future__ import annotations
