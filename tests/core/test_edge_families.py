@@ -55,7 +55,11 @@ def _kind(x):
 
 
 def _hidden_edges(ex, seed):
-    """The hidden run's edge cases of `ex` from generator `seed`, beside the spec's edges."""
+    """The hidden run's edge cases of `ex` from generator `seed`, beside the spec's edges (none
+    drawn for an exercise without edges: its random cases can cost seconds each to build, e.g.
+    training.resume_training's Orbax checkpoints)."""
+    if not ex.edge_cases:
+        return []
     cases = ex.cases(draws.generator(seed, "t", ex.name, "cases", 0), False)
     return list(zip(ex.edge_cases, cases[: len(ex.edge_cases)], strict=True))
 
