@@ -79,6 +79,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -241,16 +242,26 @@ def _train_fresh(rng: np.random.Generator) -> Case:
     return Case((_classifier_params(rng), _fresh_stats(), _f32(rng, int(rng.integers(2, 9)), IN), _key(rng), True))
 
 
-def _train_drawn(rng: np.random.Generator) -> Case:
-    """Train mode from drawn running averages: they move toward the batch's."""
-    n = int(rng.integers(2, 33))
-    return Case((_classifier_params(rng), _batch_stats(rng), _f32(rng, n, IN), _key(rng), True))
+def _drawn_stats(train: bool) -> Callable[[np.random.Generator], Case]:
+    """Drawn running averages in one mode: train mode moves them toward the batch's; eval mode
+    normalises with them, no dropout, the key not used."""
+
+    def make(rng: np.random.Generator) -> Case:
+        n = int(rng.integers(2, 33))
+        return Case((_classifier_params(rng), _batch_stats(rng), _f32(rng, n, IN), _key(rng), train))
+
+    return make
 
 
-def _eval_mode(rng: np.random.Generator) -> Case:
-    """Eval mode: the running averages, no dropout; the key is not used."""
-    n = int(rng.integers(2, 33))
-    return Case((_classifier_params(rng), _batch_stats(rng), _f32(rng, n, IN), _key(rng), False))
+def _classifier_example(key: int, train: bool) -> tuple:
+    """The public instance of the drawn-statistics edges: the same model, statistics and batch in both modes."""
+    return (
+        _EXAMPLE_CLASSIFIER,
+        _batch_stats(np.random.default_rng(14)),
+        _f32(np.random.default_rng(15), 8, IN),
+        Key(key),
+        train,
+    )
 
 
 def _constant_classifier(rng: np.random.Generator) -> Case:
@@ -492,31 +503,9 @@ TOPIC = Topic(
                     ),
                     _train_fresh,
                 ),
+                Edge(Case(_classifier_example(4, True), "train mode: the running averages move"), _drawn_stats(True)),
                 Edge(
-                    Case(
-                        (
-                            _EXAMPLE_CLASSIFIER,
-                            _batch_stats(np.random.default_rng(14)),
-                            _f32(np.random.default_rng(15), 8, IN),
-                            Key(4),
-                            True,
-                        ),
-                        "train mode: the running averages move",
-                    ),
-                    _train_drawn,
-                ),
-                Edge(
-                    Case(
-                        (
-                            _EXAMPLE_CLASSIFIER,
-                            _batch_stats(np.random.default_rng(14)),
-                            _f32(np.random.default_rng(15), 8, IN),
-                            Key(5),
-                            False,
-                        ),
-                        "eval mode: running averages, no dropout",
-                    ),
-                    _eval_mode,
+                    Case(_classifier_example(5, False), "eval mode: running averages, no dropout"), _drawn_stats(False)
                 ),
             ),
             outputs=("logits", "new_batch_stats"),
