@@ -27,7 +27,8 @@ import nbformat
 import pytest
 
 from autograder import topics
-from helpers.grading import ROOT, failing, grade_dir, write_submission
+from autograder.checks.speed import Speed, band_score
+from helpers.grading import CLOCK_NOISE, ROOT, grade_dir, short_of_full_marks, write_submission
 
 pytestmark = pytest.mark.slow
 
@@ -162,23 +163,43 @@ def test_release_strips_solutions_and_hidden_tests(course):
     assert released.count('raise NotImplementedError(\\"your code here\\")') == len(topics.load(TOPIC).exercises)
 
 
+def short_of_full_cells(course: Path, student: str) -> set[str]:
+    """The grade cells (`exercise:check`) of `student` short of full marks, less the `speed` cells
+    whose shortfall is the clock's noise: nbgrader keeps only the points, so a speed cell counts
+    as noise when it earned at least what a ratio of `CLOCK_NOISE` earns in its band (a CI run
+    read 13.93 of 14 for the solutions: one speed cell at about x1.3)."""
+    speed = {
+        f"{ex.name}:speed": check
+        for ex in topics.load(TOPIC).exercises
+        for check in ex.checks
+        if isinstance(check, Speed)
+    }
+    short = set()
+    for cell, (score, top) in cell_grades(course, student).items():
+        name = cell.replace("-", ":")
+        if score >= top:
+            continue
+        band = speed.get(name)
+        if band is not None and score >= top * band_score(CLOCK_NOISE, band.full, band.zero) - 1e-9:
+            continue
+        short.add(name)
+    return short
+
+
 def test_solutions_get_full_marks_and_stubs_zero(course):
     total = sum(ex.points for ex in topics.load(TOPIC).exercises)
     got = scores(course)
-    assert got["alice"] == (total, total)
+    assert got["alice"][1] == total and got["alice"][0] > 0
+    assert short_of_full_cells(course, "alice") == set()
     assert got["bob"] == (0, total)
     assert set(got) == {"alice", "bob", "carol"}
 
 
 def test_one_wrong_function_fails_the_same_checks_as_grade_grade(course, tmp_path):
-    through_nbgrader = {
-        f"{TOPIC}.{cell.replace('-', ':')}"
-        for cell, (score, top) in cell_grades(course, "carol").items()
-        if score < top
-    }
+    through_nbgrader = {f"{TOPIC}.{cell}" for cell in short_of_full_cells(course, "carol")}
     solution = (ROOT / "solutions" / f"{TOPIC}.py").read_text()
     folder = write_submission(tmp_path / "carol", {TOPIC: solution.replace(*WRONG)})
-    through_grade = failing(grade_dir(folder, [TOPIC]))
+    through_grade = short_of_full_marks(grade_dir(folder, [TOPIC]))
     assert through_nbgrader == through_grade == {f"{TOPIC}.mask_fill:jit"}
 
 
