@@ -37,14 +37,18 @@ Sampler = Callable[[np.random.Generator, int], Case]
 StreamSampler = Callable[[np.random.Generator, int], list[Case]]
 
 
+NAMED_EXAMPLE = ("the docstring's ", "the tutorial's ")
+"""How the label of an edge whose public instance is one named example begins (`Edge.hidden_label`)."""
+
+
 @dataclass(frozen=True)
 class Edge:
     """An edge case as a family: one edge (ties, zeros, a single element, the docstring's
     example's structure) over many instances.
 
     A public run grades `public` (its reference answer ships with the public expectations); a
-    hidden run grades `make(rng)`, drawn from the run's own generator, under the public
-    instance's label, and never the public instance itself (`draw` redraws an equal one). So an
+    hidden run grades `make(rng)`, drawn from the run's own generator, under `hidden_label`,
+    and never the public instance itself (`draw` redraws an equal one). So an
     answer that ships, hard-coded for its input, gains nothing in hidden grading. `make` returns
     a `Case` (its label is ignored); every instance it draws must keep the edge's property (ties
     stay exact ties: draw integers or exactly representable floats). An edge with one instance
@@ -59,17 +63,25 @@ class Edge:
         return self.public.label
 
     @property
+    def hidden_label(self) -> str:
+        """The label of a hidden instance: the public label, or, where that names one particular
+        input ("the docstring's example", "the tutorial's mask example"), "a case like" it, so
+        that a message about a drawn instance does not send the student to an example their
+        function may well pass."""
+        return f"a case like {self.label}" if self.label.startswith(NAMED_EXAMPLE) else self.label
+
+    @property
     def hidden(self) -> bool:
         """Never a hidden-only case: its public instance is graded in public runs."""
         return False
 
     def draw(self, rng: np.random.Generator, tries: int = 50) -> Case:
-        """One hidden instance: `make(rng)` with the public instance's label, redrawn while it
-        equals the public instance."""
+        """One hidden instance: `make(rng)` under `hidden_label`, redrawn while it equals the
+        public instance."""
         for _ in range(tries):
             args = self.make(rng).args
             if not same_args(args, self.public.args):
-                return Case(args, self.label)
+                return Case(args, self.hidden_label)
         raise ValueError(f"edge case {self.label!r}: its family drew only its public instance in {tries} tries")
 
 

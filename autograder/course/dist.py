@@ -327,14 +327,14 @@ def _hidden_in_recording(document: dict) -> list[str]:
         if case.hidden
     }
     shown: dict[str, list] = {}  # label -> the public instances of that label, this topic's
-    families: set[str] = set()
+    families: dict[str, str] = {}  # an instance's label, public or hidden -> its family's
     if document.get("topic") in topics.ORDER:
         for ex in topics.load(document["topic"]).exercises:
             for edge in ex.edge_cases:
                 public = edge if isinstance(edge, Case) else edge.public
                 shown.setdefault(edge.label, []).append(public.args)
                 if isinstance(edge, Edge):
-                    families.add(edge.label)
+                    families[edge.label] = families[edge.hidden_label] = edge.label
     found = []
     for blob in document.get("recording", {}).get("draws", {}).values():
         value = from_blob(blob)[0]
@@ -343,10 +343,10 @@ def _hidden_in_recording(document: dict) -> list[str]:
                 found.append(f"hidden case {case.label!r}")
             elif (
                 isinstance(case, Case)
-                and case.label in families
-                and not any(same_args(case.args, args) for args in shown[case.label])
+                and (family := families.get(case.label)) is not None
+                and not any(same_args(case.args, args) for args in shown[family])
             ):
-                found.append(f"a hidden instance of edge case {case.label!r}")
+                found.append(f"a hidden instance of edge case {family!r}")
     return found
 
 

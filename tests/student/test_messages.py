@@ -1,7 +1,8 @@
 """Messages in the student's terms, on every crafted submission: what `grade check` says (and
 results.json, the notebook and the web page show: they all print a test's `output`) never holds
 the grader's internals: a treedef (`PyTreeDef(...)`), a jaxpr, a path into the grader's temp
-folders, a link cut short, a case's number printed to 16 digits, or one sentence said twice.
+folders, a link cut short, a case's number printed to 16 digits, or one sentence said twice; and
+a hidden grading never calls a drawn case "the docstring's example".
 
 Judged on two kinds of grading, each made once per run whoever asks: the hidden-mode gradings
 the topic tests make of crafted files (`HIDDEN`, through `grade_variant`: in a full run they
@@ -175,8 +176,24 @@ def test_the_patterns_catch_what_students_were_shown():
     assert problems(fine) == []
 
 
-def assert_in_the_students_terms(result) -> None:
-    bad = {t.name: (found, t.output) for t in result.tests if (found := problems(t.output))}
+NAMED_EXAMPLE = re.compile(r"(?<!a case like )\bthe (?:docstring|tutorial)'s (?:[\w-]+ )?example\b")
+"""A hidden case called by the name of the one example it is drawn like: hidden runs grade other
+instances of each edge (`Edge.hidden_label`), so "the docstring's example" there would send the
+student to an input their function may well pass."""
+
+
+def test_a_hidden_case_called_the_docstrings_example_is_caught():
+    assert NAMED_EXAMPLE.search("the docstring's example: NaN the step after an outlier (float32[4]): differs")
+    assert NAMED_EXAMPLE.search("the tutorial's mask example (float32[3]): 1 of 3 values are off")
+    assert not NAMED_EXAMPLE.search("a case like the docstring's example, debug on (float32[2, 2], True): differs")
+
+
+def assert_in_the_students_terms(result, hidden: bool = False) -> None:
+    def found_in(output: str) -> list[str]:
+        named = NAMED_EXAMPLE.search(output) if hidden else None
+        return problems(output) + ([f"a drawn case named as one example: {named.group(0)!r}"] if named else [])
+
+    bad = {t.name: (found, t.output) for t in result.tests if (found := found_in(t.output))}
     assert not bad, "\n".join(f"{name}: {found}\n    {output[:600]!r}" for name, (found, output) in bad.items())
 
 
@@ -190,4 +207,4 @@ def test_every_message_of_a_crafted_submission_is_in_the_students_terms(crafted_
 @pytest.mark.parametrize("stem", sorted(HIDDEN))
 def test_every_hidden_message_of_a_crafted_submission_is_in_the_students_terms(tmp_path_factory, stem):
     topic, variant = stem.split("__")
-    assert_in_the_students_terms(grade_variant(tmp_path_factory, topic, variant, HIDDEN[stem]))
+    assert_in_the_students_terms(grade_variant(tmp_path_factory, topic, variant, HIDDEN[stem]), hidden=True)

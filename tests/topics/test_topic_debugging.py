@@ -103,6 +103,10 @@ def test_argmax_alone_fails_correct_only(one_fault_each):
 
 def test_steps_counted_from_one_fail_correct_only(one_fault_each):
     assert failed(one_fault_each, "first_nan_grad") == {"correct"}
+    # a hidden run grades another instance of the docstring's example's edge, and says so
+    assert message(one_fault_each, "first_nan_grad", "correct").startswith(
+        "a case like the docstring's example: NaN the step after an outlier ("
+    )
 
 
 def test_nested_scopes_fail_jit_only(one_fault_each):
