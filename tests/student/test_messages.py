@@ -90,8 +90,33 @@ HIDDEN: dict[str, list[str] | None] = {
     },
     **{
         f"training__{v}": ["training.resume_training"]
-        for v in ("resume_fresh_opt_state", "resume_drops_step", "resume_params_only", "resume_ignores_checkpoint")
+        for v in (
+            "resume_fresh_opt_state",
+            "resume_drops_step",
+            "resume_params_only",
+            "resume_ignores_checkpoint",
+            "resume_checkpointer",
+        )
     },
+    **{
+        f"training__{v}": ["training.train_step"]
+        for v in ("wrong_sign", "stale_opt_state", "no_clipping", "recompiles")
+    },
+    "training__undonated": ["training.train_step", "training.fit"],
+    "training__adamw_mask_tree": ["training.adamw_step"],
+    **{
+        f"training__{v}": ["training.classify", "training.eval_step"]
+        for v in (
+            "fixed_dropout_key",
+            "dropout_in_eval",
+            "batch_stats_in_eval",
+            "stats_not_updated",
+            "accuracy_wrong_axis",
+            "loss_summed",
+            "eval_in_train_mode",
+        )
+    },
+    "ising__written_differently": [f"ising.{e}" for e in ("tfim_hamiltonian", "ground_state_energy", "correlations")],
 }
 """Hidden mode (what results.json, the gradebook and the web page show): the gradings the topic
 tests (tests/topics/, with TEST_LIMITS) make of crafted files, the same file and exercises, so
