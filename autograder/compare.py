@@ -112,7 +112,7 @@ def _leaf_mismatch(e: dict[str, Any], g: dict[str, Any], rtol: float, atol: floa
         bad = gv != ev
         if bad.any():
             if not bad.ndim:
-                return "the value differs from the reference's; exact equality is required"
+                return _scalar_mismatch(ev, gv)
             idx = np.unravel_index(np.argmax(bad), bad.shape)
             return (
                 f"{words.of(int(bad.sum()), bad.size, 'value')} differ (the first at index {_fmt_index(idx)}); "
@@ -140,6 +140,18 @@ def _key_mismatch(e: dict[str, Any], g: dict[str, Any], ev: np.ndarray, gv: np.n
     n = int(bad.sum())
     first = "" if bad.ndim == 0 else f" (the first is key[{', '.join(str(int(i)) for i in np.argwhere(bad)[0])}])"
     return f"{words.of(n, bad.size, 'key')} differ{first}; each key must be the one the task derives, exactly"
+
+
+def _scalar_mismatch(ev: np.ndarray, gv: np.ndarray) -> str:
+    """A wrong integer or boolean scalar (a count, an index, a flag) in words: the student's
+    value and which side of the reference's it lies, as a float's "off by" does."""
+    if ev.dtype.kind == "b":
+        return f"your function returned {bool(gv)} where the reference returns {bool(ev)}"
+    diff = int(gv) - int(ev)
+    return (
+        f"your value, {int(gv)}, is {abs(diff)} {'above' if diff > 0 else 'below'} the reference's; "
+        "exact equality is required"
+    )
 
 
 def _float_mismatch(ev: np.ndarray, gv: np.ndarray, rtol: float, atol: float) -> str | None:

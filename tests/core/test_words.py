@@ -286,7 +286,11 @@ def test_warnings_name_the_students_file_not_the_graders_copy(tmp_path):
 
 def test_a_single_value_has_no_index():
     said = mismatch(out(np.int32(3), treedef="PyTreeDef(*)"), out(np.int32(4), treedef="PyTreeDef(*)"), 0, 0)
-    assert said == "the value differs from the reference's; exact equality is required"
+    assert said == "your value, 4, is 1 above the reference's; exact equality is required"
+    below = mismatch(out(np.int32(3), treedef="PyTreeDef(*)"), out(np.int32(-1), treedef="PyTreeDef(*)"), 9, 9)
+    assert below == "your value, -1, is 4 below the reference's; exact equality is required"  # no tolerance
+    flag = mismatch(out(np.bool_(True), treedef="PyTreeDef(*)"), out(np.bool_(False), treedef="PyTreeDef(*)"), 0, 0)
+    assert flag == "your function returned False where the reference returns True"
     off = mismatch(out(np.float32(1), treedef="PyTreeDef(*)"), out(np.float32(2), treedef="PyTreeDef(*)"), 0, 0)
     assert off == "the value is off by 1 (tolerance 0 + 0·|expected|)"
     nan = mismatch(out(np.float32(1), treedef="PyTreeDef(*)"), out(np.float32("nan"), treedef="PyTreeDef(*)"), 0, 0)

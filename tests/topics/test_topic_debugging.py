@@ -13,6 +13,8 @@ exported program's locations.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from autograder.requirements import InScope
@@ -104,9 +106,9 @@ def test_argmax_alone_fails_correct_only(one_fault_each):
 def test_steps_counted_from_one_fail_correct_only(one_fault_each):
     assert failed(one_fault_each, "first_nan_grad") == {"correct"}
     # a hidden run grades another instance of the docstring's example's edge, and says so
-    assert message(one_fault_each, "first_nan_grad", "correct").startswith(
-        "a case like the docstring's example: NaN the step after an outlier ("
-    )
+    text = message(one_fault_each, "first_nan_grad", "correct")
+    assert text.startswith("a case like the docstring's example: NaN the step after an outlier (")
+    assert re.search(r": your value, \d+, is 1 above the reference's; exact equality is required$", text), text
 
 
 def test_nested_scopes_fail_jit_only(one_fault_each):
@@ -152,6 +154,7 @@ def test_no_scopes_fail_jit_only(more_faults):
 def test_watching_the_loss_fails_correct_only(watch_the_loss):
     # the loss stays finite at a NaN gradient and after it: -1 wherever the answer is a step
     assert failed(watch_the_loss, "first_nan_grad") == {"correct"}
+    assert "your value, -1, is " in message(watch_the_loss, "first_nan_grad", "correct")
 
 
 def test_watching_the_weights_fails_correct_only(watch_the_weights):
