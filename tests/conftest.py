@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import fcntl
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from autograder import engine
 from autograder.results import Result
-from helpers.grading import EXERCISES, SOLUTIONS, SUBMISSIONS, grade_crafted_public, grade_dir
+from helpers.grading import EXERCISES, SOLUTIONS, crafted_source, grade_crafted_public, grade_dir
 
 TESTS = Path(__file__).resolve().parent
 
@@ -68,13 +67,14 @@ def graded_stubs() -> Result:
 
 @pytest.fixture
 def crafted(tmp_path: Path):
-    """Copy files from tests/submissions/ (named TOPIC__variant.py) into a submission folder."""
+    """Write crafted files from tests/submissions/ (named TOPIC__variant.py) into a submission
+    folder, as submissions (a patch file as the reference with its definitions: `crafted_source`)."""
 
     def make(**variants: str) -> Path:
         folder = tmp_path / "submission"
         folder.mkdir(exist_ok=True)
         for topic, variant in variants.items():
-            shutil.copyfile(SUBMISSIONS / f"{topic}__{variant}.py", folder / f"{topic}.py")
+            (folder / f"{topic}.py").write_text(crafted_source(f"{topic}__{variant}"))
         return folder
 
     return make

@@ -176,7 +176,9 @@ def _band(tmp_path_factory, source):
     fit = spec.exercise("fit")
     fit = dataclasses.replace(fit, checks=(dataclasses.replace(fit.check("trains"), runs=BAND_RUNS),))
     folder = tmp_path_factory.mktemp(source.stem)
-    (folder / f"{TOPIC}.py").write_text(source.read_text())
+    (folder / f"{TOPIC}.py").write_text(
+        crafted_source(source.stem) if source.parent == SUBMISSIONS else source.read_text()
+    )
     result = engine.grade(
         folder,
         [dataclasses.replace(spec, exercises=(fit,))],
@@ -268,7 +270,7 @@ def test_a_public_run_judges_the_loop_in_full_from_the_recording(tmp_path_factor
     test = next(t for t in good.tests if t.check == "trains")
     assert test.status == "passed" and not test.pending and good.extra_data["reference"] == "recorded"
     folder = tmp_path_factory.mktemp("public_stale")
-    (folder / f"{TOPIC}.py").write_text((SUBMISSIONS / f"{TOPIC}__stale_opt_state.py").read_text())
+    (folder / f"{TOPIC}.py").write_text(crafted_source(f"{TOPIC}__stale_opt_state"))
     bad = check_dir(folder, [f"{TOPIC}.fit"])
     test = next(t for t in bad.tests if t.check == "trains")
     assert test.status == "failed" and not test.pending and "barely moved" in test.output
