@@ -21,16 +21,16 @@ from autograder.paths import solutions_dir
 
 SUBMISSIONS = Path(__file__).resolve().parent.parent / "tests" / "submissions"
 sys.path.insert(0, str(SUBMISSIONS.parent))
-from helpers.grading import crafted_source  # noqa: E402 - tests/ is not a package on the path
+from helpers.grading import submission_source  # noqa: E402 - tests/ is not a package on the path
 
 FIGURES = ("n_ops", "flops", "hlo_lines", "ratio", "cases", "compiles")
 
 
 def grade_file(source: Path, topic: str, seed: int) -> engine.Result:
     """Grade one file as `<topic>.py` against the reference (a crafted patch over the reference:
-    tests/helpers/grading.py's `crafted_source`)."""
+    tests/helpers/grading.py's `submission_source`)."""
     with tempfile.TemporaryDirectory(prefix="jaxlings-crafted-") as folder:
-        text = crafted_source(source.stem) if source.parent == SUBMISSIONS else source.read_text()
+        text = submission_source(source)
         (Path(folder) / f"{topic}.py").write_text(text)
         return engine.grade(Path(folder), topics.resolve([topic]), reference_dir=solutions_dir(), seed=seed)
 

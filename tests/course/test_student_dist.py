@@ -31,7 +31,7 @@ import pytest
 from autograder import engine, topics
 from autograder.course import dist
 from autograder.results import Result
-from helpers.grading import EXERCISES, SOLUTIONS, SUBMISSIONS, crafted_source, grade_dir
+from helpers.grading import EXERCISES, SOLUTIONS, SUBMISSIONS, grade_dir, submission_source
 from helpers.service import BROKEN, course  # noqa: F401  (a course server on loopback, for `grade submit`)
 
 pytestmark = pytest.mark.slow
@@ -215,9 +215,7 @@ def test_the_package_gives_the_engines_public_verdicts(student, tmp_path, crafte
     folder = tmp_path / "submission"
     folder.mkdir()
     for topic, path in modules.items():
-        (folder / f"{topic}.py").write_text(
-            crafted_source(path.stem) if path.parent == SUBMISSIONS else path.read_text()
-        )
+        (folder / f"{topic}.py").write_text(submission_source(path))
     if all(
         path.parent == SUBMISSIONS for path in modules.values()
     ):  # graded once a run, tests/student/test_messages too

@@ -125,10 +125,16 @@ def crafted_source(stem: str) -> str:
     one-fault variant is written as its fault and follows the reference as it changes. Any
     other file is the submission as it is.
     """
-    source = (SUBMISSIONS / f"{stem}.py").read_text()
+    return submission_source(SUBMISSIONS / f"{stem}.py")
+
+
+def submission_source(path: Path) -> str:
+    """The source a submission file grades as: a `PATCH` file (named `<topic>__<variant>.py`,
+    see `crafted_source`) applied to the reference, any other file as it is."""
+    source = path.read_text()
     if not source.startswith(PATCH):
         return source
-    return _patched((SOLUTIONS / f"{stem.split('__')[0]}.py").read_text(), source)
+    return _patched((SOLUTIONS / f"{path.stem.split('__')[0]}.py").read_text(), source)
 
 
 def _patched(reference: str, patch: str) -> str:

@@ -41,6 +41,7 @@ from helpers.grading import (
     needs_bwrap,
     reference_solutions,
     short_of_full_marks,
+    submission_source,
 )
 
 TOPIC = "training"
@@ -176,9 +177,7 @@ def _band(tmp_path_factory, source):
     fit = spec.exercise("fit")
     fit = dataclasses.replace(fit, checks=(dataclasses.replace(fit.check("trains"), runs=BAND_RUNS),))
     folder = tmp_path_factory.mktemp(source.stem)
-    (folder / f"{TOPIC}.py").write_text(
-        crafted_source(source.stem) if source.parent == SUBMISSIONS else source.read_text()
-    )
+    (folder / f"{TOPIC}.py").write_text(submission_source(source))
     result = engine.grade(
         folder,
         [dataclasses.replace(spec, exercises=(fit,))],
