@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: setup demo test test-fast lint format build bench gpu-check student-dist clean
+.PHONY: setup demo test test-fast lint format build bench device-check student-dist clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -53,10 +53,10 @@ bench: setup
 	$(BIN)/python benchmarks/bench.py --modes check --each
 	$(BIN)/python benchmarks/bench.py --modes hidden
 
-## On the grading machine (one NVIDIA GPU): speed verdicts of the reference, 2x and 10x slower
-## versions, and the whole course's grading, in one call of a few minutes.
-gpu-check: setup
-	$(BIN)/python benchmarks/gpu_check.py
+## On the grading machine (a TPU or GPU; the CPU elsewhere): speed verdicts of the reference, 2x and
+## 10x slower versions, and the whole course's grading, in one call of a few minutes.
+device-check: setup
+	$(BIN)/python benchmarks/device_check.py
 
 ## Build the student package (wheel + sdist, nothing hidden in it) into dist/.
 student-dist: setup

@@ -136,6 +136,47 @@ class Recorder(Live):
         return from_blob(blob)[0]
 
 
+DEVICE_KINDS = frozenset({"steps", "rounds"})
+"""Answers that must come from the accelerator itself (the reference's timed work: a stream's
+per-call times, a speed check's rounds), fetched before the student's process takes it
+(`Check.prefetch`); every other answer is the reference's on the host's CPU."""
+
+
+class Prefetching(Live):
+    """Live answers of the reference on the device (`autograder.device_grading`'s first phase),
+    the device kinds kept in `store`, keyed by request, for the student's phase."""
+
+    mode = "prefetch"
+
+    def __init__(self, store: dict[str, Any]) -> None:
+        self.store = store
+
+    def answer(self, kind: str, request: Any, compute: Callable[[], T]) -> T:
+        value = compute()
+        if kind in DEVICE_KINDS:
+            self.store[request_key(kind, request)] = value
+        return value
+
+
+class Prefetched(Live):
+    """The student's phase on a device: the device kinds from the first phase's `store` (a
+    request it did not make is the grader's error), every other answer live, from the
+    reference on the host's CPU."""
+
+    mode = "live"
+
+    def __init__(self, store: dict[str, Any]) -> None:
+        self.store = store
+
+    def answer(self, kind: str, request: Any, compute: Callable[[], T]) -> T:
+        if kind not in DEVICE_KINDS:
+            return compute()
+        key = request_key(kind, request)
+        if key not in self.store:
+            raise MissingAnswer(f"the reference's `{kind}` on the device was not measured ahead for this request")
+        return self.store[key]
+
+
 class Replay(Live):
     """Answers and draws from a recording; nothing of the reference runs."""
 

@@ -22,9 +22,9 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from autograder import __version__, draws, engine, hints, paths, report, topics, workspace
+from autograder import __version__, device, draws, engine, hints, paths, report, topics, workspace
 from autograder import public as public_data
-from autograder.isolation import bwrap_available
+from autograder.isolation import bwrap_available, bwrap_problem
 from autograder.results import Result, TestResult
 from autograder.session import GraderError
 from autograder.spares import Spares
@@ -45,6 +45,12 @@ USER_ERRORS = (
     KeyError,
     public_data.PublicDataError,
     workspace.WorkspaceError,
+    device.DeviceError,
+)
+DEVICE_HELP = (
+    "Where the student's functions run: auto (the machine's accelerator, a TPU or GPU, where it has one; "
+    "else the CPU), cpu (the CPU, the accelerator left alone), or exclusive (the CPU played as an accelerator, "
+    "one process on it at a time: for tests). Default: JAXLINGS_DEVICE, else auto."
 )
 
 
@@ -76,10 +82,13 @@ def _run(
     isolate: bool = False,
     jobs: int | None = None,
     spares: Spares | None = None,
+    device_setting: str | None = None,
 ) -> Result:
-    """Public runs replay the public expectations; hidden runs grade against the live reference."""
+    """Public runs replay the public expectations; hidden runs grade against the live reference.
+    `device_setting` says where the student's functions run (`DEVICE_HELP`, `autograder.device`)."""
     specs = topics.resolve(selected, public=public)
     jobs = jobs or engine.default_jobs()
+    on = device.resolve(device_setting)
     with console.status("starting workers…") as status:
         if public:
             return engine.grade(
@@ -90,7 +99,8 @@ def _run(
                 on_test=_progress(status),
                 answers=public_data.replay,
                 jobs=jobs,
-                spares=spares,
+                spares=None if on is not None else spares,
+                device=on,
             )
         return engine.grade(
             submission,
@@ -101,6 +111,7 @@ def _run(
             isolate=isolate,
             on_test=_progress(status),
             jobs=jobs,
+            device=on,
         )
 
 
@@ -118,6 +129,7 @@ def check(
     directory: Path = typer.Option(Path("exercises"), "--dir", help="Your exercises folder."),
     sandbox: bool = typer.Option(False, help="Run your code under bubblewrap, as the grading server does."),
     json_path: Path | None = typer.Option(None, "--json", help="Also write the result (results.json format) here."),
+    device_setting: str | None = typer.Option(None, "--device", help=DEVICE_HELP),
 ) -> None:
     """Run the public checks on your exercises: the same checks the grader runs, on fixed cases.
 
@@ -125,7 +137,7 @@ def check(
     """
     if not directory.is_dir():
         raise FileNotFoundError(f"no exercises folder at {directory.resolve()} (run `grade init` first, or use --dir)")
-    result = _run(directory, names, public=True, isolate=sandbox)
+    result = _run(directory, names, public=True, isolate=sandbox, device_setting=device_setting)
     report.result_tables(result, console)
     report.save_last_check(Path.cwd(), result)
     known = report.load_last_check(Path.cwd())
@@ -165,6 +177,7 @@ def grade(
         "--leaderboard",
         help="With --json: add Gradescope's `leaderboard` (each measured speed ratio, lower first).",
     ),
+    device_setting: str | None = typer.Option(None, "--device", help=DEVICE_HELP),
 ) -> None:
     """Run the hidden checks on a submission and print (and optionally write) the result."""
     if sandbox not in ("auto", "on", "off"):
@@ -173,8 +186,7 @@ def grade(
     with open_submission(submission) as folder:  # a bad submission is named before a missing sandbox
         if sandbox == "on" and not bwrap_available():
             raise GraderError(
-                "the sandbox needs bubblewrap (`apt-get install bubblewrap`); to grade without it, "
-                "say so with --sandbox off (the result records it)"
+                f"{bwrap_problem()}; to grade without it, say so with --sandbox off (the result records it)"
             )
         if not isolate:
             console.print(
@@ -188,6 +200,7 @@ def grade(
             seed=None if seed is None else draws.parse_seed(seed),
             isolate=isolate,
             jobs=jobs,
+            device_setting=device_setting,
         )
     report.result_tables(result, console)
     if json_path:

@@ -23,12 +23,14 @@ import numpy as np
 
 from autograder import structure
 from autograder.compare import mismatch
+from autograder.device import tolerance as device_tolerance
 from autograder.isolation import WorkerDied
 from autograder.session import REFERENCE_TIMEOUT, GraderError, StudentError, format_error
 from autograder.spec import Case, Exercise
-from autograder.timing import CallFailed, Timed, timed_call
+from autograder.timing import CallFailed, Timed, committed_round, outputs, timed_call
 
 if TYPE_CHECKING:
+    from autograder.device import Device
     from autograder.isolation import WorkerProcess
     from autograder.session import TopicSession
 
@@ -114,6 +116,49 @@ class Side:
         with self.alone():
             return timed_call(self._worker(), fn, cases, jit=jit, static_argnums=static_argnums, timeout=timeout)
 
+    def committed(
+        self,
+        fn: str,
+        *,
+        jit: bool,
+        timeout: float,
+        salt: int,
+        static_argnums: tuple[int, ...] = (),
+        cases: list[Case] | None = None,
+        generate: dict[str, Any] | None = None,
+    ) -> Timed:
+        """One round on a device, timed to its outputs' checksums (`autograder.timing.committed_round`);
+        the outputs stay in the worker (`fetched`). Raises `WorkerDied` or `CallFailed`."""
+        with self.alone():
+            return committed_round(
+                self._worker(),
+                fn,
+                jit=jit,
+                static_argnums=static_argnums,
+                timeout=timeout,
+                salt=salt,
+                cases=cases,
+                generate=generate,
+            )
+
+    def keep(self) -> None:
+        """Have the worker keep its last committed round's outputs (the best so far) for `fetched`."""
+        self.call("keep")
+
+    def fetched(self, timeout: float) -> list[Output]:
+        """The outputs of this side's kept round, sent after its window."""
+        return outputs(self._worker(), "fetch", timeout)["outs"]
+
+    def round(self, timeout: float, **fields: Any) -> dict[str, Any]:
+        """A round computed untimed (`op_round`): its outputs, and the checksums of inputs it
+        made. The reference's failure here is the grader's."""
+        try:
+            return outputs(self._worker(), "round", timeout, **fields)
+        except (WorkerDied, CallFailed) as exc:
+            if self.student:
+                raise
+            raise GraderError(f"the reference {self._session.topic.name}.{fields.get('fn')} failed: {exc}") from None
+
     def alone(self) -> contextlib.AbstractContextManager:
         """For the reference's timed work: the student's process frozen meanwhile (nothing it
         started competes for cores, caches or memory bandwidth). Nothing for the student's."""
@@ -159,7 +204,11 @@ class CheckContext:
 
     @classmethod
     def start(cls, session: TopicSession, exercise: Exercise) -> CheckContext:
-        """An exercise's context: this run's cases drawn, and the reference's outputs on them."""
+        """An exercise's context: this run's cases drawn, and the reference's outputs on them.
+        On an accelerator, the exercise's tolerances are at least the device's (`device.TOLERANCE`):
+        the student's outputs come from it, the reference's from the host's CPU."""
+        if session.device is not None and session.device.accelerator:
+            exercise = exercise.at_least(*device_tolerance(session.device.kind))
         cases = session.draw(exercise.name, "cases", lambda rng: exercise.cases(rng, session.public))
         ctx = cls(session, exercise, cases, [])
         ctx.expected = [ctx.reference_output(fn=exercise.name, args=c.args, **reference_call(exercise)) for c in cases]
@@ -174,8 +223,15 @@ class CheckContext:
 
     @property
     def backend(self) -> str:
-        """The trusted worker's JAX backend ("cpu", "gpu", ...)."""
-        return self._session.platform["backend"]
+        """The JAX backend the student's functions are timed on ("cpu", "tpu", "gpu"): the
+        device's where the topic is graded on one, else the trusted worker's."""
+        return self._session.backend
+
+    @property
+    def device(self) -> Device | None:
+        """The accelerator (or the exclusive mode's CPU) the student's functions run on, or None:
+        then every worker is on the CPU and the reference is timed beside the student."""
+        return self._session.device
 
     @property
     def topic_name(self) -> str:

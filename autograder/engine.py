@@ -26,9 +26,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from autograder import draws, source, stubs, words
-from autograder.answers import Live
+from autograder.answers import Live, Prefetched
 from autograder.checks import Check, ordered, waiting_for
 from autograder.context import CheckContext
+from autograder.device import Device, detect
+from autograder.device_grading import DeviceRun, reference_phase
 from autograder.gate import ClockGate
 from autograder.isolation import Limits
 from autograder.results import Outcome, Result, TestResult
@@ -66,6 +68,7 @@ def grade(
     answers: AnswersFor | None = None,
     jobs: int = 1,
     spares: Spares | None = None,
+    device: Device | None = None,
 ) -> Result:
     """Grade the `<topic>.py` files found in `submission`.
 
@@ -79,7 +82,10 @@ def grade(
     with every test as it finishes. `jobs` topics are graded at a time (see `autograder.gate`:
     timed checks run alone where the clock is wall time); the result keeps the topics' order.
     `spares` holds student workers started ahead (`grade watch`, `autograder.spares`): used in
-    public, unsandboxed runs only (`TopicSession`).
+    public, unsandboxed runs only (`TopicSession`). `device` is the grading machine's accelerator
+    (`autograder.device.resolve`; None: the CPU): the topics whose spec runs there are graded in
+    one process on it at a time (`autograder.device_grading`), the others beside them on the
+    host's CPU; the result's `extra_data["device"]` records each process that held it.
     """
     started = time.monotonic()
     seed = PUBLIC_SEED if public and seed is None else (seed if seed is not None else draws.new_seed())
@@ -90,7 +96,11 @@ def grade(
             with lock:
                 on_test(test)
 
-    def one(topic: Topic) -> tuple[list[TestResult], dict, dict]:  # a topic, or a part of one (`plan`)
+    on_device = [t for t in topics if device is not None and t.platform == "accelerator"]
+    cpu_env = off_device_env(device)
+
+    def one(topic: Topic, run: DeviceRun | None = None) -> tuple[list[TestResult], dict, dict]:
+        """A topic, or a part of one (`plan`); on the device's shared worker where `run` is given."""
         t0 = time.monotonic()
         module = Path(submission) / f"{topic.name}.py"
         reference = Path(reference_dir) / f"{topic.name}.py" if reference_dir is not None else None
@@ -109,10 +119,12 @@ def grade(
                     isolate=isolate,
                     limits=limits,
                     on_test=listener if on_test else None,
-                    answers=answers(topic.name) if answers else None,
+                    answers=topic_answers(topic, run),
                     timings=timings,
                     gate=gate,
-                    spares=spares,
+                    spares=None if run is not None else spares,
+                    device=run,
+                    cpu_env=cpu_env,
                 )
             except GraderError:
                 raise
@@ -125,13 +137,43 @@ def grade(
                 )
         return topic_tests, platform, topic_summary(topic_tests, round(time.monotonic() - t0, 2), timings, platform)
 
-    parts = plan(topics, jobs, Path(submission))
-    with ThreadPoolExecutor(max(1, min(jobs, len(parts) or 1)), thread_name_prefix="topic") as pool:
+    def topic_answers(topic: Topic, run: DeviceRun | None) -> Live | None:
+        """Replayed, live, or on the device live but for the answers measured there first."""
+        if answers is not None:
+            return answers(topic.name)
+        return Prefetched(run.store.get(topic.name, {})) if run is not None else None
+
+    def on_the_device() -> dict[str, tuple[list[TestResult], dict, dict]]:
+        """The topics graded on the device, one after another: the reference's phase there
+        first (hidden grading), then the student's shared process (`device_grading`)."""
+        assert device is not None
+        modules = [Path(submission) / f"{t.name}.py" for t in on_device]
+        run = DeviceRun(device, isolate=isolate, limits=limits, student_modules=[m for m in modules if m.is_file()])
+        try:
+            if answers is None and reference_dir is not None:
+                reference_phase(
+                    run, device_work(on_device, Path(submission), Path(reference_dir)), seed, limits=limits, gate=gate
+                )
+            return {topic.name: one(topic, run) for topic in on_device}
+        finally:
+            run.close()
+
+    parts = plan([t for t in topics if t not in on_device], jobs, Path(submission))
+    with ThreadPoolExecutor(max(1, min(jobs, len(parts) + bool(on_device))), thread_name_prefix="topic") as pool:
+        device_future = pool.submit(on_the_device) if on_device else None
         by_cost = sorted(parts, key=lambda part: part.cost, reverse=True)
         futures = {id(part): pool.submit(one, part.topic) for part in by_cost}
-        graded = [merged(topic, [futures[id(p)].result() for p in parts if p.name == topic.name]) for topic in topics]
+        on_device_graded = device_future.result() if device_future is not None else {}
+        graded = [
+            on_device_graded[topic.name]
+            if topic.name in on_device_graded
+            else merged(topic, [futures[id(p)].result() for p in parts if p.name == topic.name])
+            for topic in topics
+        ]
     tests = [t for topic_tests, _, _ in graded for t in topic_tests]
-    platform: dict = next((p for _, p, _ in reversed(graded) if p), {})
+    platform: dict = next((p for _, p, _ in on_device_graded.values() if p), {}) or next(
+        (p for _, p, _ in reversed(graded) if p), {}
+    )
     summary = {topic.name: entry for topic, (_, _, entry) in zip(topics, graded)}
     extra = {
         "seed": seed,
@@ -142,12 +184,39 @@ def grade(
         "reference": "recorded" if answers else "live",
         "jobs": jobs,
     }
+    if device is not None:
+        extra["device"] = {**device.summary(), "topics": [t.name for t in on_device]}
     if not isolate and not public:
         extra["sandbox_warning"] = (
             "student code ran without the sandbox: it could read files and reach the "
             "network, and its verdicts are not protected against a hostile submission"
         )
     return Result(tests, time.monotonic() - started, extra)
+
+
+def off_device_env(device: Device | None) -> dict[str, str]:
+    """The variables of every worker not on `device`: on the host's CPU. Without a device on a
+    machine that has an accelerator (`--device cpu`), no worker may open it either."""
+    if device is not None:
+        return device.env(on_device=False)
+    return {"JAX_PLATFORMS": "cpu"} if detect() is not None else {}
+
+
+def device_work(topics: list[Topic], submission: Path, reference_dir: Path) -> list[tuple[Topic, Path, set[str]]]:
+    """What the reference's phase on the device has to do: each topic the submission has, with
+    its reference module and the exercises that are stubs there (the student's file read for
+    them: a stub is never called, so nothing of its checks is measured ahead)."""
+    work = []
+    for topic in topics:
+        module = submission / f"{topic.name}.py"
+        if not module.is_file():
+            continue
+        text = module.read_text(errors="replace")
+        if source.syntax_error(text, module.name):  # the topic fails before anything runs
+            continue
+        found = stubs.find(text, [ex.name for ex in topic.exercises])
+        work.append((topic, reference_dir / f"{topic.name}.py", set(found)))
+    return work
 
 
 SPLIT_MIN_COST = 20
@@ -279,11 +348,16 @@ def grade_topic(
     timings: dict | None = None,
     gate: ClockGate | None = None,
     spares: Spares | None = None,
+    device: DeviceRun | None = None,
+    cpu_env: dict[str, str] | None = None,
 ) -> tuple[list[TestResult], dict]:
     """All tests of one topic, from a private copy of the student's module. `timings` (when
     given) receives where the time went: the workers' start, per exercise the reference's
     outputs ("cases") and each check, in seconds, and what each worker compiled, as its JAX
-    reports it (see `benchmarks/bench.py`). `gate` is shared by the topics graded side by side."""
+    reports it (see `benchmarks/bench.py`). `gate` is shared by the topics graded side by side.
+    `device`: the grading's device side, whose shared worker runs the student's functions
+    (`autograder.device_grading`); `cpu_env`: the variables that keep the other workers on
+    the host's CPU, where the machine has an accelerator."""
     timings = {} if timings is None else timings
     gate = gate or ClockGate()
     with tempfile.TemporaryDirectory(prefix=f"jaxlings-{topic.name}-") as tmp:
@@ -308,6 +382,8 @@ def grade_topic(
                 answers=answers,
                 needs_reference=needs_reference(topic, stubbed, answers),
                 spares=spares,
+                device=device,
+                cpu_env=cpu_env,
             )
         with session:
             timings["start"] = round(time.monotonic() - t0, 3)
@@ -345,8 +421,10 @@ def needs_reference(topic: Topic, stubbed: dict[str, str], answers: Live | None)
 
 def _gated(session: TopicSession, gate: ClockGate, check: Check | None) -> contextlib.AbstractContextManager:
     """How a check (None: the reference's outputs) holds the gate: a timed one alone where the
-    clock is wall time, everything else shared."""
-    if check is not None and check.timed and session.wall_clock:
+    clock is wall time, or where its two sides are timed apart (on a device: the reference's
+    rounds in a phase of their own, so each side must see the same quiet machine), everything
+    else shared."""
+    if check is not None and check.timed and (session.wall_clock or session.device is not None):
         return gate.exclusive()
     return gate.shared()
 

@@ -140,8 +140,32 @@ def _hello(reply: dict) -> None:
     }
 
 
+def _digest(x: Any, where: str) -> list:
+    """A digest (`worker.commit.digest`): four 32-bit unsigned integers."""
+    if len(_list(x, where)) != 4 or any(type(n) is not int or not 0 <= n < 1 << 32 for n in x):
+        _fail(where, "expected a digest: four 32-bit words")
+    return x
+
+
 def _timed(reply: dict) -> None:
+    if "digest" in reply:  # a round on an accelerator: its outputs stay in the worker (`fetch`)
+        _digest(reply["digest"], "digest")
+    else:
+        _outs(reply.get("outs"))
+
+
+def _call_outs(reply: dict) -> None:
     _outs(reply.get("outs"))
+
+
+def _inputs(reply: dict) -> None:
+    _digest(reply.get("inputs"), "inputs")
+
+
+def _round(reply: dict) -> None:
+    _outs(reply.get("outs"))
+    if "inputs" in reply:
+        _digest(reply["inputs"], "inputs")
 
 
 def _load(reply: dict) -> None:
@@ -154,6 +178,11 @@ SCHEMAS: dict[str, Callable[[dict], None]] = {
     "load": _load,
     "call": _call,
     "timed": _timed,
+    "fetch": _call_outs,
+    "keep": lambda reply: None,
+    "round": _round,
+    "inputs": _inputs,
+    "module": _load,
     "trace": _trace,
     "analyse": _analyse,
     "prepare": lambda reply: None,

@@ -459,8 +459,9 @@ class TempBytesAtMost(_AtMostReference):
 
     Like the FLOP count, the figure is exact for one backend and one version of JAX and XLA,
     and differs between backends: the verdict compares with the reference compiled on the same
-    machine. Where the backend reports no memory analysis there is no verdict; a TPU v5e
-    (jax 0.10.2) reports 0 for every program, so there it passes everything.
+    machine. Programs are analysed on the host's CPU, also where the grading machine has an
+    accelerator (`autograder.device`): a TPU v5e (jax 0.10.2) reports 0 for every program.
+    Where the backend reports no memory analysis there is no verdict.
     """
 
     factor: float = 2.0

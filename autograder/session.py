@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -32,6 +32,10 @@ from autograder.isolation import Limits, ReplyBound, WorkerDied, WorkerProcess
 from autograder.spares import Spares
 from autograder.spec import Topic
 from autograder.worker import wire
+
+if TYPE_CHECKING:
+    from autograder.device import Device
+    from autograder.device_grading import DeviceRun, SharedWorker
 
 REFERENCE_TIMEOUT = 300.0
 STATS_TIMEOUT = 2.0  # seconds a worker has to say what it compiled (`TopicSession.compile_stats`)
@@ -55,6 +59,12 @@ class TopicSession:
     `needs_reference=False` starts the trusted worker only if something asks for it: the engine
     says so when every exercise is a stub (`autograder.stubs`), or, replaying expectations, when
     no exercise has a check that sends programs to it (a check whose `analyses` is set, `autograder.checks.base`).
+
+    On a machine with an accelerator (`autograder.device_grading`): `device` is the grading's
+    device side, whose shared worker is the student's process for a topic graded on the device
+    (every other worker then runs on the host's CPU, with `cpu_env`); with `reference_worker`
+    (the device's trusted process) the session is the reference's phase on the device: no
+    student, the reference's answers from that worker.
     """
 
     def __init__(
@@ -70,8 +80,12 @@ class TopicSession:
         answers: Live | None = None,
         needs_reference: bool = True,
         spares: Spares | None = None,
+        device: DeviceRun | None = None,
+        reference_worker: SharedWorker | None = None,
+        cpu_env: dict[str, str] | None = None,
     ) -> None:
         self.topic, self.module, self.reference = topic, module, reference
+        self.device_run, self.cpu_env = device, dict(cpu_env or {})
         self._spares = spares if public and not isolate else None  # never in hidden grading, nor sandboxed
         self._trusted_spares = self._spares  # for the analysis worker, once (`_start_reference`)
         self.seed, self.public, self.isolate, self.limits = seed, public, isolate, limits
@@ -84,16 +98,40 @@ class TopicSession:
         if reference is None and self.answers.mode != "replay":
             raise GraderError(f"grading {topic.name} live needs the reference solutions")
         self._ref: WorkerProcess | None = None
+        if reference_worker is not None:  # the reference's phase on the device: no student
+            self._stu, self.load_error = None, None
+            self._ref = self._shared_reference(reference_worker)
+            return
         if not needs_reference:
             self._stu, self.load_error = self._start_student()
             return
-        with ThreadPoolExecutor(2) as pool:  # replaying, the trusted worker only analyses programs
+        # The two start side by side; the student's in this thread, which lives as long as the topic:
+        # a sandboxed worker dies with the thread that started it (bubblewrap's --die-with-parent is
+        # the thread's parent-death signal), and one started in a pool's thread died as the pool
+        # closed, to be started again at the first request: a wasted start per topic.
+        with ThreadPoolExecutor(1) as pool:  # replaying, the trusted worker only analyses programs
             ref_future = pool.submit(self._start_reference)
-            stu_future = pool.submit(self._start_student)
+            self._stu, self.load_error = self._start_student()
             self._ref = ref_future.result()
-            self._stu, self.load_error = stu_future.result()
 
     # -- workers -------------------------------------------------------------------------
+
+    @property
+    def device(self) -> Device | None:
+        """The accelerator this topic's student functions run on, or None (the CPU)."""
+        return self.device_run.device if self.device_run is not None else None
+
+    def _shared_reference(self, shared: SharedWorker) -> WorkerProcess:
+        """The device's trusted worker with this topic's reference imported."""
+        if self.reference is None:
+            raise GraderError(f"grading {self.topic.name} on the device needs the reference solutions")
+        try:
+            worker, loaded = shared.worker_for(self.reference, f"reference_{self.topic.name}")
+        except (WorkerDied, replies.MalformedReply) as exc:
+            raise GraderError(f"the reference for {self.topic.name} did not start on the device: {exc}") from None
+        if not loaded["ok"]:
+            raise GraderError(f"the reference for {self.topic.name} failed to import: {loaded['error']}")
+        return worker
 
     def _start_reference(self) -> WorkerProcess:
         """The trusted worker: the reference module live, or, when replaying, an empty module
@@ -119,7 +157,9 @@ class TopicSession:
     def _start_trusted(self, module: Path, name: str, cache: compile_cache.Policy, what: str) -> WorkerProcess:
         """A trusted worker on `module`; GraderError naming `what` when it does not start or import."""
         try:
-            worker = WorkerProcess(module, name, env=self.topic.env, limits=self.limits, cache=cache)
+            worker = WorkerProcess(
+                module, name, env={**self.topic.env, **self.cpu_env}, limits=self.limits, cache=cache
+            )
         except WorkerDied as exc:
             raise GraderError(f"{what} did not start: {exc}") from None
         loaded = worker.load_reply or {"ok": False, "error": "no reply"}
@@ -133,6 +173,11 @@ class TopicSession:
         this topic); (None, reason) when the module cannot be imported."""
         spares, self._spares = self._spares, None
         timeout = min(120.0, self.time_left())
+        if self.device_run is not None:
+            shared, error = self.device_run.student_worker(self.module, self.topic.name, timeout)
+            if shared is not None:
+                shared.bound_for = self.reply_bound
+            return shared, error
         try:
             stu = spares and spares.take(
                 self.topic, self.module, limits=self.limits, cache=self._student_cache(), timeout=timeout
@@ -140,7 +185,7 @@ class TopicSession:
             stu = stu or WorkerProcess(
                 self.module,
                 self.topic.name,
-                env=self.topic.env,
+                env={**self.topic.env, **self.cpu_env},
                 isolate=self.isolate,
                 limits=self.limits,
                 start_timeout=timeout,
@@ -243,15 +288,30 @@ class TopicSession:
     def platform(self) -> dict[str, Any]:
         """The trusted worker's platform ({} if it never started: nothing was judged). Replaying
         expectations (a public run, which decides nothing), a topic whose checks analyse no
-        program never starts that worker, and the student's worker, on the same machine, says."""
+        program never starts that worker, and the student's worker, on the same machine, says.
+        A topic graded on an accelerator: the device's (`DeviceRun.platform`)."""
+        if self.device_run is not None:
+            return self.device_run.platform
         if self._ref is None and self.answers.mode == "replay" and self._stu is not None:
             return self._stu.platform
         return self._ref.platform if self._ref is not None else {}
+
+    def export_for(self) -> dict[str, Any]:
+        """What the student's `trace` request adds: on an accelerator, its programs exported for
+        the CPU, where the trusted side analyses and runs them (one process holds the device)."""
+        return {"platforms": ["cpu"]} if self.device is not None and self.device.accelerator else {}
+
+    @property
+    def backend(self) -> str:
+        """The backend the student's functions are timed on (the device's, where there is one)."""
+        return self.device.backend if self.device is not None else self.platform["backend"]
 
     @property
     def wall_clock(self) -> bool:
         """Whether timed checks read wall time (a GPU, or no cgroups): then they must run alone
         (`autograder.gate`); on a CPU with cgroups each worker's CPU time is its own."""
+        if self.device is not None and self.device.accelerator:
+            return True
         platform = self.platform or self.ref.platform
         workers = [w for w in (self._ref, self._stu) if w is not None]
         return platform.get("backend") != "cpu" or any(w.accounting != "cgroup" for w in workers)
@@ -320,7 +380,7 @@ class TopicSession:
 
     def close(self) -> None:
         for w in (self._ref, self._stu, self._analyser):
-            if w is not None:
+            if w is not None and not getattr(w, "shared", False):  # a device's shared worker outlives the topic
                 w.close()
         if self._analysis_dir is not None:
             self._analysis_dir.cleanup()

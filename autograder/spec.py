@@ -9,7 +9,7 @@ have, how to time it, what each check is worth, and how to hint.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -157,6 +157,18 @@ class Exercise:
                 raise SpecError(f"{self.name}: {exc}") from None
         ordered(self.checks)
 
+    def at_least(self, rtol: float, atol: float) -> Exercise:
+        """This exercise with its tolerances, and those of its checks that have their own
+        (`Grad`), raised to at least `rtol` and `atol` (outputs computed on an accelerator,
+        compared with the reference's on the CPU: `device.TOLERANCE`)."""
+        checks = tuple(
+            replace(c, rtol=max(c.rtol, rtol), atol=max(c.atol, atol))  # type: ignore[call-arg]  # `Grad`'s own
+            if hasattr(c, "rtol") and hasattr(c, "atol")
+            else c
+            for c in self.checks
+        )
+        return replace(self, rtol=max(self.rtol, rtol), atol=max(self.atol, atol), checks=checks)
+
     def check(self, name: str) -> Check | None:
         """The exercise's check called `name`, or None."""
         return next((c for c in self.checks if c.name == name), None)
@@ -182,6 +194,10 @@ class Exercise:
         return edge + [Case(c.args, c.label or f"random case, size {s}", c.hidden) for c, s in zip(drawn, self.sizes)]
 
 
+PLATFORMS = ("accelerator", "cpu")
+"""Where a topic's functions run on a grading machine with an accelerator (`Topic.platform`)."""
+
+
 @dataclass(frozen=True)
 class Topic:
     """A topic: its exercises in order, and how its worker processes must be set up.
@@ -189,6 +205,11 @@ class Topic:
     `env` is added to the environment of both worker processes before JAX is imported (for
     example the XLA flag that fakes 8 CPU devices for sharding). `time_limit` bounds the
     wall time of the whole topic for one submission, in seconds.
+
+    `platform` is where the student's functions run on a grading machine with an accelerator:
+    "accelerator" (on it: the default), or "cpu" (on the host's CPU, with `platform_reason`
+    saying why: float64 work, which a TPU refuses, or many devices). On a machine without one,
+    every topic runs on the CPU (`autograder.device`).
     """
 
     name: str
@@ -196,6 +217,21 @@ class Topic:
     exercises: tuple[Exercise, ...]
     env: dict[str, str] = field(default_factory=dict)
     time_limit: float = 600.0
+    platform: str = "accelerator"
+    platform_reason: str = ""
+
+    def __post_init__(self) -> None:
+        from autograder.checks.base import SpecError
+
+        if self.platform not in PLATFORMS:
+            raise SpecError(f"{self.name}: platform must be one of {', '.join(PLATFORMS)}, not {self.platform!r}")
+        if self.platform == "cpu" and not self.platform_reason:
+            raise SpecError(f"{self.name}: a topic graded on the CPU says why (platform_reason)")
+        if self.platform == "accelerator" and self.env:
+            raise SpecError(
+                f"{self.name}: a topic with its own environment ({', '.join(self.env)}) cannot share the "
+                'accelerator\'s one process with the others: give it platform="cpu"'
+            )
 
     def exercise(self, name: str) -> Exercise:
         """The exercise called `name`; KeyError naming the topic's exercises otherwise."""

@@ -111,7 +111,7 @@ def traced_facts(
     something else on a sample).
     """
     ref, ref_outs, ref_seconds = reference_facts(session, request)
-    stu_trace = session.call_student("trace", **trace_request(request))
+    stu_trace = session.call_student("trace", **trace_request(request), **session.export_for())
     programs = stu_trace["programs"]
     expected = ref_outs if verify_against_reference else _own_jitted_outputs(session, request)
     facts, outs, _ = _analysed(session, programs, request, student=True, reference_seconds=ref_seconds)
@@ -226,7 +226,7 @@ def program_layouts(
         return {"out": reply["out"], "shardings": reply.get("shardings", []), "seconds": time.monotonic() - t0}
 
     ref = session.answer("layouts", request, reference)
-    programs = session.call_student("trace", **trace_request(request))["programs"]
+    programs = session.call_student("trace", **trace_request(request), **session.export_for())["programs"]
     if "first" not in programs:
         raise StudentError("the trace reply has no `first` program")
     reply = _analyse(session, programs["first"], args, True, shardings=True, reference_seconds=ref.get("seconds"))

@@ -42,11 +42,13 @@ from autograder.worker import shm
 
 @dataclass(frozen=True)
 class Timed:
-    """One timed workload: its wall and CPU time (inputs in to outputs held), its outputs."""
+    """One timed workload: its wall and CPU time (inputs in to outputs held), its outputs; or,
+    for a round on a device, the digest of its outputs (`digest`), which stay in the worker."""
 
     seconds: float
     cpu_seconds: float | None
     outs: list[dict[str, Any]]
+    digest: list[int] | None = None
 
 
 class CallFailed(Exception):
@@ -134,3 +136,52 @@ def timed_call(
         worker.kill("sent a malformed reply")
         raise CallFailed(f"the worker's reply was malformed: {len(reply['outs'])} outputs for {len(cases)} calls")
     return Timed(seconds, cpu, reply["outs"])
+
+
+def committed_round(
+    worker: WorkerProcess,
+    fn: str,
+    *,
+    jit: bool,
+    static_argnums: tuple[int, ...],
+    timeout: float,
+    salt: int,
+    cases: list[Case] | None = None,
+    generate: dict[str, Any] | None = None,
+) -> Timed:
+    """Time one round on a device: its inputs sent (`cases`, through the shared region once the
+    clocks run) or made on the device from the round's key (`generate`, `autograder.workloads`),
+    the calls run, and the reply holding only the outputs' digest under `salt`
+    (`autograder.worker.commit`), computed on the device from the outputs: the clocks stop when
+    the grader holds it. The outputs stay in the worker (`keep`, then `outputs(worker, "fetch")`)."""
+    fields: dict[str, Any] = {"fn": fn, "jit": jit, "static_argnums": static_argnums, "commit": salt}
+    if generate is not None:
+        fields["generate"] = generate
+    inputs = [c.args for c in cases] if cases is not None else None
+    reply, seconds, cpu = timed_request(worker, "timed", timeout, inputs=inputs, **fields)
+    if "digest" not in reply:
+        worker.kill("sent a malformed reply")
+        raise CallFailed("the worker's reply was malformed: no digest for a round on the device")
+    return Timed(seconds, cpu, [], reply["digest"])
+
+
+def outputs(worker: WorkerProcess, op: str, timeout: float, **fields: Any) -> dict[str, Any]:
+    """A request whose reply carries outputs (`fetch`: a committed round's; `round`: a round
+    computed untimed), their bytes through the worker's shared region where it has one; the
+    reply, its outputs copied out and checked. Raises WorkerDied, or CallFailed (an error, a
+    malformed reply: the worker is then stopped)."""
+    region = getattr(worker, "region", None)
+    if region is not None:
+        fields["shm"] = [0, region.size]
+    reply = worker.request(op, timeout, **fields)
+    try:
+        if region is not None:
+            _take_outputs(region, 0, reply)
+        replies.check(op, reply)
+    except (replies.MalformedReply, shm.Malformed) as exc:
+        worker.kill(f"sent a malformed reply ({exc})")
+        raise CallFailed(f"the worker's reply was malformed: {exc}") from None
+    if not reply["ok"]:
+        err = reply["error"]
+        raise CallFailed(f"{err['type']}: {err['message']}", err)
+    return reply

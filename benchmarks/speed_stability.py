@@ -47,50 +47,9 @@ ROOT = _tree()
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from gpu_check import speed_of  # noqa: E402
+from device_check import SLOWDOWN, speed_of  # noqa: E402
 
 from autograder import topics  # noqa: E402
-
-# Appended to a copy of the reference: the named function does its work `times` times, each
-# copy on inputs equal to the given ones at run time (every leaf of every argument) that XLA
-# cannot prove equal, all made before the first call (which may donate the given ones); every
-# copy's output feeds the result, so none is dead code.
-SLOWDOWN = """
-
-import jax as _jax
-import jax.numpy as _jnp
-
-
-def _numeric(x):
-    return isinstance(x, _jax.Array) and not _jax.dtypes.issubdtype(x.dtype, _jax.dtypes.prng_key)
-
-
-def _always(x):
-    # True for every input the grader draws (max >= min), but XLA cannot know it: no folding
-    return _jnp.max(x) >= _jnp.min(x)
-
-
-def _equal_copy(x, k):
-    if isinstance(x, _jax.Array) and _jax.dtypes.issubdtype(x.dtype, _jax.dtypes.prng_key):
-        data = _jax.random.key_data(x)
-        return _jax.random.wrap_key_data(_jnp.where(_always(data), data, (data + k).astype(data.dtype)),
-                                         impl=_jax.random.key_impl(x))
-    if _numeric(x) and x.size:
-        return _jnp.where(_always(x), x, (x + k).astype(x.dtype))  # a new expression for every k
-    return x
-
-
-def _slowed(f, times):
-    def slowed(*args):
-        copies = [_jax.tree.map(lambda a: _equal_copy(a, k), args) for k in range(1, times)]
-        result = f(*args)
-        for other in (f(*c) for c in copies):
-            result = _jax.tree.map(lambda r, o: _jnp.where(_always(o), r, o) if _numeric(r) and r.size else r,
-                                   result, other)
-        return result
-    return slowed
-
-"""
 
 # `affine` twice in NumPy (the issue's twin): NumPy runs eagerly, so both products are computed.
 NUMPY_AFFINE = """

@@ -58,7 +58,7 @@ def histogram(x, nbins):
         (an `.at[...].add`).
       - speed (2): be about as fast as the reference²: jitted by the grader (with `nbins`
         static; as written if it fails `jit`), timed on `x` int32[2**20], `nbins` = 256 (`x`
-        int32[2**24] on the GPU).
+        int32[2**24] on a GPU).
       ¹ rtol 1e-6, atol 1e-6 for float outputs; integers, booleans and keys exactly. ² full
       points up to x1.25 the reference's time, none from x10, log-linear between (on a CPU the
       clock is CPU time, and a wall time past x10 scores 0 too).

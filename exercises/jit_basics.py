@@ -201,7 +201,7 @@ def bce_fast(z, y):
         fails).
       - speed (1): be about as fast as the reference³: called as written, timed on `z`
         float32[2**16, 16], `y` float32[2**16, 16] (`z` float32[2**20, 16], `y` float32[2**20,
-        16] on the GPU).
+        16] on a GPU; `z` float32[2**22, 16], `y` float32[2**22, 16] on a TPU).
       ¹ rtol 1e-5, atol 1e-6 for float outputs; integers, booleans and keys exactly. ²
       compilations are counted by JAX's compilation events and by the grader's clock: each slow
       call runs again after the stream, and a call whose first run takes a compilation's time
@@ -235,7 +235,8 @@ def affine(x, W, b):
         from the shapes, for new values of those shapes).
       - speed (1): be about as fast as the reference²: called as written, timed on `x`
         float32[384, 1536], `W` float32[1536, 384], `b` float32[384] (`x` float32[2**10, 2**12],
-        `W` float32[2**12, 2**10], `b` float32[2**10] on the GPU).
+        `W` float32[2**12, 2**10], `b` float32[2**10] on a GPU; `x` float32[3072, 12288], `W`
+        float32[12288, 3072], `b` float32[3072] on a TPU).
       ¹ rtol 1e-5, atol 1e-5 for float outputs; integers, booleans and keys exactly. ² full
       points up to x1.25 the reference's time, none from x10, log-linear between (on a CPU the
       clock is CPU time, and a wall time past x10 scores 0 too).

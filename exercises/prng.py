@@ -77,7 +77,8 @@ def dropout(key, x, rate):
         cases; in its exported program: no host callbacks; no re-tracing (one program, exported
         from the shapes, for new values of those shapes).
       - speed (1): be about as fast as the reference²: jitted by the grader (as written if it
-        fails `jit`), timed on `x` float32[2**20] (`x` float32[2**25] on the GPU).
+        fails `jit`), timed on `x` float32[2**20] (`x` float32[2**25] on a GPU; `x`
+        float32[2**27] on a TPU).
       - key_reuse (advice, no points): use each key once and keep keys typed: called directly
         and under `jax.jit` with `jax.debug_key_reuse(True)`, no key may be consumed twice, nor
         unwrapped to raw data (no `random_unwrap` or `random_wrap` in the jaxpr).
@@ -109,7 +110,8 @@ def monte_carlo_pi(key, n_trials, n_samples):
         lines³.
       - speed (1): be about as fast as the reference⁴: jitted by the grader (with `n_trials` and
         `n_samples` static; as written if it fails `jit`), timed on `n_trials` = 256,
-        `n_samples` = 16384 (`n_trials` = 4096, `n_samples` = 262144 on the GPU).
+        `n_samples` = 16384 (`n_trials` = 4096, `n_samples` = 262144 on a GPU; `n_trials` =
+        2048, `n_samples` = 131072 on a TPU).
       - key_reuse (advice, no points): use each key once and keep keys typed: called directly
         and under `jax.jit` with `jax.debug_key_reuse(True)`, no key may be consumed twice, nor
         unwrapped to raw data (no `random_unwrap` or `random_wrap` in the jaxpr).
@@ -143,7 +145,7 @@ def noisy_walk(key, x0, n_steps, sigma):
         grow with the input²; compiled HLO of at most about the reference's lines³.
       - speed (1): be about as fast as the reference⁴: jitted by the grader (with `n_steps`
         static; as written if it fails `jit`), timed on `x0` float32[512, 3], `n_steps` = 2048
-        (`x0` float32[2**11, 3], `n_steps` = 8192 on the GPU).
+        (`x0` float32[2**11, 3], `n_steps` = 8192 on a GPU).
       - key_reuse (advice, no points): use each key once and keep keys typed: called directly
         and under `jax.jit` with `jax.debug_key_reuse(True)`, no key may be consumed twice, nor
         unwrapped to raw data (no `random_unwrap` or `random_wrap` in the jaxpr).

@@ -144,7 +144,8 @@ def train_step(params, opt_leaves, x, y):
         fails).
       - speed (1): be about as fast as the reference³: called as written, timed on `params` a
         tree of 4 arrays, `opt_leaves` a tree of 10 arrays, `x` float32[2**14, 8], `y`
-        float32[2**14, 1] (`x` float32[2**16, 8], `y` float32[2**16, 1] on the GPU).
+        float32[2**14, 1] (`x` float32[2**16, 8], `y` float32[2**16, 1] on a GPU; `x`
+        float32[2**22, 8], `y` float32[2**22, 1] on a TPU).
       ¹ rtol 1e-4, atol 1e-5 for float outputs; integers, booleans and keys exactly. ²
       compilations are counted by JAX's compilation events and by the grader's clock: each slow
       call runs again after the stream, and a call whose first run takes a compilation's time

@@ -17,7 +17,9 @@ requirements=(...)), Speed(2, size={...}), KeyReuse())`. A check class declares,
   missing field, or a value of the wrong type, raises `SpecError` at import, naming the check
   and the field (the topic loader adds the topic and the exercise);
 - `describe(exercise, words)`: its line of the generated "Graded" list; `run(ctx) -> Outcome`:
-  the check itself, given the narrow `autograder.context.CheckContext`.
+  the check itself, given the narrow `autograder.context.CheckContext`; `prefetch(ctx)`: the
+  reference's share that must run on the accelerator, where the grading machine has one
+  (timed work: `speed`, `compiles`), done before the student's process takes the device.
 
 Every subclass that sets `name` is registered (`KINDS`), which is how the engine, the public
 expectations and the course builder find it: a new check is one module in this package.
@@ -125,6 +127,14 @@ class Check(metaclass=_Validated):
     def run(self, ctx: CheckContext) -> Outcome:
         """The check on one exercise of one grading run."""
         raise NotImplementedError(f"the check {type(self).__name__} has no `run`")
+
+    def prefetch(self, ctx: CheckContext) -> None:
+        """The reference's work that must run on the accelerator, done ahead of the student's
+        (`autograder.device_grading`: one trusted process on the device, then one student
+        process): each answer it asks for (`ctx.answer`, on the device's reference worker) is
+        kept for `run`, which asks for the same later in the same words. Nothing by default:
+        a check whose reference answers do not depend on the platform takes them live, from
+        the reference on the host's CPU."""
 
 
 # -- field types -----------------------------------------------------------------------------

@@ -25,15 +25,20 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from autograder import workloads
 from autograder.checks.base import Check, SpecError
 from autograder.compare import mismatch
 from autograder.context import CallFailed, CheckContext, GraderError, StudentError, Timed, WorkerDied
 from autograder.results import Outcome
 from autograder.spec import Case, Exercise, StreamSampler
+from autograder.worker import commit
+from autograder.workloads import Generate
 
 if TYPE_CHECKING:
     from autograder.course.graded import Context as Words
 
+BACKENDS = ("cpu", "gpu", "tpu")
+"""The backends a `Speed.size` may name."""
 WARMUP_TIMEOUT = 10.0
 MIN_TIMEOUT = 5.0
 PUBLIC_ROUNDS = 5
@@ -44,7 +49,7 @@ class Speed(Check):
     """`Speed(points, size={"cpu": ..., "gpu": ...}, ...)`: how the check times the exercise
     against the reference.
 
-    `size` (per backend: "cpu", "gpu", ...) is passed to the exercise's sampler to build a
+    `size` (per backend: "cpu", "gpu", "tpu") is passed to the exercise's sampler to build a
     workload big enough that one call costs far more than dispatch (about 70 us on the grading
     GPU, 10 us on a CPU) and than the rest of the timed window (the request, the inputs' views
     and the outputs' copies: about 1 ms of CPU time per round here), so that twice the
@@ -65,6 +70,16 @@ class Speed(Check):
     A round times one call on `sample(rng, size)`, or, with `stream`, the whole sequence of
     calls `stream(rng, size)` (for functions whose cost is in how they handle many calls).
     `jit=False` times the functions as written (for functions that jit internally).
+
+    On a device (`autograder.device_grading`) the reference's rounds are timed first, in its
+    own process on the device (`prefetch`), then the student's, on the same inputs, in theirs
+    (`on_device`). A round's inputs are made on the device, inside the window, from a key the
+    request carries (`generate(key, size)`, `autograder.workloads`), where the exercise gives a
+    generator: its inputs are large, and their transfer from the host would be most of what the
+    clock measured; otherwise they are drawn and sent as on a CPU (they are small). The outputs
+    stay on the device: the window ends with their checksums (`autograder.worker.commit`), and
+    the student's best round is fetched after it and compared with the reference's outputs on
+    the same inputs, computed on the host's CPU.
     """
 
     size: dict[str, int]
@@ -75,6 +90,7 @@ class Speed(Check):
     budget: float = 3.0
     margin: float = 1.25
     stream: StreamSampler | None = field(default=None, compare=False)
+    generate: Generate | None = field(default=None, compare=False)
     jit: bool = True
 
     name = "speed"
@@ -87,6 +103,9 @@ class Speed(Check):
     def fits(self, exercise: Exercise) -> None:
         if "cpu" not in self.size:
             raise SpecError("Speed: option 'size' must give the CPU's workload (a \"cpu\" entry)")
+        unknown = sorted(set(self.size) - set(BACKENDS))
+        if unknown:
+            raise SpecError(f"Speed: option 'size' names no backend {unknown[0]!r}; backends are {', '.join(BACKENDS)}")
         if not 1 <= self.full < self.zero:
             raise SpecError(f"Speed: the band must have 1 <= full < zero (got full {self.full:g}, zero {self.zero:g})")
 
@@ -121,6 +140,8 @@ class Speed(Check):
     def run(self, ctx: CheckContext) -> Outcome:
         if ctx.public:
             return self.own_time(ctx)
+        if ctx.device is not None:
+            return self.on_device(ctx)
         ex, backend = ctx.exercise, ctx.backend
         size = self.size_for(backend)
         jit = self.jitted(ctx)
@@ -156,6 +177,162 @@ class Speed(Check):
                 if len(ref_times) >= self.min_reps and self.decided(*ratios(backend, ref_times, stu_times)):
                     break
         return verdict(self, ref_times, stu_times, size, backend)
+
+    # -- on a device: the reference's rounds first, then the student's -------------------------
+
+    def prefetch(self, ctx: CheckContext) -> None:
+        """The reference's rounds on the device, ahead of the student's (`reference_rounds`)."""
+        self.reference_rounds(ctx)
+
+    def generated(self, ctx: CheckContext) -> bool:
+        """Whether this run's rounds make their inputs on the device (`Device.generates`)."""
+        return self.generate is not None and ctx.device is not None and ctx.device.generates
+
+    def round_inputs(self, ctx: CheckContext, size: int) -> dict:
+        """The next round's inputs, drawn from the run's secret: the key of a generated workload,
+        or its cases; and the salt of its outputs' checksums."""
+        ex = ctx.exercise
+
+        def make(rng: np.random.Generator) -> dict:
+            salt = int(rng.integers(0, 1 << 32))
+            if self.generated(ctx):
+                return {"key": rng.integers(0, 1 << 32, 2, dtype=np.uint32), "salt": salt}
+            return {"cases": self.stream(rng, size) if self.stream else [ex.sample(rng, size)], "salt": salt}
+
+        return ctx.draw("device round", make)
+
+    def round_request(self, ctx: CheckContext, drawn: dict, size: int) -> dict:
+        """A round's inputs as its request carries them: the generator's program and the key, or the cases."""
+        if not self.generated(ctx):
+            return {"cases": drawn["cases"]}
+        assert ctx.device is not None and self.generate is not None
+        return {"generate": workloads.export(self.generate, size, ctx.device.platforms).request(drawn["key"])}
+
+    def reference_rounds(self, ctx: CheckContext) -> dict:
+        """The reference's rounds on the device, the first a warm-up, then at least `min_reps`
+        and more while their time stays under `budget` (up to `max_reps`): each round's wall and
+        CPU seconds and, for a generated workload, the checksums of the inputs it made (asked
+        after the round, untimed), which the CPU's must equal. Kept until the student's phase
+        asks for the same (`answers.Prefetched`)."""
+        ex, size = ctx.exercise, self.size_for(ctx.backend)
+
+        def compute() -> dict:
+            seconds: list[float] = []
+            cpu: list[float | None] = []
+            inputs: list[list[int]] = []
+            while len(seconds) <= self.min_reps or (len(seconds) <= self.max_reps and sum(seconds[1:]) < self.budget):
+                drawn = self.round_inputs(ctx, size)
+                request = self.round_request(ctx, drawn, size)
+                try:
+                    t = ctx.reference.committed(
+                        ex.name,
+                        jit=self.jit,
+                        timeout=120.0,
+                        salt=drawn["salt"],
+                        static_argnums=ex.static_argnums,
+                        **request,
+                    )
+                    if self.generated(ctx):
+                        inputs.append(ctx.reference.call("inputs", salt=drawn["salt"], **request)["inputs"])
+                except (WorkerDied, CallFailed) as exc:
+                    raise GraderError(
+                        f"the reference {ctx.topic_name}.{ex.name} failed on the speed workload: {exc}"
+                    ) from None
+                seconds.append(t.seconds)
+                cpu.append(t.cpu_seconds)
+            return {"seconds": seconds, "cpu_seconds": cpu, "inputs": inputs}
+
+        request = {"fn": ex.name, "size": size, "jit": self.jit, "generated": self.generated(ctx)}
+        return ctx.answer("rounds", request, compute)
+
+    def on_device(self, ctx: CheckContext) -> Outcome:
+        """The student's rounds on the device, on the inputs of the reference's rounds (drawn
+        again, in the same order), until the ratio is decided or the reference's rounds run out;
+        the worker told to keep each new best round's outputs; after the last, the kept outputs
+        fetched, held to the digest that round's reply carried, and compared with the
+        reference's outputs on the same inputs, computed on the host's CPU."""
+        ex, backend = ctx.exercise, ctx.backend
+        size = self.size_for(backend)
+        jit = self.jitted(ctx)
+        ref = self.reference_rounds(ctx)
+        ref_times = [Timed(s, c, []) for s, c in zip(ref["seconds"][1:], ref["cpu_seconds"][1:])]
+        stu_times: list[Timed] = []
+        best: tuple[int, dict, Timed] | None = None
+        limit = WARMUP_TIMEOUT
+        try:
+            for i, ref_seconds in enumerate(ref["seconds"]):
+                drawn = self.round_inputs(ctx, size)
+                limit = self.limit(i == 0, Timed(ref_seconds, None, []))
+                t = ctx.student.committed(
+                    ex.name,
+                    jit=jit,
+                    timeout=limit,
+                    salt=drawn["salt"],
+                    static_argnums=ex.static_argnums,
+                    **self.round_request(ctx, drawn, size),
+                )
+                if i == 0:
+                    continue
+                stu_times.append(t)
+                _, pick = clock_for(backend, ref_times + stu_times)
+                if best is None or pick(t) < pick(best[2]):
+                    ctx.student.keep()
+                    best = (i, drawn, t)
+                if len(stu_times) >= self.min_reps and self.decided(*ratios(backend, ref_times, stu_times)):
+                    break
+            assert best is not None  # the reference's rounds are at least two: a warm-up and min_reps
+            outs = ctx.student.fetched(max(limit, 60.0))
+        except (WorkerDied, StudentError, CallFailed) as exc:
+            return Outcome.fail(
+                f"the timed call on the speed workload (size {size}) did not finish well within {limit:.0f} s: {exc}",
+                size=size,
+            )
+        problem = self._bound(outs, best) or self._against_reference(ctx, best, outs, ref, size)
+        if problem is not None:
+            return Outcome.fail(f"on the speed workload (size {size}) {problem}", size=size)
+        return verdict(self, ref_times, stu_times, size, backend, "generated" if self.generated(ctx) else "device")
+
+    @staticmethod
+    def _bound(outs: list, best: tuple[int, dict, Timed]) -> str | None:
+        """What is wrong where the fetched outputs are not those the best round's reply committed
+        to inside its window (their digest differs), else None."""
+        _, drawn, t = best
+        leaves = [np.asarray(leaf["data"]) for out in outs for leaf in out["leaves"]]
+        try:
+            if workloads.digest(leaves, drawn["salt"]) == t.digest:
+                return None
+        except commit.Unsupported as exc:
+            return f"an output cannot be checked: {exc}"
+        return (
+            "the outputs sent after the timed round are not those its reply committed to inside the window "
+            "(their digests differ): the clock must cover the work that makes them"
+        )
+
+    def _against_reference(
+        self, ctx: CheckContext, best: tuple[int, dict, Timed], outs: list, ref: dict, size: int
+    ) -> str | None:
+        """The student's best round against the reference's outputs on the same inputs, computed
+        on the host's CPU (a generated workload made there too: its inputs' digest must equal
+        the device's, or the generator is not exact and the grader says so)."""
+        ex = ctx.exercise
+        i, drawn, _ = best
+        request = self.round_request(ctx, drawn, size)
+        if "cases" in request:
+            request = {"cases": [c.args for c in request["cases"]]}
+        reply = ctx.reference.round(
+            600.0, fn=ex.name, jit=self.jit, static_argnums=ex.static_argnums, salt=drawn["salt"], **request
+        )
+        if self.generated(ctx) and reply.get("inputs") != ref["inputs"][i]:
+            raise GraderError(
+                f"the speed workload of {ctx.topic_name}.{ex.name} made other inputs on the CPU than on the device "
+                "(its generator is not exact across platforms: autograder.workloads)"
+            )
+        if len(outs) != len(reply["outs"]):
+            return f"the timed output is wrong: {len(outs)} outputs for {len(reply['outs'])} calls"
+        for expected, got in zip(reply["outs"], outs):
+            if (problem := mismatch(expected, got, ex.rtol, ex.atol, ex.outputs)) is not None:
+                return f"the timed output is wrong: {problem}"
+        return None
 
     def own_time(self, ctx: CheckContext) -> Outcome:
         """A public run: the speed check needs the reference timed on the grading machine, so it
@@ -229,8 +406,19 @@ def ratios(backend: str, ref_times: list[Timed], stu_times: list[Timed]) -> tupl
     return min(map(pick, stu_times)) / min(map(pick, ref_times)), wall
 
 
-def verdict(speed: Speed, ref_times: list[Timed], stu_times: list[Timed], size: int, backend: str) -> Outcome:
-    """Band the best-time ratio on the backend's clock, with the guard against idling."""
+WINDOWS = {
+    "host": "inputs in to outputs out",
+    "device": "inputs sent to the outputs' digest",
+    "generated": "inputs made on the device to the outputs' digest",
+}
+"""What a timed window covers, as a speed message says it (`verdict`)."""
+
+
+def verdict(
+    speed: Speed, ref_times: list[Timed], stu_times: list[Timed], size: int, backend: str, window: str = "host"
+) -> Outcome:
+    """Band the best-time ratio on the backend's clock, with the guard against idling; `window`
+    names what the timed window covered (`WINDOWS`)."""
     clock, pick = clock_for(backend, ref_times + stu_times)
     t_ref, t_stu = min(map(pick, ref_times)), min(map(pick, stu_times))
     ratio, wall_ratio = ratios(backend, ref_times, stu_times)
@@ -249,7 +437,7 @@ def verdict(speed: Speed, ref_times: list[Timed], stu_times: list[Timed], size: 
             f"the timed call took x{wall_ratio:.1f} the reference's wall time (none from x{speed.zero:g})", **data
         )
     text = (
-        f"{t_stu * 1e3:.3g} ms vs reference {t_ref * 1e3:.3g} ms ({clock} time on {backend}, inputs in to outputs "
-        f"out; x{ratio:.2f}; full marks up to x{speed.full:g}, none from x{speed.zero:g})"
+        f"{t_stu * 1e3:.3g} ms vs reference {t_ref * 1e3:.3g} ms ({clock} time on {backend}, {WINDOWS[window]}; "
+        f"x{ratio:.2f}; full marks up to x{speed.full:g}, none from x{speed.zero:g})"
     )
     return Outcome(round(speed.score(ratio), 3), text, data)

@@ -181,15 +181,18 @@ class Context:
         return _describe_case(self.exercise, self.params, size)
 
     def workload(self, speed: Speed) -> str:
-        """The speed workload on a CPU, and what differs on the GPU: "`x` int32[2**20], `nbins`
-        = 256 (`x` int32[2**24] on the GPU)"."""
-        cpu, gpu = speed.size_for("cpu"), speed.size_for("gpu")
+        """The speed workload on a CPU, and what differs on an accelerator: "`x` int32[2**20],
+        `nbins` = 256 (`x` int32[2**24] on a GPU)"."""
+        cpu = speed.size_for("cpu")
         on_cpu = self.stream_or_case(speed, cpu)
-        if gpu == cpu:
-            return on_cpu
-        on_gpu = self.stream_or_case(speed, gpu)
-        differ = [part for part in _top_level_parts(on_gpu) if part not in _top_level_parts(on_cpu)]
-        return f"{on_cpu} ({', '.join(differ) or on_gpu} on the GPU)"
+        others = []
+        for backend, name in (("gpu", "a GPU"), ("tpu", "a TPU")):
+            if speed.size_for(backend) == cpu:
+                continue
+            there = self.stream_or_case(speed, speed.size_for(backend))
+            differ = [part for part in _top_level_parts(there) if part not in _top_level_parts(on_cpu)]
+            others.append(f"{', '.join(differ) or there} on {name}")
+        return f"{on_cpu} ({'; '.join(others)})" if others else on_cpu
 
     def stream_or_case(self, speed: Speed, size: int) -> str:
         if speed.stream is None:

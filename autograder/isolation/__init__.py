@@ -25,8 +25,8 @@ Dependencies point one way: `process` uses `bwrap`, `cgroups` and `procfs`; `cgr
 `procfs`; all of them read `Limits`. Nothing here imports the grading core or the topics.
 """
 
-from autograder.isolation.bwrap import bwrap_available
+from autograder.isolation.bwrap import bwrap_available, bwrap_problem
 from autograder.isolation.limits import Limits
 from autograder.isolation.process import ReplyBound, WorkerDied, WorkerProcess
 
-__all__ = ["Limits", "ReplyBound", "WorkerDied", "WorkerProcess", "bwrap_available"]
+__all__ = ["Limits", "ReplyBound", "WorkerDied", "WorkerProcess", "bwrap_available", "bwrap_problem"]

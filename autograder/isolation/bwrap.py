@@ -46,12 +46,21 @@ SANDBOX_SUBMISSION = "/submission"
 SANDBOX_UID = SANDBOX_GID = 65534
 
 
-@lru_cache(maxsize=1)
 def bwrap_available() -> bool:
     """Whether bubblewrap exists and can build a sandbox here, with the options `WorkerProcess` uses."""
+    return bwrap_problem() is None
+
+
+@lru_cache(maxsize=1)
+def bwrap_problem() -> str | None:
+    """Why the sandbox cannot run here (in words for the operator), or None where it can.
+
+    Installed is not enough: under gVisor, or without root where unprivileged user namespaces
+    are off (the TPU grading machine: "No permissions to create new namespace"), bubblewrap
+    exists and cannot build a sandbox; it is probed with the options `WorkerProcess` uses."""
     exe = shutil.which("bwrap")
     if not exe:
-        return False
+        return "the sandbox needs bubblewrap (`apt-get install bubblewrap`)"
     probe = subprocess.run(
         [
             exe,
@@ -72,7 +81,15 @@ def bwrap_available() -> bool:
         capture_output=True,
         check=False,
     )
-    return probe.returncode == 0
+    if probe.returncode == 0:
+        return None
+    why = probe.stderr.decode(errors="replace").strip().splitlines()
+    who = "as root" if os.geteuid() == 0 else "without root"
+    return (
+        f"the sandbox cannot run on this machine: bubblewrap is installed but cannot build one {who} "
+        f"({why[-1][:200] if why else f'exit status {probe.returncode}'}; a kernel without user namespaces for "
+        "unprivileged users, or a gVisor container, allows none)"
+    )
 
 
 def _namespaces() -> list[str]:
@@ -209,11 +226,13 @@ def sandboxed(argv: list[str], submission_dir: Path, limits: Limits, cache_view:
     return prefix + argv
 
 
-def stage_submission(module_path: Path) -> Path:
-    """A fresh directory, readable by the sandbox's uid, holding a copy of the module alone."""
+def stage_submission(module_path: Path, companions: tuple[Path, ...] = ()) -> Path:
+    """A fresh directory, readable by the sandbox's uid, holding a copy of the module alone (and
+    of its `companions`, the modules a worker on an accelerator imports after it)."""
     staging = Path(tempfile.mkdtemp(prefix="jaxlings-submission-"))
     staging.chmod(0o755)
-    copy = staging / module_path.name
-    shutil.copyfile(module_path, copy)
-    copy.chmod(0o644)
+    for module in (module_path, *companions):
+        copy = staging / module.name
+        shutil.copyfile(module, copy)
+        copy.chmod(0o644)
     return staging

@@ -49,6 +49,7 @@ from autograder.worker import shm, wire
 # one core was measured instead and dropped (docs/performance.md, "Tried and dropped").
 CPU_TIMING_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 STDOUT_CAPTURE_LIMIT = 256 << 10  # bytes of stdout kept while a check captures it
+DEVICE_LOCK_ENV = "JAXLINGS_DEVICE_LOCK_FD"  # the worker's `harness._hold_device` reads it
 
 
 class WorkerDied(Exception):
@@ -117,7 +118,10 @@ class WorkerProcess:
     task cap, kill of every task) or "process" (the fallback; `cpu_seconds()` is then None).
     A spare (`autograder.spares`) imports the libraries in `preload`, then, with
     `load_on_request`, imports its module only when `load()` asks; `owned_dir` is removed
-    with the worker.
+    with the worker. `companions` are more module files it may import later (`load_module`:
+    one worker for several topics on an accelerator), staged beside the module in the sandbox.
+    `device_lock` (the exclusive mode's stand-in for a chip's lock, `autograder.device`) is
+    opened and handed to the worker, which locks it before JAX starts or stops.
     """
 
     def __init__(
@@ -133,8 +137,12 @@ class WorkerProcess:
         preload: tuple[str, ...] = (),
         load_on_request: bool = False,
         owned_dir: Path | None = None,
+        companions: tuple[Path, ...] = (),
+        device_lock: Path | None = None,
     ) -> None:
         self.module_path, self.module_name = Path(module_path).resolve(), module_name
+        self.companions = tuple(Path(p).resolve() for p in companions)
+        self.device_lock = device_lock
         self.limits, self.isolate, self.cache = limits, isolate, cache
         self.killed_for: str | None = None
         # Per (op, fn), the largest reply this worker sent: (frame bytes, header bytes); and, on a
@@ -173,8 +181,12 @@ class WorkerProcess:
             _widen_pipe(fd)
         env["JAXLINGS_WORKER_FDS"] = f"{req_r},{rep_w}"
         self.region = _shared_region()
-        shared_fds = () if self.region is None else (self.region.fd,)
+        shared_fds: tuple[int, ...] = () if self.region is None else (self.region.fd,)
         env.update({} if self.region is None else self.region.env())
+        lock_fd = os.open(self.device_lock, os.O_RDONLY | os.O_CREAT, 0o666) if self.device_lock else None
+        if lock_fd is not None:
+            shared_fds += (lock_fd,)
+            env[DEVICE_LOCK_ENV] = str(lock_fd)
         try:
             argv, cwd = self._command(env)
             self.proc = subprocess.Popen(
@@ -192,6 +204,9 @@ class WorkerProcess:
                 os.close(fd)
             self._release()
             raise
+        finally:
+            if lock_fd is not None:
+                os.close(lock_fd)  # the worker holds its own copy
         self._pidfd = procfs.pidfd(self.proc.pid)
         os.close(req_r)
         os.close(rep_w)
@@ -232,7 +247,7 @@ class WorkerProcess:
         the module; or not, on the module where it lies (with the grader added to `env`'s
         PYTHONPATH); joining its cgroup first where it has one."""
         if self.isolate:
-            self._staging = bwrap.stage_submission(self.module_path)
+            self._staging = bwrap.stage_submission(self.module_path, self.companions)
             module_arg = f"{bwrap.SANDBOX_SUBMISSION}/{self.module_path.name}"
             view = self._view.path if self._view is not None else None
             argv = bwrap.sandboxed(
@@ -274,6 +289,13 @@ class WorkerProcess:
         if load:
             self._await_load(timeout)
         return hello["platform"]
+
+    def path_of(self, module: Path) -> str:
+        """Where the worker finds `module` (this one or a companion): its staged copy in the
+        sandbox, else the file itself."""
+        if self.isolate:
+            return f"{bwrap.SANDBOX_SUBMISSION}/{Path(module).name}"
+        return str(Path(module).resolve())
 
     def load(self, timeout: float = 120.0) -> dict[str, Any]:
         """Import the module now, in a worker started with `load_on_request` (a spare, started

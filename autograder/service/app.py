@@ -7,7 +7,6 @@ fact lives in the database, so any number of API processes can serve one course.
 
 from __future__ import annotations
 
-import logging
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
@@ -35,7 +34,7 @@ def create_app(settings: Settings) -> FastAPI:
         from autograder.service import auth
 
         auth.require_hub_support()
-    log_to_stderr()
+    jobs.log_to_stderr()
     base = settings.base_path
     app = FastAPI(
         title="jaxlings grading service",
@@ -60,18 +59,6 @@ def create_app(settings: Settings) -> FastAPI:
     app.add_middleware(errors.Contain)  # the last added is the outermost:
     app.add_middleware(SecurityHeaders, docs_path=f"{base}/api/docs")  # a contained 500 gets the headers too
     return app
-
-
-def log_to_stderr() -> None:
-    """The service's own loggers (`jaxlings.*`: refusals, outages, sends) at INFO on stderr, beside
-    uvicorn's lines, once per process (each API process of `--workers N` builds its app)."""
-    logger = logging.getLogger("jaxlings")
-    if not logger.handlers:
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(levelname)s:     %(name)s: %(message)s"))
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-        logger.propagate = False
 
 
 def from_env() -> FastAPI:

@@ -329,12 +329,22 @@ def worker(
     broker_url: BrokerUrl = None,
     sandbox: Sandbox = None,
     name: Annotated[str | None, typer.Option(help="Worker name (default: jaxlings@host-pid).")] = None,
+    machine: Annotated[
+        str | None,
+        typer.Option(
+            help="What this worker grades on: cpu, tpu, gpu or exclusive (JAXLINGS_MACHINE; default: the "
+            "accelerator this machine has, else cpu). It takes the jobs of that kind's queue."
+        ),
+    ] = None,
 ) -> None:
-    """Run one grading worker: one job at a time (so timings stay fair); run one per GPU."""
+    """Run one grading worker: one job at a time (so timings stay fair); run one per accelerator."""
     from autograder.service import jobs
 
     jobs.run_worker(
-        settings_from(data_dir=data_dir, database_url=database_url, broker_url=broker_url, sandbox=sandbox), name
+        settings_from(
+            data_dir=data_dir, database_url=database_url, broker_url=broker_url, sandbox=sandbox, machine=machine
+        ),
+        name,
     )
 
 

@@ -16,6 +16,11 @@ from pathlib import Path
 from typing import Any
 
 SANDBOX_MODES = ("on", "off", "auto")
+ACCELERATORS = ("", "tpu", "gpu", "exclusive")
+"""What a course grades its accelerator topics on: nothing (every worker grades everything on its
+CPU), a TPU, a GPU, or `exclusive` (the CPU played as an accelerator: `autograder.device`, tests)."""
+MACHINES = ("", "cpu", "tpu", "gpu", "exclusive")
+"""What a worker is: detected where empty (`autograder.device.detect`), else as said."""
 
 
 @dataclass(frozen=True)
@@ -54,11 +59,17 @@ class Settings:
     send_timeout: float = 3.0  # a broker send gives up after this; the sweep sends it later
     max_attempts: int = 3  # gradings of one job that fail for an infrastructure reason before it is failed
     course_rules: str = ""  # the course's rules file (deadlines, late policy); default <data_dir>/course.toml
+    accelerator: str = ""  # what grades the accelerator topics (ACCELERATORS): their jobs go to its queue
+    machine: str = ""  # a worker's kind (MACHINES; default: detected): it takes the jobs of its kind's queue
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.sandbox not in SANDBOX_MODES:
             raise ValueError(f"sandbox must be one of {', '.join(SANDBOX_MODES)}, not {self.sandbox!r}")
+        if self.accelerator not in ACCELERATORS:
+            raise ValueError(f"accelerator must be one of tpu, gpu, exclusive or empty, not {self.accelerator!r}")
+        if self.machine not in MACHINES:
+            raise ValueError(f"machine must be one of cpu, tpu, gpu, exclusive or empty, not {self.machine!r}")
         if self.base_path and (not self.base_path.startswith("/") or self.base_path.endswith("/")):
             raise ValueError(f"base path must start with / and not end with one: {self.base_path!r}")
         for name in (
@@ -162,6 +173,8 @@ ENV: dict[str, str] = {
     "send_timeout": "JAXLINGS_SEND_TIMEOUT",
     "max_attempts": "JAXLINGS_MAX_ATTEMPTS",
     "course_rules": "JAXLINGS_COURSE_RULES",
+    "accelerator": "JAXLINGS_ACCELERATOR",
+    "machine": "JAXLINGS_MACHINE",
 }
 HUB_FALLBACK = {
     "hub_api_url": "JUPYTERHUB_API_URL",

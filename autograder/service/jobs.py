@@ -139,6 +139,30 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def queue_name(settings: Settings, kind: str) -> str:
+    """The queue of one kind of grading machine: the course's queue for CPUs, `<queue>.<kind>`
+    for an accelerator's ("jaxlings.tpu")."""
+    return settings.queue if kind in ("", "cpu") else f"{settings.queue}.{kind}"
+
+
+def queue_for(settings: Settings, topic_names: list[str]) -> str:
+    """Where a submission's job goes (Celery's routing by queue): to the course's accelerator's
+    queue when it holds a topic graded on one (`Topic.platform`), else to the CPUs' queue."""
+    from autograder import topics
+
+    needs = settings.accelerator and any(
+        topics.load(name).platform == "accelerator" for name in topic_names if name in topics.ORDER
+    )
+    return queue_name(settings, settings.accelerator if needs else "cpu")
+
+
+def machine_of(settings: Settings) -> str:
+    """What this worker is: its `machine` setting, else the accelerator the machine has, else "cpu"."""
+    from autograder import device
+
+    return settings.machine or device.detect() or "cpu"
+
+
 def send(app: Celery, settings: Settings, ids: list[int]) -> list[int]:
     """Hand jobs to the broker and note when; the ids sent. Stops at the first refusal.
 
@@ -148,9 +172,13 @@ def send(app: Celery, settings: Settings, ids: list[int]) -> list[int]:
     stored before this is called, so a refused send loses nothing.
     """
     sent: list[int] = []
+    try:
+        routes = _routes(settings, ids)
+    except Exception:  # noqa: BLE001 - logged by `_routes`: the sweep sends them once the database answers
+        return sent
     for submission_id in ids:
         try:
-            _send_one(app, settings, submission_id)
+            _send_one(app, settings, submission_id, routes.get(submission_id, settings.queue))
         except Exception as exc:  # noqa: BLE001 - broker errors are many kinds: logged, the sweep sends the rest
             left = ids[len(sent) :]
             log.warning(
@@ -169,8 +197,23 @@ def send(app: Celery, settings: Settings, ids: list[int]) -> list[int]:
     return sent
 
 
-def _send_one(app: Celery, settings: Settings, submission_id: int) -> None:
-    """Publish one job over a connection of its own, giving up after about `send_timeout`.
+def _routes(settings: Settings, ids: list[int]) -> dict[int, str]:
+    """The queue of each job (`queue_for` its submission's topics); the CPUs' where the database
+    does not answer (a course with no accelerator loses nothing; one with an accelerator has its
+    jobs sent again by the sweep, which reads the rows then)."""
+    if not settings.accelerator or not ids:
+        return {}
+    try:
+        with db.sessions(settings.db_url).begin() as session:
+            rows = session.execute(select(Submission.id, Submission.topics).where(Submission.id.in_(ids))).all()
+    except Exception as exc:
+        log.warning("could not read the topics of %d job(s) to route them: %s", len(ids), one_line(exc))
+        raise
+    return {row.id: queue_for(settings, [t for t in row.topics.split(",") if t]) for row in rows}
+
+
+def _send_one(app: Celery, settings: Settings, submission_id: int, route: str) -> None:
+    """Publish one job to the queue `route` over a connection of its own, giving up after about `send_timeout`.
 
     No publish retries (`retry=False`) and no result-backend subscription (`ignore_result`: the
     row is the result; with a Redis result backend down, subscribing alone retried for 19 s). A
@@ -180,9 +223,7 @@ def _send_one(app: Celery, settings: Settings, submission_id: int) -> None:
     with app.connection_for_write(
         connect_timeout=settings.send_timeout, transport_options=_send_options(settings)
     ) as connection:
-        app.send_task(
-            TASK, args=[submission_id], queue=settings.queue, connection=connection, retry=False, ignore_result=True
-        )
+        app.send_task(TASK, args=[submission_id], queue=route, connection=connection, retry=False, ignore_result=True)
 
 
 class Dispatcher:
@@ -275,7 +316,8 @@ def declare_queue(app: Celery, settings: Settings, attempts: int = 5) -> bool:
             if settings.celery_broker.startswith("sqla+sqlite:///"):
                 Path(settings.celery_broker.removeprefix("sqla+sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
             with app.connection_for_write() as connection:
-                app.amqp.queues[settings.queue](connection.default_channel).declare()
+                for name in dict.fromkeys([settings.queue, queue_name(settings, settings.accelerator)]):
+                    app.amqp.queues[name](connection.default_channel).declare()
             return True
         except Exception as exc:  # noqa: BLE001 - the broker's errors are many kinds: logged, tried again
             log.warning("declaring queue %s, attempt %d of %d: %s", settings.queue, attempt, attempts, one_line(exc))
@@ -553,15 +595,15 @@ def topic_progress(order: list[str], progress: Callable[[str], None]) -> Callabl
 
 def _grade_zip(settings: Settings, data: bytes, names: list[str], progress) -> str:
     """The results.json text `grade grade` would write for this zip and these topics."""
-    from autograder import engine, paths, topics
-    from autograder.isolation import bwrap_available
+    from autograder import device, engine, paths, topics
+    from autograder.isolation import bwrap_available, bwrap_problem
     from autograder.results import Result
     from autograder.session import GraderError
     from autograder.submission import open_submission
 
     isolate = settings.sandbox == "on" or (settings.sandbox == "auto" and bwrap_available())
     if settings.sandbox == "on" and not bwrap_available():
-        raise GraderError("the sandbox needs bubblewrap on the worker (apt-get install bubblewrap)")
+        raise GraderError(f"{bwrap_problem()} (the worker's sandbox setting is on)")
     specs = topics.resolve(names)
     on_test = topic_progress([s.name for s in specs], progress)
 
@@ -578,6 +620,7 @@ def _grade_zip(settings: Settings, data: bytes, names: list[str], progress) -> s
                 isolate=isolate,
                 on_test=on_test,
                 jobs=engine.default_jobs(),
+                device=device.resolve(machine_of(settings)),
             )
         out = Path(tmp) / "results.json"
         result.write(out)
@@ -721,6 +764,18 @@ def without_password(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
 
 
+def log_to_stderr() -> None:
+    """The service's own loggers (`jaxlings.*`: refusals, outages, sends) at INFO on stderr, beside
+    uvicorn's lines, once per process (each API process of `--workers N` builds its app)."""
+    logger = logging.getLogger("jaxlings")
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s:     %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+
+
 def run_worker(settings: Settings, name: str | None = None, loglevel: str = "INFO") -> None:
     """Run one grading worker (one job at a time) until stopped; sweeps for lost jobs meanwhile.
 
@@ -729,6 +784,7 @@ def run_worker(settings: Settings, name: str | None = None, loglevel: str = "INF
     (Celery's own retries, one line each, without end)."""
     from autograder.service import storage
 
+    log_to_stderr()
     storage.secure_data_dir(settings)
     db.upgrade(settings.db_url)
     app = make_celery(settings)
@@ -743,10 +799,12 @@ def run_worker(settings: Settings, name: str | None = None, loglevel: str = "INF
     signals.worker_process_init.connect(lambda **_: db.after_fork(), weak=False)
     sweeper = Sweeper(app, settings)
     signals.worker_ready.connect(lambda **_: sweeper.start(), weak=False)
+    machine = machine_of(settings)
+    log.info("grading on %s: jobs from queue %s", machine, queue_name(settings, machine))
     worker = app.Worker(
         pool="prefork",
         concurrency=1,
-        queues=[settings.queue],
+        queues=[queue_name(settings, machine)],
         loglevel=loglevel,
         hostname=name or f"jaxlings@{socket.gethostname()}-{os.getpid()}",
         without_gossip=True,

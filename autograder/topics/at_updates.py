@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from autograder import workloads
 from autograder.checks import Correct, Jit, Speed
 from autograder.requirements import MaxOps, UsesOp
 from autograder.spec import Case, Edge, Exercise, Topic
@@ -27,6 +28,12 @@ def _nbins(size: int) -> int:
 def _histogram(rng: np.random.Generator, size: int) -> Case:
     nbins = _nbins(size)
     return Case((rng.integers(0, nbins, size=size).astype(np.int32), nbins))
+
+
+def _histogram_on_device(key, size: int) -> tuple:
+    """The speed workload made on the device (`autograder.workloads`): `_histogram`'s shapes."""
+    nbins = _nbins(size)
+    return (workloads.integers(key, (size,), 0, nbins), nbins)
 
 
 def _mask_fill(rng: np.random.Generator, size: int) -> Case:
@@ -129,7 +136,7 @@ TOPIC = Topic(
             checks=(
                 Correct(2),
                 Jit(1, requirements=(UsesOp("scatter-add", "count with `.at[x].add(1)`"),)),  # jnp.bincount is one too
-                Speed(2, size={"cpu": 1 << 20, "gpu": 1 << 24}),
+                Speed(2, size={"cpu": 1 << 20, "gpu": 1 << 24, "tpu": 1 << 20}, generate=_histogram_on_device),
             ),
             hints=(
                 "Start from an array of nbins zeros and add 1 at every value of x, all at once.",

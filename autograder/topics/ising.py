@@ -103,6 +103,11 @@ TOPIC = Topic(
     name="ising",
     title="The quantum Ising chain with NetKet",
     env={"JAX_ENABLE_X64": "1"},
+    platform="cpu",
+    platform_reason=(
+        "NetKet works in float64 (exact diagonalisation, the Hamiltonian's sparse matrix), which a TPU does not "
+        "compute; the VMC's time half is judged on the CPU too"
+    ),
     time_limit=300.0,
     exercises=(
         Exercise(

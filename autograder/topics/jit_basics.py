@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from autograder import workloads
 from autograder.checks import Compiles, Correct, Jit, Prints, Speed
 from autograder.requirements import FlopsAtMost
 from autograder.spec import Case, Edge, Exercise, Topic
@@ -81,6 +82,28 @@ def _affine(rng: np.random.Generator, size: int) -> Case:
     """x (n, 4n), W (4n, n) scaled so that the outputs are of order 1, b (n,)."""
     n, k = size, 4 * size
     return Case((_f32(rng, n, k), _f32(rng, k, n, scale=k**-0.5), _f32(rng, n)))
+
+
+def _batch_on_device(key, size: int) -> tuple:
+    """`_batch`'s speed workload made on the device (`autograder.workloads`): logits and labels."""
+    import jax
+
+    k1, k2 = jax.random.split(key)
+    return (workloads.uniform(k1, (size, 16), -4.0, 4.0), workloads.integers(k2, (size, 16), 0, 2, np.float32))
+
+
+def _affine_on_device(key, size: int) -> tuple:
+    """`_affine`'s speed workload made on the device: W scaled by the power of two nearest 1/sqrt(4n)."""
+    import jax
+
+    n, k = size, 4 * size
+    kx, kw, kb = jax.random.split(key, 3)
+    s = workloads.power_of_two(k**-0.5)
+    return (
+        workloads.uniform(kx, (n, k), -2.0, 2.0),
+        workloads.uniform(kw, (k, n), -2.0 * s, 2.0 * s),
+        workloads.uniform(kb, (n,), -2.0, 2.0),
+    )
 
 
 # -- edge families: each edge case's instances in a graded run (`Edge`), never its public one
@@ -349,7 +372,14 @@ TOPIC = Topic(
                 Correct(1),
                 Jit(1),
                 Compiles(1, make=_bce_stream, max_compiles=4, calls=12, jit=False),
-                Speed(1, size={"cpu": 1 << 16, "gpu": 1 << 20}, zero=5.0, max_reps=31, jit=False),
+                Speed(
+                    1,
+                    size={"cpu": 1 << 16, "gpu": 1 << 20, "tpu": 1 << 22},
+                    zero=5.0,
+                    max_reps=31,
+                    jit=False,
+                    generate=_batch_on_device,
+                ),
             ),
             hints=(
                 "The grader calls `bce_fast` as you wrote it. Where can the compilation happen so that one call runs "
@@ -372,7 +402,9 @@ TOPIC = Topic(
             checks=(
                 Correct(1),
                 Jit(1),
-                Speed(1, size={"cpu": 384, "gpu": 1024}, max_reps=31, jit=False),
+                Speed(
+                    1, size={"cpu": 384, "gpu": 1024, "tpu": 3072}, max_reps=31, jit=False, generate=_affine_on_device
+                ),
             ),
             hints=(
                 "This is one matrix product and one broadcast add; nothing here needs a loop.",

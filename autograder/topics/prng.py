@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from autograder import workloads
 from autograder.checks import Correct, Jit, KeyReuse, Speed
 from autograder.requirements import HloLinesAtMost, OpsDoNotGrow, Requirement
 from autograder.spec import Case, Edge, Exercise, Key, Topic
@@ -38,6 +39,14 @@ def _derive_keys(rng: np.random.Generator, size: int) -> Case:
 def _dropout(rng: np.random.Generator, size: int) -> Case:
     x = rng.normal(size=(size, 8) if size < 1000 else (size,)).astype(np.float32)
     return Case((_key(rng), x, float(rng.choice([0.1, 0.25, 0.5, 0.9]))))
+
+
+def _dropout_on_device(key, size: int) -> tuple:
+    """`_dropout`'s speed workload made on the device (`autograder.workloads`), at rate 0.5."""
+    import jax
+
+    k1, k2 = jax.random.split(key)
+    return (k1, workloads.uniform(k2, (size,), -2.0, 2.0), 0.5)
 
 
 def _monte_carlo_pi(rng: np.random.Generator, size: int) -> Case:
@@ -99,7 +108,12 @@ TOPIC = Topic(
                     Case((Key(11), np.arange(12, dtype=np.float32).reshape(3, 4), 0.5), "rate 0.5, small"), _half_small
                 ),
             ),
-            checks=(Correct(3), Jit(1), Speed(1, size={"cpu": 1 << 20, "gpu": 1 << 25}), KeyReuse()),
+            checks=(
+                Correct(3),
+                Jit(1),
+                Speed(1, size={"cpu": 1 << 20, "gpu": 1 << 25, "tpu": 1 << 27}, generate=_dropout_on_device),
+                KeyReuse(),
+            ),
             hints=(
                 "One key, one draw: the whole mask comes from a single random call with the key as given.",
                 "`jax.random.bernoulli(key, p, shape)` is True with probability `p`, here the keep probability; "
@@ -127,7 +141,7 @@ TOPIC = Topic(
                         "run the trials with jax.vmap; a Python loop repeats the trial's code once per trial"
                     ),
                 ),
-                Speed(1, size={"cpu": 256, "gpu": 4096}),
+                Speed(1, size={"cpu": 256, "gpu": 4096, "tpu": 2048}),
                 KeyReuse(),
             ),
             hints=(
@@ -154,7 +168,7 @@ TOPIC = Topic(
                         "loop with jax.lax.scan; a Python loop repeats the step's code once per step"
                     ),
                 ),
-                Speed(1, size={"cpu": 2048, "gpu": 8192}),
+                Speed(1, size={"cpu": 2048, "gpu": 8192, "tpu": 2048}),
                 KeyReuse(),
             ),
             hints=(

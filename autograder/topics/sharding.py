@@ -122,6 +122,8 @@ TOPIC = Topic(
         "JAX_NUM_CPU_DEVICES": str(DEVICES),
         "XLA_FLAGS": f"--xla_force_host_platform_device_count={DEVICES}",
     },
+    platform="cpu",
+    platform_reason=f"its meshes need {DEVICES} devices: the host's CPU split in {DEVICES}, the same on every machine",
     exercises=(
         Exercise(
             name="shard_batch",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from autograder import workloads
 from autograder.checks import Compiles, Correct, Jit, Speed
 from autograder.requirements import AvoidsOps, UsesOp
 from autograder.spec import Case, Edge, Exercise, Topic
@@ -70,6 +71,29 @@ def _cached_solve(rng: np.random.Generator, size: int) -> Case:
 def _cache_hits(rng: np.random.Generator, size: int) -> list[Case]:
     """The speed workload: one call whose cached solution is good (only the residual runs)."""
     return [_system(rng, size, True)]
+
+
+HITS_PER_ROUND = 16
+"""Calls of one device round of `cached_solve` (`_cache_hits_on_device`): one system, many
+right-hand sides, as a cache serves them. Making A costs a pass of random bits over n * n
+entries, each call's residual one read of it: with one call a round, the generator would be
+most of the round."""
+
+
+def _cache_hits_on_device(key, size: int) -> list[tuple]:
+    """`_cache_hits` made on the device (`autograder.workloads`), `HITS_PER_ROUND` calls on one
+    system: A = 2I + N with N's entries small integers times 2**-12 (eigenvalues within about
+    2 +- 0.15 at n = 4096), each x small integers times 2**-3, so that b = A @ x is exact in
+    float32 on every platform and every cached solution is exact: only the residuals run."""
+    import jax
+    import jax.numpy as jnp
+
+    ka, kx = jax.random.split(key)
+    a = workloads.integers(ka, (size, size), -8, 8, np.float32) * np.float32(2.0**-12)
+    a = a + 2.0 * jnp.eye(size, dtype=np.float32)
+    xs = workloads.integers(kx, (size, HITS_PER_ROUND), -8, 8, np.float32) * np.float32(2.0**-3)
+    bs = jnp.matmul(a, xs, precision=jax.lax.Precision.HIGHEST)
+    return [(a, bs[:, i], xs[:, i], 10**-2.5) for i in range(HITS_PER_ROUND)]
 
 
 # -- standardize_padded and standardize -------------------------------------------------
@@ -280,7 +304,14 @@ TOPIC = Topic(
                         ),
                     ),
                 ),
-                Speed(2, size={"cpu": 2048, "gpu": 4096}, stream=_cache_hits, full=SPEED_FULL, max_reps=15),
+                Speed(
+                    2,
+                    size={"cpu": 2048, "gpu": 4096, "tpu": 8192},
+                    stream=_cache_hits,
+                    generate=_cache_hits_on_device,
+                    full=SPEED_FULL,
+                    max_reps=15,
+                ),
             ),
             hints=(
                 "The predicate is computed from the arrays, so under jit it is a tracer: Python cannot branch on it, "

@@ -84,6 +84,7 @@ from pathlib import Path
 
 import numpy as np
 
+from autograder import workloads
 from autograder.checks import Compiles, Correct, Jit, Speed, Trains
 from autograder.requirements import Donates
 from autograder.spec import Case, Edge, Exercise, Key, Topic
@@ -152,6 +153,26 @@ def _init(rng: np.random.Generator, size: int) -> Case:
 def _step(rng: np.random.Generator, size: int) -> Case:
     params = _params(rng)
     return Case((params, _opt_leaves(rng, params), *_batch(rng, max(1, size))))
+
+
+def _step_on_device(key, size: int) -> tuple:
+    """`_step`'s speed workload made on the device (`autograder.workloads`): parameters, an Adam
+    state (second moments positive) and a batch of `size` rows, each leaf uniform."""
+    import jax
+
+    keys = iter(jax.random.split(key, 16))
+
+    def draw(shape: tuple[int, ...], low: float, high: float):
+        return workloads.uniform(next(keys), shape, low, high)
+
+    params = {
+        "hidden": {"bias": draw((HIDDEN,), -0.125, 0.125), "kernel": draw((IN, HIDDEN), -0.5, 0.5)},
+        "out": {"bias": draw((OUT,), -0.125, 0.125), "kernel": draw((HIDDEN, OUT), -0.25, 0.25)},
+    }
+    leaves = _leaves(params)
+    moments = [draw(a.shape, -(2.0**-7), 2.0**-7) for a in leaves] + [draw(a.shape, 0.0, 2.0**-7) for a in leaves]
+    counts = [workloads.integers(next(keys), (), 0, 100) for _ in range(2)]
+    return (params, [counts[0], *moments, counts[1]], draw((size, IN), -2.0, 2.0), draw((size, OUT), -1.0, 1.0))
 
 
 def _step_stream(rng: np.random.Generator, calls: int) -> list[Case]:
@@ -470,7 +491,13 @@ TOPIC = Topic(
                     ),
                 ),
                 Compiles(1, make=_step_stream, max_compiles=1, calls=20, jit=False),
-                Speed(1, size={"cpu": 16384, "gpu": 65536}, max_reps=31, jit=False),
+                Speed(
+                    1,
+                    size={"cpu": 16384, "gpu": 65536, "tpu": 1 << 22},
+                    max_reps=31,
+                    jit=False,
+                    generate=_step_on_device,
+                ),
             ),
             # reference: 14 of its 16 inputs donated (4 parameters, 10 state leaves; not x, y); the same step
             # jitted by the grader (no donate_argnums): 0

@@ -29,6 +29,7 @@ Run as: python -m autograder.worker MODULE_PATH MODULE_NAME   (fds in JAXLINGS_W
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import linecache
 import os
@@ -40,8 +41,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from autograder.worker import jaxpr, program, shm, wire
-from autograder.worker.wire import Key, Spec
+from autograder.worker import commit, jaxpr, program, shm, wire
+from autograder.worker.wire import Generated, Key, Spec
 
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
@@ -122,6 +123,13 @@ class Harness:
         self.module: Any = None
         self.prepared: Callable[..., Any] | None = None
         self.stdout = sys.stdout
+        self.wrap_key = lambda data: jax.random.wrap_key_data(data, impl="threefry2x32")
+        self.deserialize = jax.export.deserialize
+        self.array_type = jax.Array
+        self.committer = jax.jit(lambda leaves, salt: commit.digest(leaves, salt, jnp))
+        self.programs: dict[bytes, Callable[..., Any]] = {}  # generated workloads' programs, by digest
+        self.last: list[Any] = []  # the last committed round's outputs
+        self.kept: list[Any] = []  # the round the grader said to keep (`keep`), until `fetch`
 
     def _on_event(self, event: str, duration_secs: float, **_: str | int) -> None:
         if event in (COMPILE_EVENT, TRACE_EVENT):
@@ -145,6 +153,15 @@ class Harness:
         spec.loader.exec_module(module)
         self.module = module
         return {"functions": sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_"))}
+
+    def op_module(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Import another topic's module in this process and make it the one requests name
+        functions of: on an accelerator one student process (and one trusted one) serves every
+        topic graded there, since the device takes one process at a time and each opening costs
+        seconds (`autograder.device`). `path` is the module's file, `name` its module name."""
+        self.module_path, self.module_name = req["path"], req["name"]
+        self.module, self.last, self.kept = None, [], []  # a module that fails to import leaves none current
+        return self.load()
 
     def function(self, name: str) -> Callable[..., Any]:
         fn = getattr(self.module, name, None)
@@ -273,18 +290,107 @@ class Harness:
         inside it. With `shm` (where the outputs may go: [start, end)), the inputs are views of
         the shared region (`autograder.worker.shm`; on a CPU, `device_put` copies nothing) and
         each output array's bytes are written into the region, the reply saying where.
+
+        With `commit` (a salt: a round on an accelerator, `autograder.device`), the outputs stay
+        here: the calls are dispatched one after another, and the reply carries only their
+        digest (`autograder.worker.commit`), computed on the device from the outputs, which
+        waits for them; `keep` and `fetch` send a round's outputs after its window. With
+        `generate`, the inputs are made on the device from the round's key by the grader's
+        program (`_generated`).
         """
         fn = self.callable_for(req)
+        if req.get("commit") is not None:
+            outs = [fn(*args) for args in self._round_args(req)]
+            self.last = outs
+            return {"digest": self._digest(outs, int(req["commit"]))}
+        outs = [self.block(fn(*args)) for args in self._round_args(req)]
+        return {"outs": self._exported(outs, req)}
+
+    def _round_args(self, req: dict[str, Any]) -> list[Any]:
+        """A round's calls' arguments: made on the device (`generate`), or sent by the grader
+        (in the shared region where the request says so, else inline), put on the device."""
+        if req.get("generate") is not None:
+            return self._generated(req["generate"])
         region = self._region() if req.get("shm") is not None else None
         cases = req["cases"] if region is None else region.view(req["cases"])
-        outs = [self.block(fn(*self.arguments(args))) for args in cases]
+        return [self.arguments(args) for args in cases]
+
+    def _exported(self, outs: list[Any], req: dict[str, Any]) -> list[dict[str, Any]]:
+        """Outputs as data (`export`); with `shm`, each array's bytes written into the shared
+        region from `shm[0]` on, the leaf then saying where."""
         exported = [self.export(out, req.get("operators", False)) for out in outs]
-        if region is not None:
+        if req.get("shm") is not None:
+            region = self._region()
             at, end = req["shm"]
             for leaf in (leaf for out in exported for leaf in out["leaves"] if leaf["kind"] == "array"):
                 ref, at = region.put(leaf["data"], at, end)
                 leaf["data"] = leaf["data"] if ref is None else ref
-        return {"outs": exported}
+        return exported
+
+    def _generated(self, gen: dict[str, Any]) -> list[Any]:
+        """The round's calls' arguments made on the device: the grader's program (a `jax.export`
+        artifact, compiled once per process) run on the round's key, its outputs put where the
+        calls' templates hold `wire.Generated`, as typed keys where they say so."""
+        blob = bytes(self.asarray(gen["program"]))
+        digest = hashlib.sha256(blob).digest()
+        if digest not in self.programs:
+            if len(self.programs) >= 8:
+                self.programs.pop(next(iter(self.programs)))
+            self.programs[digest] = self.jit(self.deserialize(bytearray(blob)).call)
+        outs = self.programs[digest](self.device_put(self.asarray(gen["key"], dtype="uint32")))
+
+        def fill(x: Any) -> Any:
+            if not isinstance(x, Generated):
+                return x
+            if x.index >= len(outs):
+                raise ValueError(f"the workload names its output {x.index}, but its program has {len(outs)}")
+            return self.wrap_key(outs[x.index]) if x.key else outs[x.index]
+
+        self.generated_inputs = list(outs)
+        return [_mapped(call, fill) for call in gen["calls"]]
+
+    def _digest(self, outs: list[Any], salt: int) -> list[int]:
+        """The digest of every output leaf, in order (`commit.digest`): on the device, jitted,
+        where every leaf is a device array (typed keys as their data); else here, with NumPy,
+        over each leaf as `export` would send it."""
+        leaves = [leaf for out in outs for leaf in self.flatten(out)[0]]
+        if all(isinstance(leaf, self.array_type) for leaf in leaves):
+            data = [self.key_data(leaf) if self.is_key(leaf) else leaf for leaf in leaves]
+            return [int(v) for v in self.asarray(self.committer(data, self.np.uint32(salt)))]
+        host = [
+            self.asarray(self.key_data(x)) if isinstance(x, self.array_type) and self.is_key(x) else self.asarray(x)
+            for x in leaves
+        ]
+        return [int(v) for v in commit.digest(host, salt, self.np)]
+
+    def op_keep(self, req: dict[str, Any]) -> dict[str, Any]:
+        """Keep the last committed round's outputs for `fetch` (the grader's best round so far),
+        in place of those kept before."""
+        self.kept = self.last
+        return {}
+
+    def op_fetch(self, req: dict[str, Any]) -> dict[str, Any]:
+        """The outputs of the kept round (`keep`), sent after its window; the grader holds them to
+        the digest that round's reply carried."""
+        return {"outs": self._exported(self.kept, req)}
+
+    def op_round(self, req: dict[str, Any]) -> dict[str, Any]:
+        """A round computed untimed (the reference's, on the CPU: what a student's timed round is
+        verified against): every call's outputs, and with `generate` the digest of the inputs
+        made (under `salt`), which must equal the device's for the same key."""
+        fn = self.callable_for(req)
+        calls = self._round_args(req)
+        reply: dict[str, Any] = {}
+        if req.get("generate") is not None:  # before the calls: a function may donate its inputs
+            reply["inputs"] = self._digest([self.generated_inputs], int(req.get("salt", 0)))
+        outs = [self.block(fn(*args)) for args in calls]
+        return {"outs": self._exported(outs, req), **reply}
+
+    def op_inputs(self, req: dict[str, Any]) -> dict[str, Any]:
+        """The digest of a round's generated inputs (its program run again on its key, under
+        `salt`), untimed: the trusted device worker's, to compare with the CPU's."""
+        self._generated(req["generate"])
+        return {"inputs": self._digest([self.generated_inputs], int(req.get("salt", 0)))}
 
     def _region(self) -> Any:
         """The shared region the grader handed this worker, mapped on first use (`shm`)."""
@@ -313,7 +419,7 @@ class Harness:
         for name, described in req["specs"].items():
             args = self.described(described)
             self.check_static(jitted, described)
-            programs[name] = _as_bytes_array(program.export(jitted, args))
+            programs[name] = _as_bytes_array(program.export(jitted, args, req.get("platforms")))
         advisory: dict[str, Any] = {}
         try:
             closed = self.make_jaxpr(fn, static_argnums=static)(*self.described(req["specs"]["first"])).jaxpr
@@ -585,8 +691,34 @@ def serve(rfd: int, wfd: int, harness: Harness) -> None:
         wire.write_frame(wfd, reply)
 
 
+DEVICE_LOCK_ENV = "JAXLINGS_DEVICE_LOCK_FD"  # `autograder.device`'s exclusive mode
+
+
+def _hold_device() -> None:
+    """In the exclusive mode (`autograder.device`: the CPU played as an accelerator), take the
+    device's lock (a descriptor of its file, handed over at start: the sandbox shows no host
+    path) before JAX starts, as libtpu does with a TPU chip, or stop: a second process on the
+    device fails loudly, as it would there. The descriptor stays open for the process's
+    lifetime."""
+    fd = os.environ.pop(DEVICE_LOCK_ENV, "")
+    if not fd:
+        return
+    import fcntl
+
+    try:
+        fcntl.flock(int(fd), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except (OSError, ValueError):
+        sys.stderr.write("the device is held by another process (exclusive mode: one process at a time)\n")
+        os._exit(3)
+    _HELD.append(int(fd))
+
+
+_HELD: list[int] = []
+
+
 def main() -> None:
     module_path, module_name = sys.argv[1], sys.argv[2]
+    _hold_device()
     rfd, wfd = (int(x) for x in os.environ.pop("JAXLINGS_WORKER_FDS").split(","))
     preload = [name for name in os.environ.pop("JAXLINGS_PRELOAD", "").split(",") if name]
     on_request = os.environ.pop("JAXLINGS_LOAD_ON_REQUEST", "") == "1"

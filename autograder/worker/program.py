@@ -156,12 +156,14 @@ class ProgramRefused(Exception):
 # -- the student's side ----------------------------------------------------------------------
 
 
-def export(jitted: Any, args: tuple) -> bytes:
+def export(jitted: Any, args: tuple, platforms: list[str] | None = None) -> bytes:
     """The jitted call `jitted(*args)` as an exported program (header + `Exported.serialize()`).
 
     `jitted` is a `jax.jit` object; `args` may be values or `jax.ShapeDtypeStruct`s (the
     harness exports from specs); static arguments, declared by its `static_argnums`, are
-    passed positionally in `args` like the others. Errors raised while tracing the student's
+    passed positionally in `args` like the others. `platforms` are those the program is for
+    (default: this process's backend; on an accelerator the analysis runs on the host's CPU,
+    so the student's program is exported for "cpu"). Errors raised while tracing the student's
     function (a shape error, a ConcretizationTypeError, ...) propagate unchanged, so that they
     point at the student's line; a host callback, or any other reason the traced program cannot
     be exported, raises `ProgramRefused`.
@@ -179,12 +181,12 @@ def export(jitted: Any, args: tuple) -> bytes:
     header: dict[str, Any] = {"static": static}
     try:
         try:
-            blob = jax_export.export(jitted)(*args).serialize()
+            blob = jax_export.export(jitted, platforms=platforms)(*args).serialize()
         except ValueError as exc:
             if "Cannot serialize PyTreeDef" not in str(exc) or static is None:
                 raise
             flat = jax.jit(lambda *a: jax.tree.leaves(jitted(*a)), static_argnums=tuple(static))
-            blob = jax_export.export(flat)(*args).serialize()
+            blob = jax_export.export(flat, platforms=platforms)(*args).serialize()
             header["out_tree"] = str(traced.out_tree)
     except Exception as exc:  # noqa: BLE001 - any refusal of export becomes a message
         text = str(exc)
@@ -240,6 +242,8 @@ def analyse(blob: bytes, args: tuple, max_ops: int = MAX_OPS, shingles: bool = F
       hlo_lines      lines of the program compiled here
       collectives    {all-gather|all-reduce|reduce-scatter|all-to-all|collective-permute: count}
       flops, bytes_accessed   XLA's cost analysis (absent where the backend has none)
+      platform       the backend it was compiled and run on, which the compiled facts are of
+                     (the host's CPU, also where the grading machine has an accelerator)
       temp_bytes     the scratch memory XLA's buffer assignment gives the program (its memory
                      analysis' `temp_size_in_bytes`: intermediates, such as the residuals a
                      gradient keeps for its backward pass; not its arguments or outputs);
@@ -286,6 +290,7 @@ def analyse(blob: bytes, args: tuple, max_ops: int = MAX_OPS, shingles: bool = F
     backend = jax.default_backend()
     if backend not in exp.platforms and not (backend == "gpu" and {"cuda", "rocm"} & set(exp.platforms)):
         raise ProgramRefused(f"the program was exported for {', '.join(exp.platforms)}, not for {backend}")
+    facts["platform"] = backend  # what the compiled facts (HLO, FLOPs, temp bytes, compile time) were measured on
     if isinstance(header.get("out_tree"), str):
         facts["out_tree"] = header["out_tree"][:2000]
     kept = _inputs_for(exp, tuple(args), header.get("static"))

@@ -33,6 +33,15 @@ class Key:
     seed: int
 
 
+@dataclass(frozen=True)
+class Generated:
+    """A place in a timed round's arguments filled on the device: output `index` of the round's
+    input program (`autograder.workloads`), a typed key built from its data where `key`."""
+
+    index: int
+    key: bool = False
+
+
 SPEC_KINDS = ("array", "key", "scalar")
 
 
@@ -87,6 +96,8 @@ def _header_tree(x: Any, array: Callable[[np.ndarray], int]) -> Any:
         return {"$key": int(x.seed)}
     if isinstance(x, Spec):
         return {"$spec": [x.kind, [int(n) for n in x.shape], x.dtype]}
+    if isinstance(x, Generated):
+        return {"$g": [int(x.index), bool(x.key)]}
     if isinstance(x, tuple):
         return {"$t": [_header_tree(v, array) for v in x]}
     if isinstance(x, list):
@@ -150,6 +161,8 @@ def decode(
                 return key(x["$key"])
             if "$spec" in x:
                 return _spec(x["$spec"])
+            if "$g" in x:
+                return _generated(x["$g"])
             if "$t" in x:
                 return tuple(dec(v) for v in x["$t"])
             if "$d" in x:
@@ -177,6 +190,15 @@ def _spec(fields: Any) -> Spec:
     ):
         raise WireError("malformed message: a bad argument spec")
     return Spec(fields[0], tuple(fields[1]), fields[2])
+
+
+def _generated(fields: Any) -> Generated:
+    """A `Generated` as sent: a non-negative index and a flag."""
+    if not (isinstance(fields, list) and len(fields) == 2 and type(fields[0]) is int and fields[0] >= 0):
+        raise WireError("malformed message: a bad generated argument")
+    if type(fields[1]) is not bool:
+        raise WireError("malformed message: a bad generated argument")
+    return Generated(fields[0], fields[1])
 
 
 def _dict_key(k: Any) -> Any:

@@ -92,7 +92,12 @@ def test_a_check_takes_the_spare_and_judges_as_a_fresh_worker_would(tmp_path, mo
 def test_a_spare_that_fails_to_start_is_not_used_and_leaves_no_folder(tmp_path):
     """A topic whose workers cannot start (no such JAX platform): `take` gives None, the
     check then starts a worker of its own as before, and the spare's folder is gone."""
-    topic = replace(topics.load_public("at_updates"), env={"JAX_PLATFORMS": "no-such-platform"})
+    topic = replace(
+        topics.load_public("at_updates"),
+        env={"JAX_PLATFORMS": "no-such-platform"},
+        platform="cpu",  # a topic of its own environment is graded on the CPU (`Topic.platform`)
+        platform_reason="the test's",
+    )
     module = write_submission(tmp_path, {"at_updates": (SOLUTIONS / "at_updates.py").read_text()}) / "at_updates.py"
     spares = Spares()
     try:

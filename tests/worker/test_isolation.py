@@ -371,3 +371,28 @@ def test_a_spare_imports_its_libraries_first_and_its_module_only_when_asked(tmp_
     finally:
         w.close()
     assert not folder.exists()  # the spare's folder goes with it
+
+
+@needs_bwrap
+def test_a_sandboxed_topic_starts_one_student_worker(monkeypatch):
+    """A sandboxed worker dies with the THREAD that started it (bubblewrap's --die-with-parent is
+    the thread's parent-death signal): started in a pool's thread that then ended, the student's
+    first worker of every topic died before its first request and was started again (two starts
+    per topic, found while grading on a device). It starts in the topic's own thread now."""
+    from autograder import engine, topics
+    from autograder.isolation import process
+    from helpers.grading import SOLUTIONS, TEST_LIMITS
+
+    started: list[str] = []
+    original = process.WorkerProcess.__init__
+
+    def counting(self, module_path, module_name, **kw):
+        if kw.get("isolate"):
+            started.append(module_name)
+        original(self, module_path, module_name, **kw)
+
+    monkeypatch.setattr(process.WorkerProcess, "__init__", counting)
+    result = engine.grade(
+        SOLUTIONS, topics.resolve(["prng.derive_keys"]), reference_dir=SOLUTIONS, isolate=True, limits=TEST_LIMITS
+    )
+    assert result.score == result.max_score and started == ["prng"]

@@ -1,0 +1,205 @@
+"""The accelerator's rules, piece by piece (`autograder.device`, `autograder.workloads`,
+`autograder.worker.commit`): which device a grading uses, one holder at a time, a round's
+outputs committed to inside its window, inputs made on the device from a key, and the
+tolerance of outputs computed there. The whole flow, graded, is tests/topics/test_device_grading.py."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from autograder import device, topics, workloads
+from autograder.checks import Correct, Speed
+from autograder.checks.base import SpecError
+from autograder.isolation import WorkerDied, WorkerProcess
+from autograder.spec import Case, Exercise
+from autograder.worker import commit
+from helpers.grading import TEST_LIMITS
+
+EMPTY = '"""Nothing."""\n'
+
+
+def test_the_setting_names_the_device(monkeypatch):
+    monkeypatch.delenv(device.SETTING_ENV, raising=False)
+    assert device.resolve("cpu") is None
+    exclusive = device.resolve("exclusive")
+    assert exclusive is not None and exclusive.kind == "cpu" and not exclusive.accelerator
+    assert exclusive.lock is not None and exclusive.platforms == ("cpu",)
+    tpu = device.resolve("tpu")
+    assert tpu is not None and tpu.accelerator and tpu.platforms == ("tpu", "cpu")
+    monkeypatch.setenv(device.SETTING_ENV, "exclusive")
+    assert device.resolve(None) is not None  # the environment's, where no setting is given
+    with pytest.raises(device.DeviceError, match="one of auto, cpu, exclusive, tpu, gpu, not 'tpuu'"):
+        device.resolve("tpuu")
+
+
+def test_auto_finds_no_accelerator_where_jax_is_pinned_to_the_cpu(monkeypatch):
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    assert device.detect() is None and device.resolve("auto") is None
+
+
+def test_workers_off_the_device_are_pinned_to_the_cpu_and_on_it_compute_float32_at_highest():
+    tpu = device.Device("tpu", device.Lease(Path("/nonexistent")))
+    assert tpu.env(on_device=False) == {"JAX_PLATFORMS": "cpu"}
+    assert tpu.env(on_device=True) == {"JAX_PLATFORMS": "tpu,cpu", "JAX_DEFAULT_MATMUL_PRECISION": "highest"}
+    exclusive = device.resolve("exclusive")
+    assert exclusive is not None and exclusive.env(on_device=True) == {"JAX_PLATFORMS": "cpu"}
+
+
+def test_the_lease_has_one_holder_at_a_time_and_records_each(tmp_path):
+    lease = device.Lease(tmp_path / "lease")
+    other = device.Lease(tmp_path / "lease")  # another grader on the same machine: the same file
+    inside: list[tuple[str, float, float]] = []
+
+    def hold(which: device.Lease, who: str) -> None:
+        with which.held(who):
+            start = time.monotonic()
+            time.sleep(0.3)
+            inside.append((who, start, time.monotonic()))
+
+    threads = [threading.Thread(target=hold, args=(lease, "a")), threading.Thread(target=hold, args=(other, "b"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    (_, _, e1), (_, s2, _) = sorted(inside, key=lambda x: x[1])
+    assert e1 <= s2, "two holders overlapped"
+    assert [h["who"] for h in lease.holders + other.holders] and len(lease.holders) == len(other.holders) == 1
+    assert max(h["waited"] for h in lease.holders + other.holders) > 0.2  # the second waited for the first
+
+
+def test_a_second_process_on_the_exclusive_device_fails_as_on_a_tpu(tmp_path):
+    """The exclusive mode's device workers lock the device, as libtpu locks a chip: a second one,
+    started while the first lives, stops at start with the reason; once the first is gone, the
+    device is free again."""
+    module = tmp_path / "empty.py"
+    module.write_text(EMPTY)
+    lock = tmp_path / "chip"
+    first = WorkerProcess(module, "empty", limits=TEST_LIMITS, device_lock=lock)
+    try:
+        with pytest.raises(WorkerDied, match="the device is held by another process"):
+            WorkerProcess(module, "empty", limits=TEST_LIMITS, device_lock=lock)
+    finally:
+        first.close()
+    WorkerProcess(module, "empty", limits=TEST_LIMITS, device_lock=lock).close()
+
+
+# -- the commitment -----------------------------------------------------------------------------
+
+DTYPES = st.sampled_from([np.float32, np.int32, np.uint8, np.int8, np.bool_, np.float16, np.uint32, np.int16])
+JITTED_DIGEST = jax.jit(lambda leaves, salt: commit.digest(leaves, salt, jnp))
+
+
+@settings(max_examples=30, deadline=None)
+@given(leaves=st.lists(hnp.arrays(DTYPES, hnp.array_shapes(min_dims=0, max_dims=3, max_side=9)), max_size=3))
+def test_the_digest_is_the_same_on_the_device_and_in_numpy(leaves):
+    salt = 0xDEADBEEF
+    on_host = commit.digest(leaves, salt, np)
+    jitted = JITTED_DIGEST([jnp.asarray(x) for x in leaves], np.uint32(salt))
+    assert [int(v) for v in on_host] == [int(v) for v in jitted] == workloads.digest(leaves, salt)
+
+
+def test_a_changed_word_or_order_or_salt_changes_the_digest():
+    """The case a summed checksum misses: sign flips of an even number of words, and reordering
+    (a weighted sum of words moved elsewhere, or of 2**31 added twice, is unchanged mod 2**32)."""
+    x = np.linspace(-1, 1, 1000, dtype=np.float32)
+    base = list(commit.digest([x], 7, np))
+    y = x.copy()
+    y[517] = np.nextafter(y[517], np.float32(2))  # one ulp, one word
+    flipped = x.copy()
+    flipped[[3, 600]] *= -1  # two sign bits: 2 * 2**31 * odd weights sum to 0 mod 2**32
+    for other in ([y], [x[::-1].copy()], [flipped]):
+        assert list(commit.digest(other, 7, np)) != base
+    assert list(commit.digest([x], 8, np)) != base
+    # the words, not the leaves: where they split is the outputs' structure, compared apart
+    assert list(commit.digest([x[:500], x[500:]], 7, np)) == base
+
+
+# -- inputs made on the device ---------------------------------------------------------------------
+
+
+def test_uniform_takes_only_spans_that_scale_exactly():
+    key = jax.random.key(0)
+    with pytest.raises(ValueError, match="span 3 must be a power of two"):
+        workloads.uniform(key, (3,), -1.0, 2.0)
+    values = np.asarray(workloads.uniform(key, (1000,), -2.0, 2.0))
+    assert values.dtype == np.float32 and values.min() >= -2 and values.max() < 2
+
+
+def generated(ex_name: str, check: Speed, size: int) -> list:
+    """The arguments of each call of a generated round at `size`, made here on the CPU as the
+    worker makes them (the exported program run on a key)."""
+    work = workloads.export(check.generate, size, ("cpu",))
+    outs = jax.export.deserialize(bytearray(work.program.tobytes())).call(jnp.asarray([3, 4], jnp.uint32))
+
+    def fill(x):
+        if isinstance(x, workloads.Generated):
+            return jax.random.wrap_key_data(outs[x.index]) if x.key else outs[x.index]
+        return x
+
+    return [workloads._mapped(call, fill) for call in work.calls]
+
+
+SPEED_GENERATED = [
+    (t, ex.name)
+    for t in topics.ORDER
+    for ex in topics.load(t).exercises
+    if ex.check("speed") is not None and ex.check("speed").generate is not None
+]
+
+
+@pytest.mark.parametrize("topic,name", SPEED_GENERATED)
+def test_a_generated_workload_has_the_samplers_structure_shapes_and_dtypes(topic, name):
+    """A device round's inputs are the same kind of call as the CPU's sampler draws: the same
+    argument structure, array shapes and dtypes, and the same static values' types."""
+    ex = topics.load(topic).exercise(name)
+    check = ex.check("speed")
+    size = check.size_for("cpu")
+    rng = np.random.default_rng(0)
+    drawn = check.stream(rng, size) if check.stream else [ex.sample(rng, size)]
+    made = generated(name, check, size)
+    assert len(made) == len(drawn) or check.stream is not None
+    for args, case in zip(made, drawn):
+
+        def kind(x):
+            if hasattr(x, "dtype") and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+                return "key"
+            if hasattr(x, "shape"):
+                return (tuple(x.shape), str(x.dtype))
+            return "key" if type(x).__name__ == "Key" else type(x).__name__
+
+        assert jax.tree.structure(args) == jax.tree.structure(case.args)
+        assert [kind(x) for x in jax.tree.leaves(args)] == [kind(x) for x in jax.tree.leaves(case.args)]
+
+
+def test_a_generated_workload_is_the_same_each_time_it_is_made():
+    ex = topics.load("at_updates").exercise("histogram")
+    first, again = generated("histogram", ex.check("speed"), 4096), generated("histogram", ex.check("speed"), 4096)
+    assert np.array_equal(first[0][0], again[0][0]) and first[0][1] == 256
+
+
+def test_a_speed_size_for_an_unknown_backend_fails_at_import():
+    with pytest.raises(SpecError, match="names no backend 'tpuv5'"):
+        Exercise("f", lambda rng, size: Case(()), (Correct(1), Speed(1, size={"cpu": 8, "tpuv5": 9})), ("a", "b"))
+
+
+# -- tolerance on an accelerator ----------------------------------------------------------------
+
+
+def test_outputs_from_an_accelerator_are_compared_at_least_at_its_tolerance():
+    ex = topics.load("loops").exercise("rnn_loss")
+    rtol, atol = device.tolerance("tpu")
+    widened = ex.at_least(rtol, atol)
+    assert (widened.rtol, widened.atol) == (max(ex.rtol, rtol), max(ex.atol, atol))
+    assert widened.check("grad").rtol == max(ex.check("grad").rtol, rtol)
+    assert ex.at_least(0.0, 0.0) == ex  # never lower
+    assert device.tolerance("cpu") == (0.0, 0.0)

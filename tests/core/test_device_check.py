@@ -1,0 +1,51 @@
+"""`benchmarks/device_check.py` (`make device-check`) runs on whatever device it finds: here, the
+CPU (and the CPU played as an exclusive device), for one speed-checked exercise, so that the
+script works the day it meets the grading accelerator. The slowed versions really are slower
+(ratios within one run, never wall times)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from helpers.grading import ROOT
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("setting", ["cpu", "exclusive"])
+def test_device_check_ranks_the_reference_and_its_slowed_versions(setting, tmp_path):
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "device_check.py"),
+            "--exercises",
+            "jit_basics.bce_fast",
+            "--no-course",
+            "--device",
+            setting,
+            "--json",
+            str(tmp_path / "check.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    rows = {
+        m.group(1).strip(): (float(m.group(2)), float(m.group(3)))
+        for m in re.finditer(
+            r"^jit_basics\.bce_fast\s+(reference|x2|x10)\s+x([\d.]+)-[\d.]+\s+([\d.]+)-", run.stdout, re.M
+        )
+    }
+    assert set(rows) == {"reference", "x2", "x10"}, run.stdout
+    (ref, ref_points), (x2, _), (x10, x10_points) = rows["reference"], rows["x2"], rows["x10"]
+    assert x10 > 2 * ref and x10 > x2, run.stdout
+    assert ref_points == 1 and x10_points < ref_points, run.stdout
+    assert re.search(r"ms\s+\d+", run.stdout)  # the workload against the dispatch floor
+    assert "device check done" in run.stdout
+    runs = json.loads((tmp_path / "check.json").read_text())["runs"]
+    assert [r.get("opens", 0) for r in runs] == ([2, 2, 2] if setting == "exclusive" else [0, 0, 0])

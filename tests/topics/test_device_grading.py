@@ -1,0 +1,134 @@
+"""Grading on a device, played on the CPU (`grade grade --device exclusive`, `autograder.device`):
+CI has no accelerator, so the rules it grades by there run here with the CPU as the device: one
+process holds it at a time, the reference's timed work first in one trusted process, then the
+student's topics in one process, inputs made on the device, outputs committed to inside the window.
+
+What a real TPU adds is measured there (benchmarks/device_survey.py, benchmarks/device_check.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from autograder import device, engine, topics
+from autograder.results import Result
+from helpers.grading import SOLUTIONS, TEST_LIMITS, crafted_source, short_of_full_marks, write_submission
+
+
+def on_device(folder, names: list[str], generates: bool = False) -> Result:
+    """`folder` graded in hidden mode with the CPU as an exclusive device; with `generates`, speed
+    rounds make their inputs on it as on an accelerator (`Device.generates`)."""
+    exclusive = device.resolve("exclusive")
+    assert exclusive is not None
+    return engine.grade(
+        folder,
+        topics.resolve(names),
+        reference_dir=SOLUTIONS,
+        limits=TEST_LIMITS,
+        jobs=2,
+        device=dataclasses.replace(exclusive, generates=generates),
+    )
+
+
+def statuses(result: Result, topic: str) -> dict[str, str]:
+    """Each test's status, the timed ones' as `short_of_full_marks` reads them (their noise aside)."""
+    noisy = short_of_full_marks(result)
+    return {t.name: "failed" if t.name in noisy else "passed" for t in result.tests if t.topic == topic}
+
+
+def assert_one_holder_at_a_time(result: Result) -> None:
+    holders = result.extra_data["device"]["holders"]
+    spans = sorted((h["at"], h["at"] + h["seconds"]) for h in holders)
+    assert all(end <= start for (_, end), (start, _) in itertools.pairwise(spans)), holders
+
+
+@pytest.fixture(scope="module")
+def jit_basics_on_device() -> Result:
+    return on_device(SOLUTIONS, ["jit_basics", "sharding"])
+
+
+def test_a_topic_on_the_device_gets_the_verdicts_it_gets_on_the_cpu(jit_basics_on_device, graded_solutions):
+    """The reference graded with the CPU as a device: every test as in the ordinary grading
+    (speed within its noise allowance: `short_of_full_marks`), in two openings of the device."""
+    for topic in ("jit_basics", "sharding"):
+        assert statuses(jit_basics_on_device, topic) == statuses(graded_solutions, topic)
+    assert not short_of_full_marks(jit_basics_on_device)
+    record = jit_basics_on_device.extra_data["device"]
+    assert record["kind"] == "cpu" and record["topics"] == ["jit_basics"]  # sharding: on the host's CPU
+    assert [h["who"] for h in record["holders"]] == ["reference", "student"] and record["opens"] == 2
+    assert_one_holder_at_a_time(jit_basics_on_device)
+    speed = {t.exercise: t for t in jit_basics_on_device.tests if t.check == "speed"}
+    assert "inputs sent to the outputs' digest" in speed["affine"].output
+
+
+def test_inputs_made_on_the_device_give_the_same_verdicts(tmp_path):
+    """As on an accelerator: each round's inputs made on the device from a key, the CPU's copy of
+    the best round made again from it (the two inputs' digests equal, or the grader says so)."""
+    result = on_device(SOLUTIONS, ["at_updates.histogram", "static_args.cached_solve"], generates=True)
+    assert not short_of_full_marks(result)
+    speed = [t for t in result.tests if t.check == "speed"]
+    assert len(speed) == 2 and all("inputs made on the device to the outputs' digest" in t.output for t in speed)
+
+
+def test_a_faulty_submission_fails_the_same_checks_on_the_device(tmp_path):
+    folder = write_submission(tmp_path / "faulty", {"jit_basics": crafted_source("jit_basics__one_fault_each")})
+    cpu = engine.grade(folder, topics.resolve(["jit_basics"]), reference_dir=SOLUTIONS, limits=TEST_LIMITS)
+    dev = on_device(folder, ["jit_basics"])
+    assert statuses(dev, "jit_basics") == statuses(cpu, "jit_basics")
+    assert any(status == "failed" for status in statuses(dev, "jit_basics").values())
+
+
+def test_outputs_made_after_the_window_earn_no_speed_points(tmp_path, jit_basics_on_device):
+    """A module that replies to a device round at once and computes its outputs after the clock
+    stopped (tests/submissions/jit_basics__attack_late_outputs.py) fails every speed check there;
+    beside it the reference, its honest twin, passes them."""
+    folder = write_submission(tmp_path / "late", {"jit_basics": crafted_source("jit_basics__attack_late_outputs")})
+    result = on_device(folder, ["jit_basics"])
+    speed = [t for t in result.tests if t.check == "speed"]
+    assert speed and all(t.score == 0 for t in speed)
+    assert all("not those its reply committed to inside the window" in t.output for t in speed), [
+        t.output for t in speed
+    ]
+    assert all(t.status == "passed" for t in result.tests if t.check in ("correct", "jit"))
+    assert all(t.score > 0 for t in jit_basics_on_device.tests if t.check == "speed")
+
+
+def test_a_module_that_kills_its_process_costs_its_topic_only(tmp_path):
+    """The student's one process on the device dies importing prng (`os._exit` at import): prng
+    scores 0 with the reason, and at_updates, next, gets a fresh process (a third opening)."""
+    folder = write_submission(
+        tmp_path / "dies",
+        {
+            "prng": crafted_source("at_updates__crash_at_import"),
+            "at_updates": (SOLUTIONS / "at_updates.py").read_text(),
+        },
+    )
+    result = on_device(folder, ["prng", "at_updates"])
+    assert all(t.score == 0 and "exited with status 9" in t.output for t in result.tests if t.topic == "prng")
+    assert not {name for name in short_of_full_marks(result) if name.startswith("at_updates.")}
+    assert [h["who"] for h in result.extra_data["device"]["holders"]] == ["reference", "student", "student"]
+    assert_one_holder_at_a_time(result)
+
+
+def grade_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """`grade ARGS` in a process of its own, without the sandbox."""
+    command = [sys.executable, "-m", "autograder", "grade", *args, "--sandbox", "off"]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+
+
+def test_grade_grade_takes_the_device_setting(tmp_path):
+    folder = write_submission(tmp_path / "one", {"prng": (SOLUTIONS / "prng.py").read_text()})
+    run = grade_cli(str(folder), "-t", "prng.derive_keys", "--device", "exclusive", "--json", str(tmp_path / "r.json"))
+    assert run.returncode == 0, run.stdout + run.stderr
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["extra_data"]["device"]["topics"] == ["prng"] and doc["score"] == doc["max_score"]
+    wrong = grade_cli(str(folder), "-t", "prng", "--device", "tpuu", timeout=120)
+    assert wrong.returncode == 2 and "the device setting must be one of auto, cpu, exclusive, tpu, gpu" in wrong.stdout
+    shutil.rmtree(folder)
