@@ -38,9 +38,11 @@ from typing import Any
 from autograder import compile_cache, replies
 from autograder.answers import Prefetching
 from autograder.checks import Check, ordered
+from autograder.context import CheckContext
 from autograder.device import Device
 from autograder.gate import ClockGate
 from autograder.isolation import Limits, WorkerDied, WorkerProcess
+from autograder.session import TopicSession, format_error
 from autograder.spec import Exercise, Topic
 
 EMPTY_MODULE = '"""Nothing: this process imports each topic\'s module in turn (`autograder.device_grading`)."""\n'
@@ -143,7 +145,6 @@ class DeviceRun:
             limits=limits,
             cache=compile_cache.reference_view() if isolate else compile_cache.NONE,
         )
-        self.limits = limits
 
     @property
     def platform(self) -> dict[str, Any]:
@@ -153,8 +154,6 @@ class DeviceRun:
 
     def student_worker(self, module: Path, name: str, timeout: float) -> tuple[WorkerProcess | None, str | None]:
         """The student's worker with `module` imported, or (None, why not) as a topic reports it."""
-        from autograder.session import format_error
-
         try:
             worker, loaded = self.student.worker_for(module, name, timeout)
         except WorkerDied as exc:
@@ -187,9 +186,6 @@ def reference_phase(
     """The first phase: the reference's work on the device for every topic, in ONE trusted
     process (`SharedWorker` "reference"), kept in `run.store` by topic. `topics` are (spec,
     reference module, exercises that are stubs in the submission: nothing of theirs is asked)."""
-    from autograder.context import CheckContext
-    from autograder.session import TopicSession
-
     work = [
         (t, ref, [ex for ex in t.exercises if ex.name not in stubs and prefetching(ex)]) for t, ref, stubs in topics
     ]
