@@ -127,7 +127,7 @@ class Side:
         cases: list[Case] | None = None,
         generate: dict[str, Any] | None = None,
     ) -> Timed:
-        """One round on a device, timed to its outputs' checksums (`autograder.timing.committed_round`);
+        """One round on a device, timed to its outputs' digest (`autograder.timing.committed_round`);
         the outputs stay in the worker (`fetched`). Raises `WorkerDied` or `CallFailed`."""
         with self.alone():
             return committed_round(
@@ -150,7 +150,7 @@ class Side:
         return outputs(self._worker(), "fetch", timeout)["outs"]
 
     def round(self, timeout: float, **fields: Any) -> dict[str, Any]:
-        """A round computed untimed (`op_round`): its outputs, and the checksums of inputs it
+        """A round computed untimed (`op_round`): its outputs, and the digest of the inputs it
         made. The reference's failure here is the grader's."""
         try:
             return outputs(self._worker(), "round", timeout, **fields)

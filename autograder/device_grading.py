@@ -7,7 +7,7 @@ device for every such topic:
 1. the reference (trusted), hidden grading only: its modules imported in turn, it does every
    check's work that must run on the device ahead of the student (`Check.prefetch`: the timed
    rounds of `speed`, the timed stream of `compiles`), on inputs drawn from the run's secret,
-   and the grader keeps its answers (times, input checksums, a stream's outputs: small) until
+   and the grader keeps its answers (times, input digests, a stream's outputs: small) until
    the student's phase asks for them in the same words (`answers.Prefetched`);
 2. the student (untrusted, sandboxed where the sandbox runs): one process that imports each
    topic's module in turn (`SharedWorker`) and answers every check, topic after topic, while

@@ -21,7 +21,7 @@ that round the same everywhere: a float in [0, 1) from 23 random mantissa bits (
 scaled by a power of two (exact) and shifted (one rounding, the same with or without a fused
 multiply-add). A generator that needs a product uses small integers times powers of two, whose
 sums are exact in float32. The grader checks it at run time too: the reference's input
-checksum on the device (`worker.commit`) must equal the CPU's for the verified round.
+digest on the device (`worker.commit`) must equal the CPU's for the verified round.
 
 The grader's process imports JAX here only (lazily), and pins it to the CPU before any device
 is opened: one process holds an accelerator at a time, and it is a worker.

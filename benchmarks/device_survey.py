@@ -7,12 +7,12 @@ Three surveys, each written to --out as JSON and summarised on stdout:
   the environment variables named by --open-env.
 - `speed`: for every speed-checked exercise of a topic graded on the device, at each candidate
   size: the round's pieces as a device round runs them (`autograder.workloads`: inputs made on the
-  device from a key; `autograder.worker.commit`: the outputs' checksum), each the best of --reps:
+  device from a key; `autograder.worker.commit`: the outputs' digest), each the best of --reps:
   the dispatch floor (a jitted `x * 2 + 1` on a small array), the generator alone, the call on
   inputs already there, the whole round (generate, call, commit), the same round of a version
   doing twice the work (benchmarks/device_check.py's `_slowed`), and for host-input exercises the
   call with its inputs sent from the host. Also whether each generator gives the same bits on
-  the device and on the CPU (the checksum of its inputs on both).
+  the device and on the CPU (the digest of its inputs on both).
 - `tolerance`: every exercise of the device topics run by the reference on its public cases and
   two hidden draws, on the device (float32 matmuls at 'highest') and on the CPU (a subprocess),
   and the largest error, absolute, relative, and in units of the exercise's tolerance (and
@@ -65,13 +65,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--open-env", default="TPU_SKIP_MDS_QUERY=1", help="extra variables for the second open run")
     ap.add_argument("--exercises", default="", help="comma-separated TOPIC.EXERCISE for the speed survey")
+    ap.add_argument("--sizes", default="", help="comma-separated sizes to try instead of each exercise's candidates")
     ap.add_argument("--deadline", type=float, default=1e9, help="seconds the tolerance survey's device pass may run")
     ap.add_argument("--cpu-pass", type=Path, help=argparse.SUPPRESS)  # the tolerance survey's CPU half
     args = ap.parse_args(argv)
-    if args.cpu_pass:
-        return cpu_pass(args.cpu_pass)
     global DEADLINE
     DEADLINE = time.monotonic() + args.deadline
+    if args.cpu_pass:
+        return cpu_pass(args.cpu_pass)
     args.out.mkdir(parents=True, exist_ok=True)
     LOG.append(open(args.out / "survey.log", "a"))
     skip = set(filter(None, args.skip.split(",")))
@@ -85,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     say("device:", jax.devices()[0].device_kind, "jax", jax.__version__, flush=True)
     if "speed" not in skip:
         chosen = set(filter(None, args.exercises.split(",")))
-        write(args.out / "speed.json", speed(args.reps, chosen))
+        sizes = [int(n) for n in args.sizes.split(",") if n]
+        write(args.out / "speed.json", speed(args.reps, chosen, sizes))
     if "tolerance" not in skip:
         write(args.out / "tolerance.json", tolerance(args.out))
     return 0
@@ -169,7 +171,7 @@ def slowed(module: Any, name: str) -> Any:
     return scope["_slowed"](getattr(module, name), 2)
 
 
-def speed(reps: int, chosen: set[str]) -> list[dict[str, Any]]:
+def speed(reps: int, chosen: set[str], sizes_given: list[int] | None = None) -> list[dict[str, Any]]:
     """The speed survey (see the module docstring)."""
     import jax
     import jax.numpy as jnp
@@ -184,12 +186,13 @@ def speed(reps: int, chosen: set[str]) -> list[dict[str, Any]]:
     floor = best(lambda: floor_fn(x).block_until_ready(), 50)
     pipelined = best(lambda: jax.block_until_ready([floor_fn(x) for _ in range(16)]), 20) / 16
     say(f"floor {floor * 1e3:.3f} ms, a pipelined call {pipelined * 1e3:.3f} ms", flush=True)
-    committer = jax.jit(lambda leaves, salt: commit.checksums(leaves, salt, jnp))
+    committer = jax.jit(lambda leaves, salt: commit.digest(leaves, salt, jnp))
     rows: list[dict[str, Any]] = [{"floor_ms": round(floor * 1e3, 4), "pipelined_call_ms": round(pipelined * 1e3, 4)}]
     key_data = jnp.asarray([1, 2], jnp.uint32)
-    for name, sizes in CANDIDATES.items():
+    for name, candidates in CANDIDATES.items():
         if chosen and name not in chosen:
             continue
+        sizes = sizes_given or candidates
         topic_name, ex_name = name.split(".")
         ex = topics.load(topic_name).exercise(ex_name)
         check = ex.check("speed")
@@ -356,7 +359,9 @@ def tolerance(out: Path) -> list[dict[str, Any]]:
     device_file, cpu_file = folder / "tolerance_device.npz", folder / "tolerance_cpu.npz"
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     env.pop("JAX_DEFAULT_MATMUL_PRECISION", None)
-    cpu_run = subprocess.Popen([sys.executable, __file__, "--out", str(out), "--cpu-pass", str(cpu_file)], env=env)
+    left = str(max(0.0, DEADLINE - time.monotonic()))  # the CPU's pass stops where the device's does
+    command = [sys.executable, __file__, "--out", str(out), "--cpu-pass", str(cpu_file), "--deadline", left]
+    cpu_run = subprocess.Popen(command, env=env)
     run_cases(device_file)
     cpu_run.wait()
     dev, cpu = np.load(device_file), np.load(cpu_file)

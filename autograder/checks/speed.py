@@ -77,7 +77,7 @@ class Speed(Check):
     request carries (`generate(key, size)`, `autograder.workloads`), where the exercise gives a
     generator: its inputs are large, and their transfer from the host would be most of what the
     clock measured; otherwise they are drawn and sent as on a CPU (they are small). The outputs
-    stay on the device: the window ends with their checksums (`autograder.worker.commit`), and
+    stay on the device: the window ends with their digest (`autograder.worker.commit`), and
     the student's best round is fetched after it and compared with the reference's outputs on
     the same inputs, computed on the host's CPU.
     """
@@ -190,7 +190,7 @@ class Speed(Check):
 
     def round_inputs(self, ctx: CheckContext, size: int) -> dict:
         """The next round's inputs, drawn from the run's secret: the key of a generated workload,
-        or its cases; and the salt of its outputs' checksums."""
+        or its cases; and the salt of its outputs' digest."""
         ex = ctx.exercise
 
         def make(rng: np.random.Generator) -> dict:
@@ -211,7 +211,7 @@ class Speed(Check):
     def reference_rounds(self, ctx: CheckContext) -> dict:
         """The reference's rounds on the device, the first a warm-up, then at least `min_reps`
         and more while their time stays under `budget` (up to `max_reps`): each round's wall and
-        CPU seconds and, for a generated workload, the checksums of the inputs it made (asked
+        CPU seconds and, for a generated workload, the digest of the inputs it made (asked
         after the round, untimed), which the CPU's must equal. Kept until the student's phase
         asks for the same (`answers.Prefetched`)."""
         ex, size = ctx.exercise, self.size_for(ctx.backend)

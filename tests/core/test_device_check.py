@@ -49,3 +49,35 @@ def test_device_check_ranks_the_reference_and_its_slowed_versions(setting, tmp_p
     assert "device check done" in run.stdout
     runs = json.loads((tmp_path / "check.json").read_text())["runs"]
     assert [r.get("opens", 0) for r in runs] == ([2, 2, 2] if setting == "exclusive" else [0, 0, 0])
+
+
+@pytest.mark.slow
+def test_device_survey_runs_here(tmp_path):
+    """`benchmarks/device_survey.py` is run on an accelerator, where a broken line costs a session
+    its device time: here it runs on the CPU, small, and says what it measured."""
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "device_survey.py"),
+            "--out",
+            str(tmp_path),
+            "--skip",
+            "opens",
+            "--reps",
+            "1",
+            "--exercises",
+            "at_updates.histogram,prng.monte_carlo_pi",
+            "--sizes",
+            "64",
+            "--deadline",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    rows = json.loads((tmp_path / "speed.json").read_text())
+    histogram = next(r for r in rows if r.get("exercise") == "at_updates.histogram")
+    assert histogram["inputs_same_on_cpu"] and histogram["round_x2_ms"] > 0 and "error" not in histogram
+    assert (tmp_path / "tolerance.json").exists() and "wrote speed.json" in (tmp_path / "survey.log").read_text()
