@@ -83,7 +83,7 @@ class Lease:
                             "who": who,
                             "waited": round(started - waited, 3),
                             "started": started,
-                            "seconds": round(time.monotonic() - started, 3),
+                            "ended": time.monotonic(),
                         }
                     )
                     fcntl.flock(fd, fcntl.LOCK_UN)
@@ -127,16 +127,21 @@ class Device:
         return {"JAX_PLATFORMS": BACKENDS[self.kind], "JAX_DEFAULT_MATMUL_PRECISION": MATMUL_PRECISION}
 
     def summary(self) -> dict:
-        """The device's entry in a result's `extra_data`: its kind and each lease (the opens)."""
+        """The device's entry in a result's `extra_data`: its kind and each lease (the opens),
+        `at` and `until` in seconds from the first, both rounded from the clock (so one lease's
+        `until` is never after the next one's `at`), `seconds` their difference."""
         first = min((h["started"] for h in self.lease.holders), default=0.0)
         return {
             "kind": self.kind,
             "opens": len(self.lease.holders),
-            "holders": [
-                {"who": h["who"], "at": round(h["started"] - first, 3), "seconds": h["seconds"], "waited": h["waited"]}
-                for h in self.lease.holders
-            ],
+            "holders": [_span(h, first) for h in self.lease.holders],
         }
+
+
+def _span(holder: dict, first: float) -> dict:
+    """One lease as `summary` reports it."""
+    at, until = round(holder["started"] - first, 3), round(holder["ended"] - first, 3)
+    return {"who": holder["who"], "at": at, "until": until, "seconds": round(until - at, 3), "waited": holder["waited"]}
 
 
 def tolerance(kind: str) -> tuple[float, float]:

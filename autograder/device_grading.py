@@ -106,6 +106,7 @@ class SharedWorker:
                 cache=self.cache,
                 companions=tuple(self.modules),
                 device_lock=self.device.lock,
+                on_device=True,
             )
         except BaseException:
             lease.close()

@@ -127,8 +127,7 @@ def cached_solve(A, b, x_cached, tol):
       - speed (2): be about as fast as the reference²: jitted by the grader (as written if it
         fails `jit`), timed on `A` float32[2**11, 2**11], `b` float32[2**11], `x_cached`
         float32[2**11] (`A` float32[2**12, 2**12], `b` float32[2**12], `x_cached` float32[2**12]
-        on a GPU; `A` float32[2**13, 2**13], `b` float32[2**13], `x_cached` float32[2**13] on a
-        TPU).
+        on a GPU).
       ¹ rtol 1e-4, atol 1e-4 for float outputs; integers, booleans and keys exactly. ² full
       points up to x1.5 the reference's time, none from x10, log-linear between (on a CPU the
       clock is CPU time, and a wall time past x10 scores 0 too).

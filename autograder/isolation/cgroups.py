@@ -94,8 +94,9 @@ class Cgroup:
         return parents
 
     @classmethod
-    def create(cls, limits: Limits) -> Cgroup:
-        """A new, empty group with the limits set (OSError if cgroups cannot be used here)."""
+    def create(cls, limits: Limits, memory_limit: int | None) -> Cgroup:
+        """A new, empty group with the limits set: the task cap, and the hard memory limit
+        `memory_limit` (None: none yet, `set_memory_limit`). OSError if cgroups cannot be used here."""
         parents = cls.parents()
         _clean_stale(parents)
         name = f"{os.getpid()}-{procfs.start_time(os.getpid())}-{uuid.uuid4().hex[:12]}"
@@ -112,7 +113,7 @@ class Cgroup:
                             raise
                 group.dirs[hierarchy] = parent / name
             group._keep_a_way_to_kill()
-            group._set_limits(limits)
+            group._set_limits(limits, memory_limit)
             return group
         except BaseException:
             group.remove()
@@ -126,15 +127,24 @@ class Cgroup:
             if "freezer" not in self.dirs:
                 raise OSError("neither cgroup.kill nor a freezer hierarchy to kill a group with")
 
-    def _set_limits(self, limits: Limits) -> None:
-        """The hard memory limit (swap included, where accounted) and the task cap."""
-        memory = self.dirs["memory"]
-        _write(memory / "memory.limit_in_bytes", str(limits.memory_backstop()))
-        try:  # with swap accounting, swap does not extend the limit
-            _write(memory / "memory.memsw.limit_in_bytes", str(limits.memory_backstop()))
-        except OSError:
-            pass
+    def _set_limits(self, limits: Limits, memory_limit: int | None) -> None:
+        """The hard memory limit, where one is given, and the task cap."""
+        if memory_limit is not None:
+            self.set_memory_limit(memory_limit)
         _write(self.dirs["pids"] / "pids.max", str(limits.tasks_cap()))
+
+    def set_memory_limit(self, limit: int) -> None:
+        """The group's hard memory limit, swap included where it is accounted (raised in the
+        order the kernel requires: memory+swap is never below memory)."""
+        memory = self.dirs["memory"]
+        targets = ["memory.limit_in_bytes", "memory.memsw.limit_in_bytes"]
+        current = int(_read(memory / "memory.limit_in_bytes").strip() or 0)
+        for name in targets if limit <= current else reversed(targets):
+            try:
+                _write(memory / name, str(limit))
+            except OSError:
+                if name == targets[0]:
+                    raise  # with swap accounting absent, the memsw file is missing: no matter
 
     def enter_argv(self) -> list[str]:
         """A prefix that makes a command join this group before it runs."""

@@ -121,7 +121,10 @@ class WorkerProcess:
     with the worker. `companions` are more module files it may import later (`load_module`:
     one worker for several topics on an accelerator), staged beside the module in the sandbox.
     `device_lock` (the exclusive mode's stand-in for a chip's lock, `autograder.device`) is
-    opened and handed to the worker, which locks it before JAX starts or stops.
+    opened and handed to the worker, which locks it before JAX starts or stops. `on_device`: a
+    worker on the device, whose memory cap counts what it holds above its greeting (JAX loaded,
+    the device opened, no module's code run yet): a TPU's runtime alone keeps ~14 GB resident,
+    8 GB of it the chip's own memory mapped in, so a cap on the total would stop it opening.
     """
 
     def __init__(
@@ -139,6 +142,7 @@ class WorkerProcess:
         owned_dir: Path | None = None,
         companions: tuple[Path, ...] = (),
         device_lock: Path | None = None,
+        on_device: bool = False,
     ) -> None:
         self.module_path, self.module_name = Path(module_path).resolve(), module_name
         self.companions = tuple(Path(p).resolve() for p in companions)
@@ -161,6 +165,8 @@ class WorkerProcess:
         self._owned_dir = owned_dir  # removed when the worker is (a spare's module folder)
         self._view: compile_cache.View | None = None
         self._pidfd: int | None = None
+        self.on_device = on_device
+        self.memory_base: int | None = None if on_device else 0  # not capped before the greeting
         spare = {"JAXLINGS_PRELOAD": ",".join(preload), "JAXLINGS_LOAD_ON_REQUEST": "1" if load_on_request else ""}
         self._start({**(env or {}), **spare})
         self.load_reply: dict[str, Any] | None = None
@@ -215,9 +221,12 @@ class WorkerProcess:
         self._start_watchdogs()
 
     def _make_cgroup(self) -> None:
-        """The worker's own cgroup, where one can be made (else `cgroup_error` says why not)."""
+        """The worker's own cgroup, where one can be made (else `cgroup_error` says why not);
+        on the device, its memory is unlimited until the greeting (`_base_memory`)."""
         try:
-            self._cgroup = Cgroup.create(self.limits)
+            self._cgroup = Cgroup.create(
+                self.limits, memory_limit=None if self.on_device else self.limits.memory_backstop()
+            )
             self.accounting = "cgroup"
         except OSError as exc:
             self.cgroup_error = str(exc)
@@ -286,6 +295,8 @@ class WorkerProcess:
         except replies.MalformedReply as exc:
             self.kill(f"sent a malformed reply while starting ({exc})")
             raise WorkerDied(self.death_reason("while starting")) from None
+        if self.on_device:
+            self._base_memory()
         if load:
             self._await_load(timeout)
         return hello["platform"]
@@ -469,22 +480,35 @@ class WorkerProcess:
             return bytes((self._stdout_log or b"")[mark:end]).decode(errors="replace")
 
     def _memory_message(self) -> str:
-        return f"used more than {self.limits.memory_bytes >> 20} MiB of memory"
+        beyond = " beyond what the device's runtime holds" if self.on_device else ""
+        return f"used more than {self.limits.memory_bytes >> 20} MiB of memory{beyond}"
+
+    def _memory_used(self) -> int | None:
+        """The worker's memory now: its cgroup's, or its live process tree's resident set
+        (None where its cgroup can no longer be read)."""
+        if self._cgroup is None:
+            return procfs.rss_bytes(procfs.descendants(self.proc.pid))
+        try:
+            return self._cgroup.memory_bytes()
+        except (OSError, ValueError):
+            return None
+
+    def _base_memory(self) -> None:
+        """On the device, at the greeting: what the worker holds now is its base, the cap counts
+        above it, and its cgroup's hard limit is set as far above it as the backstop."""
+        self.memory_base = self._memory_used() or 0
+        if self._cgroup is not None:
+            self._cgroup.set_memory_limit(self.memory_base + self.limits.memory_backstop())
 
     def _watch_memory(self) -> None:
-        """Poll the worker's memory (its cgroup's, or its live process tree's resident set);
-        past the cap, kill the worker."""
+        """Poll the worker's memory (`_memory_used`); past the cap above its base, kill it."""
         while not self._closed.wait(0.1):
             if self.proc.poll() is not None:
                 return
-            if self._cgroup is not None:
-                try:
-                    used = self._cgroup.memory_bytes()
-                except (OSError, ValueError):
-                    return
-            else:
-                used = procfs.rss_bytes(procfs.descendants(self.proc.pid))
-            if used > self.limits.memory_bytes:
+            base, used = self.memory_base, self._memory_used()
+            if used is None:
+                return
+            if base is not None and used - base > self.limits.memory_bytes:
                 self.kill(self._memory_message())
                 return
 

@@ -306,7 +306,7 @@ TOPIC = Topic(
                 ),
                 Speed(
                     2,
-                    size={"cpu": 2048, "gpu": 4096, "tpu": 8192},
+                    size={"cpu": 2048, "gpu": 4096, "tpu": 2048},
                     stream=_cache_hits,
                     generate=_cache_hits_on_device,
                     full=SPEED_FULL,

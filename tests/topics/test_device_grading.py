@@ -45,7 +45,7 @@ def statuses(result: Result, topic: str) -> dict[str, str]:
 
 def assert_one_holder_at_a_time(result: Result) -> None:
     holders = result.extra_data["device"]["holders"]
-    spans = sorted((h["at"], h["at"] + h["seconds"]) for h in holders)
+    spans = sorted((h["at"], h["until"]) for h in holders)
     assert all(end <= start for (_, end), (start, _) in itertools.pairwise(spans)), holders
 
 

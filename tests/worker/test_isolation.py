@@ -247,6 +247,45 @@ def test_tmpfs_pages_count_as_the_workers_memory(tmp_path):
             w.request("call", 30, fn="fill_tmp", args=("/tmp/fill", 3000))
 
 
+GROWER = """
+    import time
+    import numpy as np
+
+    HELD = []
+
+    def grow(mib):
+        HELD.append(np.ones(int(mib) << 17))  # float64: mib MiB, touched
+        time.sleep(0.5)  # the watchdog polls every 0.1 s
+        return np.float32(len(HELD))
+"""
+
+
+def test_a_device_workers_memory_is_capped_above_what_it_held_at_its_greeting(tmp_path):
+    """A device's runtime holds gigabytes once opened (14 GB resident on a TPU v5e): a worker
+    `on_device` counts its cap above what it held at its greeting, when no module code had run.
+    The same growth that passes there stops a worker capped on its whole memory, and growth
+    past the cap above the base stops the device worker too."""
+    limits = Limits(memory_bytes=512 << 20, call_timeout=30.0)
+    module = tmp_path / "probe.py"
+    module.write_text(textwrap.dedent(GROWER))
+    device = WorkerProcess(module, "probe", limits=limits, on_device=True)
+    try:
+        assert device.memory_base and device.memory_base > 32 << 20, device.memory_base  # JAX is loaded
+        grown = (limits.memory_bytes - device.memory_base // 2) >> 20  # the total passes the cap
+        assert device.request("call", 30, fn="grow", args=(grown,))["ok"]
+        with pytest.raises(WorkerDied, match="more than 512 MiB of memory beyond what the device's runtime holds"):
+            device.request("call", 30, fn="grow", args=(grown,))
+    finally:
+        device.close()
+    plain = WorkerProcess(module, "probe", limits=limits)
+    try:
+        assert plain.memory_base == 0
+        with pytest.raises(WorkerDied, match="used more than 512 MiB of memory and was stopped"):
+            plain.request("call", 30, fn="grow", args=(grown,))
+    finally:
+        plain.close()
+
+
 @pytest.mark.slow
 def test_tasks_are_capped(tmp_path):
     with start(tmp_path, probe_source(), limits=Limits(max_processes=64)) as w:
