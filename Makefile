@@ -31,12 +31,13 @@ test: setup
 test-fast: setup
 	$(BIN)/python -m pytest -q -n $(TEST_JOBS) --dist loadfile -m "not slow" --durations=10
 
-## Lint, format check and types (configured in pyproject.toml; CI runs it before the tests). Seconds.
+## Lint, format check, types and the layering contracts (configured in pyproject.toml; CI runs it before the tests). Seconds.
 lint: setup
 	@status=0; \
 	$(BIN)/ruff check . || status=1; \
 	$(BIN)/ruff format --check . || status=1; \
 	$(BIN)/mypy || status=1; \
+	$(BIN)/lint-imports --no-cache || status=1; \
 	exit $$status
 
 ## Apply the formatter and ruff's safe fixes (exercises/, course/ and the crafted submissions are left alone).

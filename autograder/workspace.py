@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import shutil
 import textwrap
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,11 +36,18 @@ TOLERANCE = (
 )
 
 
-def after_correct() -> str:
-    """Which checks wait for `correct`, from the checks' own declarations."""
-    needs = [f"`{name}`" for name, kind in checks.KINDS.items() if "correct" in kind.requires and not kind.advisory]
+def after_correct(kinds: Collection[str] | None = None) -> str:
+    """Which checks wait for `correct`, from the checks' own declarations: of `kinds` (check
+    names: a topic's own, so that its notebook changes only with its checks), else of all."""
+    needs = [
+        f"`{name}`"
+        for name, kind in checks.KINDS.items()
+        if "correct" in kind.requires and not kind.advisory and (kinds is None or name in kinds)
+    ]
+    if not needs:
+        return ""
     words = needs[0] if len(needs) == 1 else f"{', '.join(needs[:-1])} and {needs[-1]}"
-    return f"{words} count only once `correct` passes."
+    return f"{words} count{'s' if len(needs) == 1 else ''} only once `correct` passes."
 
 
 def grading_rules() -> str:

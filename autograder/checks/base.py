@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Union
 from autograder.results import Outcome
 
 if TYPE_CHECKING:
+    from autograder.checks.vocabulary import Words
     from autograder.context import CheckContext
-    from autograder.course.graded import Context as Words
     from autograder.spec import Exercise
 
 

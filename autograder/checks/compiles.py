@@ -64,7 +64,7 @@ from autograder.results import Outcome
 from autograder.spec import Case, Exercise, StreamSampler
 
 if TYPE_CHECKING:
-    from autograder.course.graded import Context as Words
+    from autograder.checks.vocabulary import Words
 
 FALLBACK_THRESHOLD = 0.005  # seconds, where the reference gives no cached or no compiling call
 WEIGHT_SLACK = 1.25  # of the allowance, for the counted calls' weight in reference compilations (`budget`)

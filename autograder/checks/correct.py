@@ -23,7 +23,7 @@ from autograder.results import Outcome
 from autograder.spec import Exercise
 
 if TYPE_CHECKING:
-    from autograder.course.graded import Context as Words
+    from autograder.checks.vocabulary import Words
 
 
 @dataclass(frozen=True)

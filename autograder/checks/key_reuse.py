@@ -34,7 +34,7 @@ from autograder.results import Outcome
 from autograder.spec import Exercise
 
 if TYPE_CHECKING:
-    from autograder.course.graded import Context as Words
+    from autograder.checks.vocabulary import Words
 
 LEGACY_KEY_PRIMITIVES = ("random_unwrap", "random_wrap")
 

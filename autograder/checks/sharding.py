@@ -28,7 +28,7 @@ from autograder.source import literal
 from autograder.spec import Case, Exercise
 
 if TYPE_CHECKING:
-    from autograder.course.graded import Context as Words
+    from autograder.checks.vocabulary import Words
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from autograder.worker import commit
 from autograder.workloads import Generate
 
 if TYPE_CHECKING:
-    from autograder.course.graded import Context as Words
+    from autograder.checks.vocabulary import Words
 
 BACKENDS = ("cpu", "gpu", "tpu")
 """The backends a `Speed.size` may name."""

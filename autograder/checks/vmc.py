@@ -48,7 +48,7 @@ from autograder.spec import Case, Exercise, Key
 from autograder.words import num
 
 if TYPE_CHECKING:
-    from autograder.course.graded import Context as Words
+    from autograder.checks.vocabulary import Words
 
 MAX_HIDDEN_PER_SPIN = 8  # the exact sum costs 2**n * hidden units; more than alpha = 8 is refused
 CHUNK = 4096  # configurations per block of the exact sum

@@ -15,11 +15,16 @@ What is hashed, and why:
   docstrings are stripped too: `grade build` rewrites them (the Graded lists), and no answer
   reads them.
 - the topic's spec (`autograder/topics/<topic>.py`): its cases, samplers and check options.
+- the checks the topic's exercises use (`_check_modules`): the module of each check class its
+  spec configures, and every module of `checks/` those import, transitively (imports for
+  typing only aside). A check used by one topic records that topic again, and no other; a new
+  check module records nothing until a spec uses it; `checks/base.py` (every check's base)
+  records every topic.
 - `SHARED_SOURCES` and every module of `SHARED_FOLDERS`: the draws' keys and generators
-  (`draws`, `session`), the checks and what they hand the reference (`checks/`, `context`,
-  `structure`, `timing`, whose timed runs are answers), the spec's classes (`spec`), the
-  worker that computes and encodes every reply (`worker/`, `wire` included), the answers'
-  keys and encoding (`answers`) and the document's layout (`public/__init__`).
+  (`draws`, `session`), what the checks hand the reference (`context`, `structure`, `timing`,
+  whose timed runs are answers), the spec's classes (`spec`), the worker that computes and
+  encodes every reply (`worker/`, `wire` included), the answers' keys and encoding (`answers`)
+  and the document's layout (`public/__init__`).
 
 Not hashed, since no draw, request or reply depends on them: the engine (it runs every check
 of the reference in public mode; a draw's key is its exercise, kind and number, whatever the
@@ -34,6 +39,7 @@ every topic again.
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import json
@@ -62,8 +68,10 @@ SHARED_SOURCES = (
 )
 """Modules of `autograder/` every recording depends on (see the module's docstring)."""
 
-SHARED_FOLDERS = ("worker", "checks")
+SHARED_FOLDERS = ("worker",)
 """Subpackages of `autograder/` whose every module every recording depends on."""
+
+CHECKS_PACKAGE = "autograder.checks"
 
 
 class RecordingError(Exception):
@@ -95,7 +103,54 @@ def _inputs(name: str, solutions_dir: Path, package: Path) -> list[tuple[str, Pa
     files += sorted(
         (p.relative_to(package).as_posix(), p) for folder in SHARED_FOLDERS for p in (package / folder).glob("*.py")
     )
+    files += [(f"checks/{p.name}", p) for p in _check_modules(name, package)]
     return files
+
+
+def _check_modules(name: str, package: Path) -> list[Path]:
+    """The files of `checks/` topic `name`'s recording runs: the module of each check its
+    exercises configure, and the modules of `checks/` they import, transitively, in name order."""
+    spec = topics.load(name)
+    pending = sorted({type(check).__module__ for ex in spec.exercises for check in ex.checks})
+    seen: set[str] = set()
+    while pending:
+        module = pending.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        path = _checks_file(module, package)
+        pending += [m for m in _imported_checks(path.read_text(), str(path), package) if m not in seen]
+    return sorted(_checks_file(m, package) for m in seen)
+
+
+def _checks_file(module: str, package: Path) -> Path:
+    """The file of `autograder.checks.<x>` (or of the package itself, its `__init__.py`)."""
+    tail = module.removeprefix(CHECKS_PACKAGE).lstrip(".")
+    return package / "checks" / (f"{tail}.py" if tail else "__init__.py")
+
+
+def _imported_checks(source: str, where: str, package: Path) -> list[str]:
+    """The `autograder.checks` modules that `source` imports when it runs (an `if TYPE_CHECKING:`
+    block's imports aside: they shape no answer)."""
+    found: list[str] = []
+    pending = list(parse_trusted(source, where).body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            pending += node.orelse
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == CHECKS_PACKAGE:  # `from autograder.checks import key_reuse`: submodules, or the package
+                found += [
+                    f"{CHECKS_PACKAGE}.{a.name}" if (package / "checks" / f"{a.name}.py").exists() else CHECKS_PACKAGE
+                    for a in node.names
+                ]
+            elif node.module.startswith(CHECKS_PACKAGE + "."):
+                found.append(node.module)
+        elif isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name == CHECKS_PACKAGE or a.name.startswith(CHECKS_PACKAGE + ".")]
+        pending += [child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt)]
+    return found
 
 
 def record(name: str, solutions_dir: Path) -> str:

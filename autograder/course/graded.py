@@ -48,12 +48,14 @@ JIT_CONVENTION = workspace.JIT_CONVENTION
 TOLERANCE = workspace.TOLERANCE
 
 
-def notebook_note() -> str:
-    """The grading rules, for a notebook's grading note (a notebook student has no README open)."""
+def notebook_note(topic: Topic) -> str:
+    """The grading rules, for `topic`'s notebook's grading note (a notebook student has no README
+    open): the checks it names are the topic's own."""
+    kinds = {check.name for ex in topic.exercises for check in ex.checks}
     return (
         'Each function\'s docstring ends with its "Graded" list: what to do for each check, its points, and a '
-        f"last line of the exact numbers. {JIT_CONVENTION} {TOLERANCE} {workspace.after_correct()}"
-    )
+        f"last line of the exact numbers. {JIT_CONVENTION} {TOLERANCE} {workspace.after_correct(kinds)}"
+    ).rstrip()
 
 
 class GradedError(Exception):

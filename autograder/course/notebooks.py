@@ -196,7 +196,7 @@ def make_notebook(topic: Topic, lesson: str, solution: str) -> nbformat.Notebook
     if not pieces or pieces[0][0] is not None:
         raise NotebookError(f"solutions/{topic.name}.py must start with given code (its imports) before its exercises")
     intro = for_notebook(docstring, topic.name)
-    add(new_markdown_cell(f"## Exercises\n\n{intro}\n\n{GRADING_NOTE}\n\n{graded.notebook_note()}"), "exercises")
+    add(new_markdown_cell(f"## Exercises\n\n{intro}\n\n{GRADING_NOTE}\n\n{graded.notebook_note(topic)}"), "exercises")
     given = 0
     for name, text in pieces:
         if name is None:

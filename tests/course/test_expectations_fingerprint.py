@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder import topics
 from autograder.course import expectations
 from autograder.source import SourceError, docstring, functions, parse_trusted
 from helpers.grading import SOLUTIONS
@@ -117,10 +118,57 @@ def test_a_protocol_bump_changes_it(copies, monkeypatch):
     assert fingerprint(copies) != before
 
 
-def test_a_new_module_in_a_hashed_folder_changes_it(copies):
+def test_a_new_module_in_a_hashed_folder_changes_it_and_a_new_check_module_does_not(copies):
     before = fingerprint(copies)
     (copies[1] / "checks" / "extra.py").write_text('"""A new check."""\n\nPOINTS = 1\n')
+    assert fingerprint(copies) == before, "a check module no exercise of the topic uses"
+    (copies[1] / "worker" / "extra.py").write_text('"""A new part of the worker."""\n\nPOINTS = 1\n')
     assert fingerprint(copies) != before
+
+
+@pytest.fixture(scope="module")
+def package_copy(tmp_path_factory) -> tuple[Path, Path]:
+    """(solutions folder, autograder folder): copies of the whole of both (the expectations aside)."""
+    root = tmp_path_factory.mktemp("whole")
+    shutil.copytree(SOLUTIONS, root / "solutions", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(expectations.PACKAGE, root / "autograder", ignore=shutil.ignore_patterns("*.json", "__pycache__"))
+    return root / "solutions", root / "autograder"
+
+
+def every_fingerprint(solutions: Path, package: Path) -> dict[str, str]:
+    return {name: expectations.fingerprint(name, solutions, package=package) for name in topics.ORDER}
+
+
+def changed_by(package_copy, path: str, change) -> set[str]:
+    """The topics whose fingerprint `change` (of the copy's file `path`, or of a new one) changes."""
+    solutions, package = package_copy
+    target = package / path
+    original = target.read_text() if target.exists() else None
+    before = every_fingerprint(solutions, package)
+    try:
+        target.write_text(change(original or ""))
+        after = every_fingerprint(solutions, package)
+    finally:
+        if original is None:
+            target.unlink()
+        else:
+            target.write_text(original)
+    return {name for name in before if before[name] != after[name]}
+
+
+def test_a_check_records_again_only_the_topics_whose_exercises_use_it(package_copy):
+    """What adding a check kind for one topic takes (a new module of `checks/`, the topic's spec
+    using it) records that topic again and no other; the checks' common base records all."""
+    new_kind = '"""A new kind of check."""\n\nfrom autograder.checks.base import Check\n\nPOINTS = 1\n'
+    assert changed_by(package_copy, "checks/a_new_kind.py", lambda _: new_kind) == set()
+    assert changed_by(package_copy, "topics/sharding.py", lambda text: text + "\nUSES_THE_NEW_KIND = 1\n") == {
+        "sharding"
+    }
+    assert changed_by(package_copy, "checks/sharding.py", lambda text: text + "\nCHANGED = 1\n") == {"sharding"}
+    assert changed_by(package_copy, "checks/trains.py", lambda text: text + "\nCHANGED = 1\n") == {"training"}
+    assert changed_by(package_copy, "checks/vmc.py", lambda text: text + "\nCHANGED = 1\n") == {"ising", "training"}
+    assert changed_by(package_copy, "checks/vocabulary.py", lambda text: text + "\nCHANGED = 1\n") == set()
+    assert changed_by(package_copy, "checks/base.py", lambda text: text + "\nCHANGED = 1\n") == set(topics.ORDER)
 
 
 def test_a_file_that_does_not_parse_is_named(copies):

@@ -96,3 +96,27 @@ def test_graded_lines_say_what_to_do_and_keep_the_numbers_for_the_last_line(name
         if notes:
             tail = " ".join(line.strip() for line in lines if not line.startswith(("Graded", "  - ", "    ")))
             assert tail.startswith("¹ ") and f"{graded.superscript(len(notes))} " in tail, lines
+
+
+def test_a_notebooks_grading_note_names_the_topics_own_checks():
+    """A notebook changes only with its own topic's checks: its note names those that wait for
+    `correct` among them, not the course's."""
+    prng, sharding = (graded.notebook_note(topics.load(name)) for name in ("prng", "sharding"))
+    assert "`speed` counts only once `correct` passes" in prng and "`sharding`" not in prng
+    assert "`sharding` counts only once `correct` passes" in sharding and "`speed`" not in sharding
+
+
+def test_the_readmes_topic_table_lists_the_specs_topics_and_exercises_in_order():
+    rows = [line.split("|") for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("| `")]
+    table = {row[1].strip().strip("`"): re.findall(r"`(\w+)`", row[3]) for row in rows}
+    assert list(table) == list(topics.ORDER)
+    for name in topics.ORDER:
+        assert table[name] == [ex.name for ex in topics.load(name).exercises], name
+
+
+def test_the_coverage_map_names_only_exercises_that_exist_and_every_exercise():
+    text = (ROOT / "docs" / "coverage.md").read_text()
+    exercises = {f"{name}.{ex.name}" for name in topics.ORDER for ex in topics.load(name).exercises}
+    named = set(re.findall(rf"`((?:{'|'.join(topics.ORDER)})\.\w+)`", text))
+    assert named - exercises == set(), "docs/coverage.md names exercises no spec has"
+    assert exercises - named == set(), "exercises docs/coverage.md does not place"
