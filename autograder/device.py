@@ -46,7 +46,7 @@ reference's on the CPU at (an exercise's own tolerance where larger): at 'highes
 matrix products agree with float64 to about 7 digits, but its exp, log, tanh and erf to 4 or 5
 (shared/JAX_NOTES.md); a GPU's float32 is IEEE's, its transcendentals within a few ulps.
 Provisional: `benchmarks/device_survey.py` measures the reference on the device against the
-CPU, case by case (docs/performance.md)."""
+CPU, case by case (its runs: benchmarks/results/)."""
 BACKENDS = {"tpu": "tpu,cpu", "gpu": "cuda,cpu"}
 """JAX_PLATFORMS for a worker on each kind of accelerator (the CPU too: the host's, for
 programs exported for it)."""

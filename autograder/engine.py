@@ -221,7 +221,8 @@ def device_work(topics: list[Topic], submission: Path, reference_dir: Path) -> l
 
 SPLIT_MIN_COST = 20
 """The least weight of a part that a spare job slot splits: below it (most topics), a second
-worker's start costs about what the part's halves side by side save (docs/performance.md)."""
+worker's start costs about what the part's halves side by side save (benchmarks/results/
+2026-12-04-grading-time.md, the seventh session)."""
 
 
 def exercise_costs(topic: Topic, module: Path | None = None) -> dict[str, int]:

@@ -46,7 +46,8 @@ from autograder.worker import shm, wire
 
 # Asks XLA for one CPU thread per worker. jaxlib 0.10's CPU runtime no longer heeds it: a worker
 # runs big programs on a pool of one thread per core it may use. Pinning each topic's workers to
-# one core was measured instead and dropped (docs/performance.md, "Tried and dropped").
+# one core was measured instead and dropped (benchmarks/results/2026-12-03-grading-time.md,
+# "Tried and dropped").
 CPU_TIMING_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 STDOUT_CAPTURE_LIMIT = 256 << 10  # bytes of stdout kept while a check captures it
 DEVICE_LOCK_ENV = "JAXLINGS_DEVICE_LOCK_FD"  # the worker's `harness._hold_device` reads it
