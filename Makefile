@@ -61,7 +61,7 @@ device-check: setup
 
 ## Build the student package (wheel + sdist, nothing hidden in it) into dist/.
 student-dist: setup
-	$(BIN)/python -m autograder.course.dist dist
+	$(BIN)/python -m jaxlings.course.dist dist
 
 clean:
 	rm -rf $(VENV) demo/results.json .jaxlings

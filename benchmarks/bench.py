@@ -48,8 +48,8 @@ COMPILE = {"reference": "comp.ref", "student": "comp.stu"}  # worker -> column o
 def write_submission(kind: str, names: list[str], folder: Path) -> Path:
     """The submission to grade: the solutions, the stubs, or "half" (each topic's first half of
     exercises solved, the rest stubs: a student part way through the course)."""
-    from autograder import topics
-    from autograder.course.build import make_stub
+    from jaxlings.course.build import make_stub
+    from jaxlings.grading import topics
 
     if kind != "half":
         return ROOT / ("solutions" if kind == "solutions" else "exercises")
@@ -63,9 +63,10 @@ def write_submission(kind: str, names: list[str], folder: Path) -> Path:
 def run_once(mode: str, names: list[str], jobs: int, submission: Path, each: bool = False):
     """One graded run of `submission` (`each`: one engine run per topic, each with a compilation
     cache of its own, their tests and summaries put together): (result, wall seconds)."""
-    from autograder import engine, public, topics
-    from autograder.isolation import bwrap_available
-    from autograder.results import Result
+    from jaxlings import public
+    from jaxlings.grading import engine, topics
+    from jaxlings.grading.results import Result
+    from jaxlings.isolation import bwrap_available
 
     def grade(selected: list[str]) -> Result:
         if mode == "check":
@@ -139,7 +140,7 @@ def main() -> None:
     args = parser.parse_args()
     from worker_start import worker_start
 
-    from autograder import engine, topics
+    from jaxlings.grading import engine, topics
 
     names = args.topics or list(topics.ORDER)
     args.jobs = args.jobs or engine.default_jobs()

@@ -4,7 +4,7 @@ Grades one module (tests/submissions/<name>.py, its `NAME = value` lines replace
 `--set NAME=VALUE`) in this process, on the exercises named, and prints one JSON line: each
 test's points, the results.json size, the largest message, and this process's peak resident
 set (VmHWM) before and after grading. Run it from a checkout to measure that checkout's grader
-(its `autograder` package is imported from the current directory first), e.g.
+(its `jaxlings` package is imported from the current directory first), e.g.
 
     python benchmarks/bounded_bytes.py at_updates__attack_huge_reply at_updates.mask_fill --set JUNK_BYTES=209715200
 """
@@ -39,8 +39,8 @@ def main() -> None:
     parser.add_argument("--sandbox", choices=("on", "off"), default="on")
     args = parser.parse_args()
     sys.path.insert(0, os.getcwd())
-    from autograder import engine, paths, topics
-    from autograder.isolation import Limits
+    from jaxlings.grading import engine, paths, topics
+    from jaxlings.isolation import Limits
 
     source = (Path(args.submissions) / f"{args.name}.py").read_text()
     for item in args.set:

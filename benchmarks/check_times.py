@@ -10,7 +10,7 @@ for, and the machine's load are recorded, with the machine's yardstick
 machines differ by up to 3x.
 
 `--tree PATH` runs the grader of another checkout (a `git worktree` of an earlier commit, for
-"before" figures): its `autograder` on PYTHONPATH, this venv's interpreter. The target (issue
+"before" figures): its `jaxlings` on PYTHONPATH, this venv's interpreter. The target (issue
 29): at most 5 s for every topic on 2 cores.
 
     .venv/bin/python benchmarks/check_times.py [--tree PATH] [--json out.json] [--runs 1] [TOPIC ...]
@@ -57,7 +57,7 @@ def grade(tree: Path, *argv: str, cwd: Path, env: dict[str, str]) -> tuple[float
     children, exit status, output)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "autograder", *argv], cwd=cwd, env=env, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "jaxlings", *argv], cwd=cwd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -124,7 +124,7 @@ def main() -> None:
     args = parser.parse_args()
     tree = args.tree.resolve()
     sys.path.insert(0, str(tree))
-    from autograder import topics
+    from jaxlings.grading import topics
 
     names = args.topics or list(topics.ORDER)
     stick_before = yardstick(tree)

@@ -25,10 +25,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from autograder import topics
-from autograder.spec import Edge
-from autograder.topics import training as spec
-from autograder.worker.wire import Key
+from jaxlings.grading import topics
+from jaxlings.grading.spec import Edge
+from jaxlings.specs import training as spec
+from jaxlings.worker.wire import Key
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -16,8 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from autograder import engine, topics
-from autograder.paths import solutions_dir
+from jaxlings.grading import engine, topics
+from jaxlings.grading.paths import solutions_dir
 
 SUBMISSIONS = Path(__file__).resolve().parent.parent / "tests" / "submissions"
 sys.path.insert(0, str(SUBMISSIONS.parent))

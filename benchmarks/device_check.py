@@ -8,7 +8,7 @@ run time that XLA cannot prove equal, so it cannot merge the copies; each copy m
 first call, which may donate its arguments); and `x10`, ten times (what a naive version costs).
 A grading holds one version of every selected exercise (each topic's reference with those
 functions replaced), so on a device it opens the device twice whatever the number of exercises
-(`autograder.device_grading`). It prints per exercise and version the ratios (min-max over the
+(`jaxlings.grading.device_grading`). It prints per exercise and version the ratios (min-max over the
 gradings), the points, and the reference's best round against the device's floor (a round under
 ten floors measures dispatch more than work: its `Speed.size` should grow); then the whole
 course, hidden, once: its score, its time, and how many processes opened the device. `--json
@@ -34,8 +34,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autograder import device, engine, topics  # noqa: E402
-from autograder.isolation import bwrap_available  # noqa: E402
+from jaxlings.grading import device, engine, topics  # noqa: E402
+from jaxlings.isolation import bwrap_available  # noqa: E402
 
 FLOOR_S = {"tpu": 0.4e-3, "gpu": 70e-6, "cpu": 10e-6}
 """A call's floor, measured: a jitted `x * 2 + 1` on a small array, synchronised (TPU v5e:

@@ -6,8 +6,8 @@ Three surveys, each written to --out as JSON and summarised on stdout:
   device (a chip taken by one process at a time: the grader's unit of cost), with and without
   the environment variables named by --open-env.
 - `speed`: for every speed-checked exercise of a topic graded on the device, at each candidate
-  size: the round's pieces as a device round runs them (`autograder.workloads`: inputs made on the
-  device from a key; `autograder.worker.commit`: the outputs' digest), each the best of --reps:
+  size: the round's pieces as a device round runs them (`jaxlings.grading.workloads`: inputs made on the
+  device from a key; `jaxlings.worker.commit`: the outputs' digest), each the best of --reps:
   the dispatch floor (a jitted `x * 2 + 1` on a small array), the generator alone, the call on
   inputs already there, the whole round (generate, call, commit), the same round of a version
   doing twice the work (benchmarks/device_check.py's `_slowed`), and for host-input exercises the
@@ -176,10 +176,10 @@ def speed(reps: int, chosen: set[str], sizes_given: list[int] | None = None) -> 
     import jax
     import jax.numpy as jnp
 
-    from autograder import topics, workloads
-    from autograder.worker import commit
-    from autograder.worker.harness import _mapped
-    from autograder.worker.wire import Generated, Key
+    from jaxlings.grading import topics, workloads
+    from jaxlings.worker import commit
+    from jaxlings.worker.harness import _mapped
+    from jaxlings.worker.wire import Generated, Key
 
     x = jnp.ones(1024)
     floor_fn = jax.jit(lambda v: v * 2 + 1)
@@ -286,7 +286,7 @@ def speed(reps: int, chosen: set[str], sizes_given: list[int] | None = None) -> 
 
 def cases_of(topic: Any) -> dict[str, list]:
     """Per exercise, the cases the survey runs: the public ones and two hidden draws."""
-    from autograder import draws
+    from jaxlings.grading import draws
 
     out = {}
     for ex in topic.exercises:
@@ -302,10 +302,10 @@ def run_cases(out_path: Path) -> None:
     """Every device topic's reference on its survey cases; outputs (and gradients) to `out_path`."""
     import jax
 
-    from autograder import topics
-    from autograder.context import jit_first
-    from autograder.worker.harness import _mapped
-    from autograder.worker.wire import Key
+    from jaxlings.grading import topics
+    from jaxlings.grading.context import jit_first
+    from jaxlings.worker.harness import _mapped
+    from jaxlings.worker.wire import Key
 
     saved: dict[str, np.ndarray] = {}
     for name in topics.ORDER:
@@ -353,7 +353,7 @@ def tolerance(out: Path) -> list[dict[str, Any]]:
     """The tolerance survey: the device's outputs against the CPU's (see the module docstring)."""
     import tempfile
 
-    from autograder import topics
+    from jaxlings.grading import topics
 
     folder = Path(tempfile.mkdtemp(prefix="jaxlings-survey-"))
     device_file, cpu_file = folder / "tolerance_device.npz", folder / "tolerance_cpu.npz"

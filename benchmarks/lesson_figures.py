@@ -41,12 +41,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 LESSONS = ROOT / "course" / "lessons"
-FENCE = re.compile(r"^```python\n(.*?)^```\n?", re.S | re.M)  # as autograder.course.notebooks.FENCE
+FENCE = re.compile(r"^```python\n(.*?)^```\n?", re.S | re.M)  # as jaxlings.course.notebooks.FENCE
 
 ENV = {  # set before JAX starts in that lesson's process
     "sharding": {"XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu"},
 }
-# The grader's workers run XLA on one CPU thread (autograder/isolation/process.py, CPU_TIMING_FLAGS).
+# The grader's workers run XLA on one CPU thread (jaxlings/isolation/process.py, CPU_TIMING_FLAGS).
 ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 
 
@@ -578,7 +578,7 @@ def fig_autodiff() -> None:
     import jax.numpy as jnp
     import numpy as np
 
-    from autograder.topics import load
+    from jaxlings.grading.topics import load
     from solutions import autodiff as ref
 
     L = "autodiff"

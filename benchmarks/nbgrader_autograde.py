@@ -31,7 +31,7 @@ def nbgrader(course: Path, *args: str) -> None:
 
 def main(names: list[str]) -> None:
     sys.path.insert(0, str(ROOT))
-    from autograder import topics
+    from jaxlings.grading import topics
 
     print(f"{'topic':<12} {'autograde s':>11} {'score':>12}")
     for name in names or list(topics.ORDER):

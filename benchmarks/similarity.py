@@ -14,7 +14,7 @@ The program side: each function of a case is also exported as the grader's trust
 (`jax.export` of the function jitted with the exercise's static arguments, from the specs of a
 sample of its largest size; in this process, as the corpus is trusted code:
 tests/helpers/similarity.py's `program_of`) and fingerprinted as the `jit` check records it in
-results.json (`autograder.worker.program.program_shingles`); the reference's own program is
+results.json (`jaxlings.worker.program.program_shingles`); the reference's own program is
 discounted. The ranking then combines both sides (`combined`: the mean), beside the source-only
 one (`full`) and the program side alone (`program`). A copy whose edit breaks it has no program and
 is scored on its source, as a grading whose `jit` check failed early would be. Last, the time of
@@ -35,9 +35,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from autograder import paths, source  # noqa: E402
-from autograder.service import similarity  # noqa: E402
 from helpers import similarity as corpus  # noqa: E402
+from jaxlings.grading import paths, source  # noqa: E402
+from jaxlings.service import similarity  # noqa: E402
 
 
 def written_grams(text: str, exercise: str) -> Counter[str]:

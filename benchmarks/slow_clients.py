@@ -65,10 +65,10 @@ class Server:
         with open(folder / "tokens.csv") as f:
             self.tokens = [row["token"] for row in csv.DictReader(f)]
         self.instructor = self._grade("course", "add-instructor", "prof").split()[-1]
-        self.imported = self._python("import autograder; print(autograder.__file__)").strip()
+        self.imported = self._python("import jaxlings; print(jaxlings.__file__)").strip()
         self.log = open(folder / "serve.log", "ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "autograder", "serve", *args],
+            [sys.executable, "-m", "jaxlings", "serve", *args],
             cwd=root,
             env=self.env,
             stdout=self.log,
@@ -88,7 +88,7 @@ class Server:
 
     def _grade(self, *args: str) -> str:
         return subprocess.run(
-            [sys.executable, "-m", "autograder", *args],
+            [sys.executable, "-m", "jaxlings", *args],
             cwd=self.root,
             check=True,
             env={**self.env, "COLUMNS": "500"},
@@ -280,7 +280,7 @@ def main() -> None:
     )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    if "before" in args.systems.split(",") and not (args.baseline and (args.baseline / "autograder").is_dir()):
+    if "before" in args.systems.split(",") and not (args.baseline and (args.baseline / "jaxlings").is_dir()):
         parser.error("the `before` system needs --baseline: a checkout of the tree before these limits")
     results = []
     for system in args.systems.split(","):

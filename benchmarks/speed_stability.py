@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from device_check import SLOWDOWN, speed_of  # noqa: E402
 
-from autograder import topics  # noqa: E402
+from jaxlings.grading import topics  # noqa: E402
 
 # `affine` twice in NumPy (the issue's twin): NumPy runs eagerly, so both products are computed.
 NUMPY_AFFINE = """

@@ -3,14 +3,14 @@
 For the reference `fit` (solutions/training.py), each crafted loop under
 tests/submissions/training__*.py, the reference's loop with the other batch orders its
 docstring allows (`ORDERS`), and fits that train nothing (`SHORTCUTS`), draws `--seeds` cases
-from the spec's own sampler (`autograder.topics.training._fit`, at
+from the spec's own sampler (`jaxlings.specs.training._fit`, at
 `np.random.default_rng([seed, 99])`), runs the loop on each in this process, and judges the
-returned parameters as the check does (`autograder.checks.trains`): their loss (`mlp_loss`,
+returned parameters as the check does (`jaxlings.grading.checks.trains`): their loss (`mlp_loss`,
 NumPy float64) and their drift, the distance from the reference's parameters on the same case
 as a fraction of the distance the reference's travelled from the initial ones (`drift`).
 Prints per loop min / median / max of the final loss, the initial loss and the drift, and on
 how many seeds the loop passes the loss bound alone (`Trains.max_loss`, the old criterion) and
-the check (`max_loss` and `Trains.max_drift`). The figures in `autograder/topics/training.py`
+the check (`max_loss` and `Trains.max_drift`). The figures in `jaxlings/specs/training.py`
 and docs/grading.md ("The `trains` check") come from here.
 
     python benchmarks/trains_band.py [--seeds 200] [--loops reference,epoch_shuffle,lstsq_readout,...]
@@ -31,8 +31,8 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from autograder.checks.trains import drift, layers_of, mlp_loss  # noqa: E402
-from autograder.topics import training as spec  # noqa: E402
+from jaxlings.grading.checks.trains import drift, layers_of, mlp_loss  # noqa: E402
+from jaxlings.specs import training as spec  # noqa: E402
 
 MODULES = ("reference", "undonated", "no_clipping", "wrong_sign", "stale_opt_state", "reinit_opt_state")
 ORDERS = ("reversed", "offset", "epoch_shuffle", "row_shuffle")

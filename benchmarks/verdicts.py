@@ -66,7 +66,7 @@ SETS = ("reference", "stubs", "crafted", "adversarial")
 
 def _first_attribute(modules: tuple[str, ...], name: str) -> Any:
     """`name` from the first of `modules` that imports and has it (the sandbox module may move
-    to `autograder.isolation` during the refactor)."""
+    to `jaxlings.isolation` during the refactor)."""
     for module in modules:
         try:
             found = getattr(importlib.import_module(module), name, None)
@@ -80,11 +80,11 @@ def _first_attribute(modules: tuple[str, ...], name: str) -> Any:
 def bwrap_available() -> bool:
     probe = _first_attribute(
         (
-            "autograder.sandbox",
-            "autograder.isolation",
-            "autograder.isolation.bwrap",
-            "autograder.isolation.bubblewrap",
-            "autograder.isolation.sandbox",
+            "jaxlings.sandbox",
+            "jaxlings.isolation",
+            "jaxlings.isolation.bwrap",
+            "jaxlings.isolation.bubblewrap",
+            "jaxlings.isolation.sandbox",
         ),
         "bwrap_available",
     )
@@ -94,16 +94,16 @@ def bwrap_available() -> bool:
 def test_limits() -> Any:
     """The test suite's limits (tests/helpers/grading.py TEST_LIMITS), built from the type of
     `engine.grade`'s default `limits`, wherever that class lives."""
-    from autograder import engine
+    from jaxlings.grading import engine
 
     default = inspect.signature(engine.grade).parameters["limits"].default
     return dataclasses.replace(default, memory_bytes=3 << 30, output_bytes=256 << 10, call_timeout=60.0)
 
 
 def tree_root() -> Path:
-    import autograder
+    import jaxlings
 
-    return Path(autograder.__file__).resolve().parent.parent
+    return Path(jaxlings.__file__).resolve().parent.parent
 
 
 def submissions_dir() -> Path:
@@ -134,7 +134,7 @@ class Job:
 
 
 def jobs_for(only: list[str], sets: list[str]) -> list[Job]:
-    from autograder import paths, topics
+    from jaxlings.grading import paths, topics
 
     files = sorted(submissions_dir().glob("*__*.py"))
     wanted_topics = [name for name in only if name in topics.ORDER]
@@ -173,7 +173,8 @@ def submission_source(path: Path) -> str:
 
 def grade_one(job: Job, mode: str, *, seed: int, isolate: bool, jobs: int, limits: Any) -> dict | str:
     """{test name: {score, max_score, status, output}} of one grading, or the error it raised."""
-    from autograder import engine, paths, public, topics
+    from jaxlings import public
+    from jaxlings.grading import engine, paths, topics
 
     with tempfile.TemporaryDirectory(prefix="jaxlings-verdicts-") as tmp:
         folder = job.folder
@@ -263,7 +264,7 @@ def git_head(root: Path) -> str | None:
 
 
 def record(args: argparse.Namespace) -> None:
-    import autograder
+    import jaxlings
 
     sets = args.sets
     todo = jobs_for(args.only, sets)
@@ -279,7 +280,7 @@ def record(args: argparse.Namespace) -> None:
         "submissions": {},
         "yardstick": yardstick(),
         "meta": {
-            "autograder": autograder.__file__,
+            "jaxlings": jaxlings.__file__,
             "tree": str(tree_root()),
             "git": git_head(tree_root()),
             "seed": args.seed,

@@ -1,10 +1,10 @@
 """The `vmc` family: how the reference's VMC does over the instances hidden grading draws.
 
 For each ring size and each point (h/J, J) of a grid over the family (the corners and the
-centre of `autograder.topics.ising`'s hidden couplings, or `--points`), runs the reference
+centre of `jaxlings.specs.ising`'s hidden couplings, or `--points`), runs the reference
 `vmc_ground_state` (solutions/ising.py) on `--keys` keys in this process (one NetKet
 compilation per ring size) and computes each returned RBM's relative energy error exactly, as
-the check does (`autograder.checks.vmc`). Prints per point the median and the worst error of
+the check does (`jaxlings.grading.checks.vmc`). Prints per point the median and the worst error of
 the runs that converged, and the stalls (runs at or above `Vmc.max_error`, which the check
 redraws). With `--transfer`, also the error of the reference's parameters for the public
 instance (and for other couplings at the same ring size) evaluated on the hidden family's
@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from autograder.checks.vmc import exact_energy, rbm_energy  # noqa: E402
-from autograder.topics import ising as spec  # noqa: E402
+from jaxlings.grading.checks.vmc import exact_energy, rbm_energy  # noqa: E402
+from jaxlings.specs import ising as spec  # noqa: E402
 
 
 def _reference():

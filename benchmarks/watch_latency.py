@@ -20,7 +20,7 @@ turn:
 A verdict is the workspace's `.jaxlings/last_check.json` written anew (`report.save_last_check`,
 after every re-check, whatever the screen looks like). `--busy` keeps both cores busy (two
 spinning processes) while the saves are timed. `--tree PATH` runs another checkout's grader
-(its `autograder` on PYTHONPATH): "before" figures from a `git worktree` of an earlier commit.
+(its `jaxlings` on PYTHONPATH): "before" figures from a `git worktree` of an earlier commit.
 Targets (issue 29): a save with nothing new to compile re-checked in <= 1 s idle, <= 3 s with
 both cores busy.
 
@@ -87,7 +87,7 @@ class Watch:
     verdicts (the last-check file's writes)."""
 
     def __init__(self, tree: Path, workspace: Path, topic: str, env: dict[str, str], interval: float | None) -> None:
-        argv = [sys.executable, "-m", "autograder", "watch", topic]
+        argv = [sys.executable, "-m", "jaxlings", "watch", topic]
         if interval is not None:
             argv += ["--interval", str(interval)]
         self.verdicts = workspace / ".jaxlings" / "last_check.json"
@@ -173,7 +173,7 @@ def save(path: Path, text: str) -> float:
 def measure(args: argparse.Namespace, tree: Path, topic: str) -> dict[str, object]:
     """One topic's saves, in a workspace and a compilation cache of their own."""
     sys.path.insert(0, str(tree))
-    from autograder import topics
+    from jaxlings.grading import topics
 
     names = [ex.name for ex in topics.load(topic).exercises]
     names = [n for n in names if n in args.function] if args.function else names[: args.saves]
@@ -182,7 +182,7 @@ def measure(args: argparse.Namespace, tree: Path, topic: str) -> dict[str, objec
         env = {k: v for k, v in os.environ.items() if not k.startswith("JAXLINGS_")}
         env.update({"PYTHONPATH": str(tree), "XDG_CACHE_HOME": str(Path(tmp) / "cache"), "COLUMNS": "160"})
         subprocess.run(
-            [sys.executable, "-m", "autograder", "init", "ws"], cwd=tmp, env=env, check=True, capture_output=True
+            [sys.executable, "-m", "jaxlings", "init", "ws"], cwd=tmp, env=env, check=True, capture_output=True
         )
         ws = Path(tmp) / "ws"
         target = ws / "exercises" / f"{topic}.py"

@@ -51,7 +51,7 @@ def main() -> None:
 def worker_start(runs: int) -> tuple[float, float]:
     """Median wall and CPU seconds of a worker's start on an empty module: the machine's speed
     in the unit that dominates a grading's fixed cost (`bench.py` prints it as its yardstick)."""
-    from autograder.isolation import WorkerProcess
+    from jaxlings.isolation import WorkerProcess
 
     with tempfile.TemporaryDirectory() as tmp:
         module = Path(tmp) / "empty_module.py"

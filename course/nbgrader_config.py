@@ -29,7 +29,7 @@ c.Execute.interrupt_on_timeout = True
 
 # Late notebooks lose what the grading service takes off (course.toml beside this file, if any:
 # docs/service.md, "Deadlines"); its due dates are written by `grade course nbgrader-dates`.
-c.AssignLatePenalties.plugin_class = "autograder.course.deadlines.LatePenalty"
+c.AssignLatePenalties.plugin_class = "jaxlings.course.deadlines.LatePenalty"
 c.LatePenalty.rules_file = "course.toml"
 
 # Feedback shows each check's verdict and message, never the hidden part of a grade cell.

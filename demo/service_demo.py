@@ -19,7 +19,7 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-GRADE = [sys.executable, "-m", "autograder"]
+GRADE = [sys.executable, "-m", "jaxlings"]
 
 
 def free_port() -> int:

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder import engine
-from autograder.results import Result
 from helpers.grading import EXERCISES, SOLUTIONS, crafted_source, grade_crafted_public, grade_dir
+from jaxlings.grading import engine
+from jaxlings.grading.results import Result
 
 TESTS = Path(__file__).resolve().parent
 
@@ -36,7 +36,7 @@ def graded_solutions(tmp_path_factory: pytest.TempPathFactory, worker_id: str, t
     run: with several test processes (pytest-xdist) the first to need it grades and writes the
     results.json, the others wait for it and read it. Every process reads the file back, so all
     see the same data, as a results.json holds it."""
-    from autograder.service.client import result_of
+    from jaxlings.student.client import result_of
 
     folder = tmp_path_factory.getbasetemp()
     shared = (folder if worker_id == "master" else folder.parent) / f"graded_solutions-{testrun_uid}.json"

@@ -6,8 +6,8 @@ from textwrap import dedent
 import numpy as np
 import pytest
 
-from autograder.cli import app
 from helpers.grading import SOLUTIONS, check_dir, failing, grade_dir, needs_bwrap, verdicts, write_submission
+from jaxlings.cli import app
 
 BOOLEAN_MASK = """
     def mask_fill(x, threshold, fill):
@@ -61,12 +61,12 @@ def test_monkeypatching_jit_the_clock_and_the_checker_gains_nothing(tmp_path):
         {
             "at_updates": """
         import time, jax, jax.numpy as jnp
-        import autograder.compare, autograder.requirements, autograder.worker
+        import jaxlings.grading.compare, jaxlings.grading.requirements, jaxlings.worker
         jax.jit = lambda f, **kw: f                      # "everything jits"
         time.perf_counter = lambda: 0.0                  # "everything is instant"
         time.monotonic = lambda: 0.0
-        autograder.compare.mismatch = lambda *a, **k: None
-        autograder.requirements.judge_all = lambda *a, **k: []
+        jaxlings.grading.compare.mismatch = lambda *a, **k: None
+        jaxlings.grading.requirements.judge_all = lambda *a, **k: []
 
         def mask_fill(x, threshold, fill):
             return x.at[x > threshold].set(fill)
@@ -139,8 +139,8 @@ def test_hard_coding_the_public_cases_fails_the_hidden_ones(tmp_path):
     """A submission that memorised every public case (read from the public expectations that
     ship to students) and detects the grader passes `grade check` but not `grade grade`:
     hidden cases are drawn fresh for every run."""
-    from autograder import draws
-    from autograder import public as public_data
+    from jaxlings import public as public_data
+    from jaxlings.grading import draws
 
     rng = draws.generator(draws.PUBLIC_SEED, "at_updates", "mask_fill", "cases", 0)
     table = {}
@@ -153,7 +153,7 @@ def test_hard_coding_the_public_cases_fails_the_hidden_ones(tmp_path):
             "at_updates": f"""
         import sys, numpy as np, jax.numpy as jnp
         TABLE = {table!r}
-        GRADED = "autograder.worker" in sys.modules or any("autograder" in m for m in sys.modules)
+        GRADED = "jaxlings.worker" in sys.modules or any("jaxlings" in m for m in sys.modules)
 
         def mask_fill(x, threshold, fill):
             key = np.asarray(x).tobytes().hex()
@@ -192,7 +192,7 @@ def test_a_worker_that_stalls_or_lies_about_its_compilations_changes_no_verdict(
                 "at_updates": (SOLUTIONS / "at_updates.py").read_text()
                 + dedent(f"""
             import sys, time
-            sys.modules["autograder.worker.harness"].Harness.op_stats = lambda self, req: {answer}
+            sys.modules["jaxlings.worker.harness"].Harness.op_stats = lambda self, req: {answer}
         """)
             },
         )

@@ -1,4 +1,4 @@
-"""Checks as typed objects (`autograder.checks.base`): a spec's mistakes fail when it is built,
+"""Checks as typed objects (`jaxlings.grading.checks.base`): a spec's mistakes fail when it is built,
 with a message naming the check and the field (and, through the topic loader, the topic and the
 exercise); the engine orders checks by what they require; a new check is one class."""
 
@@ -11,8 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from autograder import engine, topics
-from autograder.checks import (
+from helpers.grading import SOLUTIONS, TEST_LIMITS
+from jaxlings.grading import engine, topics
+from jaxlings.grading.checks import (
     KINDS,
     Check,
     Compiles,
@@ -26,9 +27,8 @@ from autograder.checks import (
     ordered,
     waiting_for,
 )
-from autograder.results import Outcome
-from autograder.spec import Case, Exercise, Topic
-from helpers.grading import SOLUTIONS, TEST_LIMITS
+from jaxlings.grading.results import Outcome
+from jaxlings.grading.spec import Case, Exercise, Topic
 
 HINTS = ("a nudge", "the API")
 
@@ -88,8 +88,8 @@ def test_the_topic_loader_names_the_topic_file_line_and_exercise(tmp_path):
     path = tmp_path / "broken_topic.py"
     path.write_text(
         textwrap.dedent("""
-        from autograder.checks import Correct, Grad
-        from autograder.spec import Case, Exercise, Topic
+        from jaxlings.grading.checks import Correct, Grad
+        from jaxlings.grading.spec import Case, Exercise, Topic
 
         TOPIC = Topic("broken", "Broken", exercises=(
             Exercise(

@@ -3,7 +3,7 @@ say what is wrong without revealing the expected values."""
 
 import numpy as np
 
-from autograder.compare import mismatch
+from jaxlings.grading.compare import mismatch
 
 
 def out(*arrays, kind="array", treedef=None):
@@ -81,11 +81,11 @@ def test_dict_keys_and_fields_name_themselves_and_a_bare_array_needs_no_name():
 def test_the_worker_sends_each_leafs_key_path():
     import jax.numpy as jnp
 
-    from autograder.worker.harness import Harness
+    from jaxlings.worker.harness import Harness
 
     exported = Harness("unused.py", "unused").export((jnp.zeros(2), {"w": jnp.ones(1), "b": [jnp.ones(1)]}))
     assert exported["paths"] == ["[0]", "[1]['b'][0]", "[1]['w']"]
-    from autograder import replies
+    from jaxlings.grading import replies
 
     replies.output(exported)  # the schema takes it
     bad = {**exported, "paths": ["[0]"]}

@@ -1,4 +1,4 @@
-"""The `compiles` check's trusted count (`autograder.checks.compiles.counted`, `thresholds`):
+"""The `compiles` check's trusted count (`jaxlings.grading.checks.compiles.counted`, `thresholds`):
 which calls the grader's clock takes for compilations, on figures like those a grading reads
 (reference: compiling calls ~35 ms of CPU, cached ones ~0.2 ms), and how much the counted calls
 weigh in the reference's compilations (`weighed`, `budget`).
@@ -13,7 +13,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autograder.checks.compiles import FALLBACK_THRESHOLD, budget, compile_seconds, counted, thresholds, weighed
+from jaxlings.grading.checks.compiles import FALLBACK_THRESHOLD, budget, compile_seconds, counted, thresholds, weighed
 
 MS = 1e-3
 REFERENCE = {

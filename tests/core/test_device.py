@@ -1,5 +1,5 @@
-"""The accelerator's rules, piece by piece (`autograder.device`, `autograder.workloads`,
-`autograder.worker.commit`): which device a grading uses, one holder at a time, a round's
+"""The accelerator's rules, piece by piece (`jaxlings.grading.device`, `jaxlings.grading.workloads`,
+`jaxlings.worker.commit`): which device a grading uses, one holder at a time, a round's
 outputs committed to inside its window, inputs made on the device from a key, and the
 tolerance of outputs computed there. The whole flow, graded, is tests/topics/test_device_grading.py."""
 
@@ -17,13 +17,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from autograder import device, topics, workloads
-from autograder.checks import Correct, Speed
-from autograder.checks.base import SpecError
-from autograder.isolation import WorkerDied, WorkerProcess
-from autograder.spec import Case, Exercise
-from autograder.worker import commit
 from helpers.grading import TEST_LIMITS
+from jaxlings.grading import device, topics, workloads
+from jaxlings.grading.checks import Correct, Speed
+from jaxlings.grading.checks.base import SpecError
+from jaxlings.grading.spec import Case, Exercise
+from jaxlings.isolation import WorkerDied, WorkerProcess
+from jaxlings.worker import commit
 
 EMPTY = '"""Nothing."""\n'
 

@@ -1,5 +1,5 @@
 """Draws the student cannot predict: a 128-bit secret per run and a keyed hash per draw
-(`autograder.draws`), tried by a module that knows the grader's code."""
+(`jaxlings.grading.draws`), tried by a module that knows the grader's code."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from textwrap import dedent
 import numpy as np
 import pytest
 
-from autograder import draws
 from helpers.grading import grade_dir, verdicts, write_submission
+from jaxlings.grading import draws
 
 
 def test_a_fresh_secret_has_128_bits_and_never_repeats():
@@ -61,7 +61,7 @@ PREDICTING = """
 
 
     def _recover(x):
-        from autograder import draws, topics
+        from jaxlings.grading import draws, topics
 
         ex = topics.load("at_updates").exercise("histogram")
         for seed in range(SEARCH):
@@ -79,7 +79,7 @@ PREDICTING = """
 
 
     def draws_module():
-        from autograder import draws
+        from jaxlings.grading import draws
         return draws
 
 

@@ -1,4 +1,4 @@
-"""Edge cases as families (`autograder.spec.Edge`): a public run grades each edge's public
+"""Edge cases as families (`jaxlings.grading.spec.Edge`): a public run grades each edge's public
 instance, whose reference answer ships in the public expectations; a hidden run draws its own
 instance of the same edge from the run's generator, never the public one. So an answer that
 ships, hard-coded for its input, earns nothing in hidden grading (`at_updates__attack_shipped_edge`).
@@ -11,14 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder import draws, topics
-from autograder.answers import to_blob
-from autograder.course import dist
-from autograder.course.graded import Context
-from autograder.spec import Case, Edge, same_args
-from autograder.topics.debugging import MARGIN, OUTLIER, nan_grad_step
-from autograder.worker.wire import Key
 from helpers.grading import SOLUTIONS, SUBMISSIONS, grade_dir, verdicts
+from jaxlings.course import dist
+from jaxlings.course.graded import Context
+from jaxlings.grading import draws, topics
+from jaxlings.grading.answers import to_blob
+from jaxlings.grading.spec import Case, Edge, same_args
+from jaxlings.specs.debugging import MARGIN, OUTLIER, nan_grad_step
+from jaxlings.worker.wire import Key
 
 SEEDS = range(40)
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from autograder import checks, engine
 from helpers.grading import SOLUTIONS, grade_dir, verdicts, write_submission
+from jaxlings.grading import checks, engine
 
 
 @pytest.mark.slow

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import threading
 
-from autograder import engine, topics
-from autograder.checks import Speed
-from autograder.course.build import make_stub
-from autograder.gate import ClockGate
 from helpers.grading import EXERCISES, ROOT, SOLUTIONS, check_dir, grade_dir, write_submission
+from jaxlings.course.build import make_stub
+from jaxlings.grading import engine, topics
+from jaxlings.grading.checks import Speed
+from jaxlings.grading.gate import ClockGate
 
 
 def exercises_of(parts: list[engine.Part]) -> list[tuple[str, list[str]]]:

@@ -12,26 +12,29 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGE = ROOT / "autograder"
+PACKAGE = ROOT / "jaxlings"
 CONTRACTS = {
     c["id"]: c for c in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
 }
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 PLANTED = {
-    "worker": ("worker/wire.py", "autograder.worker.wire -> autograder.engine", "import autograder.engine"),
-    "core": ("checks/base.py", "autograder.checks.base -> autograder.course.graded", "import autograder.course.graded"),
-    "tools": ("watch.py", "autograder.watch -> autograder.service.app", "import autograder.service.app"),
-    "builder": ("hints.py", "autograder.hints -> autograder.course.dist", "import autograder.course.dist"),
-    "service": ("__main__.py", "autograder.__main__ -> autograder.service.jobs", "import autograder.service.jobs"),
+    "worker": ("worker/wire.py", "jaxlings.worker.wire -> jaxlings.grading.engine", "import jaxlings.grading.engine"),
+    "core": (
+        "grading/checks/base.py",
+        "jaxlings.grading.checks.base -> jaxlings.course.graded",
+        "import jaxlings.course.graded",
+    ),
+    "tools": ("student/watch.py", "jaxlings.student.watch -> jaxlings.service.app", "import jaxlings.service.app"),
+    "builder": ("student/hints.py", "jaxlings.student.hints -> jaxlings.course.dist", "import jaxlings.course.dist"),
+    "service": ("__main__.py", "jaxlings.__main__ -> jaxlings.service.jobs", "import jaxlings.service.jobs"),
+    "specs": ("grading/engine.py", "jaxlings.grading.engine -> jaxlings.specs.prng", "import jaxlings.specs.prng"),
 }
 
 
 def children() -> set[str]:
-    """The package's top-level modules and subpackages, as dotted names (`__main__` aside)."""
-    modules = {p.stem for p in PACKAGE.glob("*.py") if p.stem not in ("__init__", "__main__")}
-    packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
-    return {f"autograder.{name}" for name in modules | packages}
+    """The package's folders (its subpackages), as dotted names."""
+    return {f"jaxlings.{p.parent.name}" for p in PACKAGE.glob("*/__init__.py")}
 
 
 def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
@@ -41,25 +44,27 @@ def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=120)
 
 
-def test_every_module_of_the_package_has_its_place():
-    """A new module must be placed: the worker may import none of it, and it is either the
-    grading core's or one of the layers the core must not import."""
-    others = children() - {"autograder.worker"}
+def test_every_folder_of_the_package_has_its_place():
+    """A new folder must be placed: the worker may import none of it, and it is either the
+    grading core's or one of the layers the core must not import; the package's top level
+    holds nothing but its `__init__` and `__main__`."""
+    others = children() - {"jaxlings.worker"}
     assert set(CONTRACTS["worker"]["forbidden_modules"]) == others
     core, above = set(CONTRACTS["core"]["source_modules"]), set(CONTRACTS["core"]["forbidden_modules"])
     assert not core & above, core & above
     assert core | above == others, others ^ (core | above)
+    assert sorted(p.name for p in PACKAGE.glob("*.py")) == ["__init__.py", "__main__.py"]
 
 
 def test_lint_imports_keeps_the_tree_and_breaks_each_contract_on_a_planted_import(tmp_path):
-    shutil.copytree(PACKAGE, tmp_path / "autograder", ignore=shutil.ignore_patterns("*.json", "__pycache__"))
+    shutil.copytree(PACKAGE, tmp_path / "jaxlings", ignore=shutil.ignore_patterns("*.json", "__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     kept = lint_imports(tmp_path)
     assert kept.returncode == 0, kept.stdout + kept.stderr
     assert f"Contracts: {len(CONTRACTS)} kept, 0 broken." in kept.stdout
 
     for path, _, line in PLANTED.values():
-        module = tmp_path / "autograder" / path
+        module = tmp_path / "jaxlings" / path
         module.write_text(module.read_text() + f"\n{line}  # planted by tests/core/test_layers.py\n")
     broken = lint_imports(tmp_path)
     assert broken.returncode == 1, broken.stdout + broken.stderr

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder import rules
-from autograder.checks.speed import Speed, verdict
-from autograder.results import Outcome, Result, TestResult, leaderboard_entries, measured_ratio
-from autograder.timing import Timed
+from jaxlings.grading import rules
+from jaxlings.grading.checks.speed import Speed, verdict
+from jaxlings.grading.results import Outcome, Result, TestResult, leaderboard_entries, measured_ratio
+from jaxlings.grading.timing import Timed
 
 
 def speed_test(exercise: str, outcome: Outcome, check: str = "speed", topic: str = "prng") -> TestResult:

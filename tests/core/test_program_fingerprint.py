@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 
-from autograder import paths, results
-from autograder.service import similarity
 from helpers import similarity as corpus
 from helpers.grading import grade_dir, write_submission
+from jaxlings.grading import paths, results
+from jaxlings.service import similarity
 
 RAISES = """
 

@@ -19,10 +19,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autograder import structure
-from autograder.session import TopicSession
-from autograder.worker import wire
-from autograder.worker.wire import Key, Spec
 from helpers.grading import (
     assert_complete,
     assert_gains_nothing,
@@ -34,6 +30,10 @@ from helpers.grading import (
     verdicts,
     write_submission,
 )
+from jaxlings.grading import structure
+from jaxlings.grading.session import TopicSession
+from jaxlings.worker import wire
+from jaxlings.worker.wire import Key, Spec
 
 # -- what the student's worker is shown -----------------------------------------------------------
 
@@ -186,8 +186,8 @@ def _runaway(A, x0, n_iters):
 
 
 def _install():
-    cls = sys.modules["autograder.worker.harness"].Harness
-    program = sys.modules["autograder.worker.program"]
+    cls = sys.modules["jaxlings.worker.harness"].Harness
+    program = sys.modules["jaxlings.worker.program"]
     plain = cls.op_trace
 
     def op_trace(self, req):

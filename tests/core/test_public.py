@@ -12,18 +12,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder import answers, public, topics
-from autograder.answers import Recording, Replay
-from autograder.course import expectations
-from autograder.engine import grade
-from autograder.spec import Case
-from autograder.worker.wire import Key
 from helpers.grading import SOLUTIONS, check_dir, verdicts, write_submission
+from jaxlings import public
+from jaxlings.course import expectations
+from jaxlings.grading import answers, topics
+from jaxlings.grading.answers import Recording, Replay
+from jaxlings.grading.engine import grade
+from jaxlings.grading.spec import Case
+from jaxlings.worker.wire import Key
 
 
 @pytest.mark.parametrize("name", topics.ORDER)
 def test_committed_public_expectations_were_recorded_from_the_current_sources(name):
-    assert expectations.up_to_date(name, SOLUTIONS), f"run `grade build`: autograder/public/{name}.json is stale"
+    assert expectations.up_to_date(name, SOLUTIONS), f"run `grade build`: jaxlings/public/{name}.json is stale"
 
 
 @pytest.mark.parametrize("name", topics.ORDER)
@@ -98,7 +99,7 @@ def test_stale_expectations_are_the_graders_error_naming_the_fix(tmp_path):
     recording = public.replay("at_updates").recording
     trimmed = Recording(recording.draws, {k: v for i, (k, v) in enumerate(sorted(recording.answers.items())) if i % 2})
     folder = write_submission(tmp_path, {"at_updates": (SOLUTIONS / "at_updates.py").read_text()})
-    from autograder.session import GraderError
+    from jaxlings.grading.session import GraderError
 
     with pytest.raises(GraderError, match=r"out of date.*grade build"):
         grade(
@@ -141,7 +142,7 @@ def test_every_check_that_sends_programs_to_the_trusted_worker_says_so():
     import inspect
     import sys
 
-    from autograder.checks import KINDS
+    from jaxlings.grading.checks import KINDS
 
     sending = {
         name
@@ -158,7 +159,7 @@ def test_every_check_that_sends_programs_to_the_trusted_worker_says_so():
 def test_a_public_run_starts_the_trusted_worker_only_for_checks_that_analyse_programs(monkeypatch):
     """Replaying, the trusted worker only analyses exported programs (`Check.analyses`): for
     exercises without such a check it would start and sit idle (NetKet's import, for ising)."""
-    from autograder.session import TopicSession
+    from jaxlings.grading.session import TopicSession
 
     starts = []
     start = TopicSession._start_reference

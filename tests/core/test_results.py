@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autograder.checks import Speed
+from jaxlings.grading.checks import Speed
 
 
 @pytest.mark.slow  # graded_solutions grades every topic: ~230 s on a 2-core CPU

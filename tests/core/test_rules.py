@@ -1,4 +1,4 @@
-"""The course's rules (autograder/rules.py): the file validated at start, the phases of a
+"""The course's rules (jaxlings/grading/rules.py): the file validated at start, the phases of a
 topic, what a late submission keeps, extensions, and the words a student reads. No server: the
 service's own tests submit through a real one (test_service_deadlines.py)."""
 
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autograder import rules
-from autograder.rules import LatePolicy, Phase, RulesError
+from jaxlings.grading import rules
+from jaxlings.grading.rules import LatePolicy, Phase, RulesError
 
 TOPICS = ("jit_basics", "prng", "at_updates")
 UTC = dt.UTC

@@ -1,4 +1,4 @@
-"""The similarity report's pure parts (autograder/service/similarity.py): normalisation undoes what a
+"""The similarity report's pure parts (jaxlings/service/similarity.py): normalisation undoes what a
 copier changes cheaply and keeps what a solver decides; on the corpus (tests/similarity/) every
 planted copy ranks above every independent pair; what the stub, hints and reference give everyone
 does not make two students alike, while two copies of the reference are identical.
@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder import paths
-from autograder.service import similarity
 from helpers import similarity as corpus
+from jaxlings.grading import paths
+from jaxlings.service import similarity
 
 EXERCISES = corpus.exercises()
 

@@ -1,11 +1,19 @@
-"""`autograder.source`, the grader's one reader of Python source."""
+"""`jaxlings.grading.source`, the grader's one reader of Python source."""
 
 from __future__ import annotations
 
 import pytest
 
-from autograder import source
-from autograder.source import SourceError, code_dump, defined_names, functions, parse, parse_trusted, statement_end
+from jaxlings.grading import source
+from jaxlings.grading.source import (
+    SourceError,
+    code_dump,
+    defined_names,
+    functions,
+    parse,
+    parse_trusted,
+    statement_end,
+)
 
 MODULE = '''"""The module's docstring."""
 

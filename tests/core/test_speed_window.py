@@ -1,5 +1,5 @@
 """Speed verdicts that discriminate: a timed workload's inputs and outputs cross a shared region
-(`autograder/worker/shm.py`) instead of the pipe, and the workloads are sized so that the
+(`jaxlings/worker/shm.py`) instead of the pipe, and the workloads are sized so that the
 function's own work dominates the window (docs/grading.md, "Timing").
 
 Before: the window's traffic was most of a round's cost, and a NumPy `affine` doing twice the
@@ -12,10 +12,10 @@ from textwrap import dedent
 import numpy as np
 import pytest
 
-from autograder import engine, topics
-from autograder.isolation import WorkerProcess
-from autograder.timing import timed_call
 from helpers.grading import SOLUTIONS, TEST_LIMITS, needs_bwrap, write_submission
+from jaxlings.grading import engine, topics
+from jaxlings.grading.timing import timed_call
+from jaxlings.isolation import WorkerProcess
 
 SOLUTION = (SOLUTIONS / "jit_basics.py").read_text()
 
@@ -164,7 +164,7 @@ def test_polling_the_shared_region_learns_no_input_before_the_clock(tmp_path):
     inputs appear gains nothing: they appear only inside the round's window, so the work is
     timed, and twice the reference's work still scores below full marks. The run completes."""
     speed = affine_speed()
-    from autograder.worker import shm
+    from jaxlings.worker import shm
 
     module = SOLUTION + POLLING_TWICE.format(n=speed.size_for("cpu"), size=shm.SIZE)
     hostile = speed_result(
@@ -188,7 +188,7 @@ BAD_REFERENCES = {
 def test_a_bad_reference_into_the_region_fails_the_speed_check_not_the_run(tmp_path, variant):
     module = SOLUTION + dedent(f"""
 
-        from autograder.worker import shm as _shm
+        from jaxlings.worker import shm as _shm
 
 
         def _put(self, arr, offset, end):
@@ -204,8 +204,8 @@ def test_a_bad_reference_into_the_region_fails_the_speed_check_not_the_run(tmp_p
 def test_output_references_may_not_overlap():
     """Two leaves that name the same bytes (so that a reply could make the grader copy one
     region many times over) are refused; leaves one after another are taken."""
-    from autograder import timing
-    from autograder.worker import shm
+    from jaxlings.grading import timing
+    from jaxlings.worker import shm
 
     region = shm.Region.create(1 << 20)
     try:

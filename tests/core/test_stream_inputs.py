@@ -18,10 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from autograder import topics
-from autograder.checks import Compiles, Prints
-from autograder.context import CheckContext
-from autograder.session import TopicSession
 from helpers.grading import (
     SOLUTIONS,
     TEST_LIMITS,
@@ -33,6 +29,10 @@ from helpers.grading import (
     needs_bwrap,
     score_of,
 )
+from jaxlings.grading import topics
+from jaxlings.grading.checks import Compiles, Prints
+from jaxlings.grading.context import CheckContext
+from jaxlings.grading.session import TopicSession
 
 pytestmark = pytest.mark.slow  # hostile modules graded whole, beside their twins: the full suite only
 

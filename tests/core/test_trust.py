@@ -72,8 +72,6 @@ import time
 
 import pytest
 
-from autograder.isolation import Limits
-from autograder.results import Result
 from helpers.grading import (
     SOLUTIONS,
     assert_complete,
@@ -88,6 +86,8 @@ from helpers.grading import (
     synthetic_result,
     table,
 )
+from jaxlings.grading.results import Result
+from jaxlings.isolation import Limits
 
 # every test grades under the sandbox (one also without it): hostile modules graded whole, full suite only
 pytestmark = [needs_bwrap, pytest.mark.slow]
@@ -352,7 +352,7 @@ def _says(value: object, on: bool) -> bool:
 def test_the_sandbox_state_is_recorded_in_the_result(tmp_path, mode):
     from typer.testing import CliRunner
 
-    from autograder.cli import app
+    from jaxlings.cli import app
 
     folder = tmp_path / "submission"
     folder.mkdir()

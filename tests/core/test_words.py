@@ -13,11 +13,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from autograder import words
-from autograder.checks.key_reuse import reuse_words
-from autograder.checks.trains import layers_of
-from autograder.compare import mismatch, shapes
-from autograder.worker import harness
+from jaxlings.grading import words
+from jaxlings.grading.checks.key_reuse import reuse_words
+from jaxlings.grading.checks.trains import layers_of
+from jaxlings.grading.compare import mismatch, shapes
+from jaxlings.worker import harness
 
 
 def out(*arrays, kind="array", treedef=None, paths=None):
@@ -298,7 +298,7 @@ def test_a_single_value_has_no_index():
 
 
 def test_a_jax_error_repeated_per_argument_says_its_first_sentence_once_and_tracers_in_words():
-    from autograder.worker import harness
+    from jaxlings.worker import harness
 
     said = "The error occurred while tracing the function f at m.py:9 for jit"
     error = TypeError(
@@ -311,7 +311,7 @@ def test_a_jax_error_repeated_per_argument_says_its_first_sentence_once_and_trac
 
 
 def test_failing_training_runs_name_their_inputs_and_advice_once():
-    from autograder.checks.trains import _joined
+    from jaxlings.grading.checks.trains import _joined
 
     inputs = "x float32[256, 8], y float32[256, 1], 200, 32"
     text = _joined(

@@ -4,9 +4,9 @@ import ast
 
 import pytest
 
-from autograder import topics
-from autograder.course import build
 from helpers.grading import EXERCISES, ROOT, SOLUTIONS
+from jaxlings.course import build
+from jaxlings.grading import topics
 
 
 def test_committed_stubs_and_notebooks_are_what_grade_build_writes():
@@ -64,10 +64,10 @@ def test_spec_and_solution_must_agree(tmp_path):
 from dataclasses import dataclass, replace  # noqa: E402
 from typing import ClassVar  # noqa: E402
 
-from autograder import checks, requirements  # noqa: E402
-from autograder.checks import SpecError  # noqa: E402
-from autograder.course import graded  # noqa: E402
-from autograder.requirements import Requirement  # noqa: E402
+from jaxlings.course import graded  # noqa: E402
+from jaxlings.grading import checks, requirements  # noqa: E402
+from jaxlings.grading.checks import SpecError  # noqa: E402
+from jaxlings.grading.requirements import Requirement  # noqa: E402
 
 
 def _functions(source: str) -> dict[str, ast.FunctionDef]:
@@ -104,7 +104,7 @@ def test_each_stub_docstring_ends_with_the_graded_list_of_its_spec(name):
 
 
 def test_the_stub_header_points_to_the_readme_which_states_the_jit_convention_once():
-    from autograder import workspace
+    from jaxlings.student import workspace
 
     stub = (EXERCISES / "at_updates.py").read_text()
     header = "".join(line[2:] + " " for line in stub.splitlines() if line.startswith("# "))
@@ -132,7 +132,7 @@ def test_a_tolerance_is_quoted_for_float_outputs_only_keys_and_integers_are_exac
     as if it applied to them."""
     import numpy as np
 
-    from autograder.compare import mismatch
+    from jaxlings.grading.compare import mismatch
 
     for name, exercise in (("prng", "derive_keys"), ("at_updates", "histogram")):
         spec = topics.load(name)

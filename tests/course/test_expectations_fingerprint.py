@@ -12,22 +12,22 @@ from pathlib import Path
 
 import pytest
 
-from autograder import topics
-from autograder.course import expectations
-from autograder.source import SourceError, docstring, functions, parse_trusted
 from helpers.grading import SOLUTIONS
+from jaxlings.course import expectations
+from jaxlings.grading import topics
+from jaxlings.grading.source import SourceError, docstring, functions, parse_trusted
 
 TOPIC = "prng"
 
 
 @pytest.fixture
 def copies(tmp_path: Path) -> tuple[Path, Path]:
-    """(solutions folder, autograder folder) holding copies of everything `fingerprint` reads."""
-    solutions, package = tmp_path / "solutions", tmp_path / "autograder"
+    """(solutions folder, jaxlings folder) holding copies of everything `fingerprint` reads."""
+    solutions, package = tmp_path / "solutions", tmp_path / "jaxlings"
     solutions.mkdir()
     shutil.copyfile(SOLUTIONS / f"{TOPIC}.py", solutions / f"{TOPIC}.py")
     for label, path in expectations._inputs(TOPIC, SOLUTIONS, expectations.PACKAGE)[1:]:
-        target = package / ("topics/" + path.name if label == "spec" else label)
+        target = package / ("specs/" + path.name if label == "spec" else label)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, target)
     return solutions, package
@@ -63,9 +63,9 @@ def test_docstrings_comments_and_layout_change_nothing(copies, where):
     solutions, package = copies
     path = {
         "solution": solutions / f"{TOPIC}.py",
-        "spec": package / "topics" / f"{TOPIC}.py",
-        "shared module": package / "session.py",
-        "checks": package / "checks" / "correct.py",
+        "spec": package / "specs" / f"{TOPIC}.py",
+        "shared module": package / "grading" / "session.py",
+        "checks": package / "grading" / "checks" / "correct.py",
     }[where]
     before, original = fingerprint(copies), path.read_text()
     edit(path, with_docstring_edited)
@@ -86,9 +86,9 @@ def test_a_code_change_changes_it(copies, where):
     solutions, package = copies
     path = {
         "solution": solutions / f"{TOPIC}.py",
-        "spec": package / "topics" / f"{TOPIC}.py",
-        "shared module": package / "draws.py",
-        "checks": package / "checks" / "correct.py",
+        "spec": package / "specs" / f"{TOPIC}.py",
+        "shared module": package / "grading" / "draws.py",
+        "checks": package / "grading" / "checks" / "correct.py",
         "worker": package / "worker" / "wire.py",
     }[where]
     before = fingerprint(copies)
@@ -120,7 +120,7 @@ def test_a_protocol_bump_changes_it(copies, monkeypatch):
 
 def test_a_new_module_in_a_hashed_folder_changes_it_and_a_new_check_module_does_not(copies):
     before = fingerprint(copies)
-    (copies[1] / "checks" / "extra.py").write_text('"""A new check."""\n\nPOINTS = 1\n')
+    (copies[1] / "grading" / "checks" / "extra.py").write_text('"""A new check."""\n\nPOINTS = 1\n')
     assert fingerprint(copies) == before, "a check module no exercise of the topic uses"
     (copies[1] / "worker" / "extra.py").write_text('"""A new part of the worker."""\n\nPOINTS = 1\n')
     assert fingerprint(copies) != before
@@ -128,11 +128,11 @@ def test_a_new_module_in_a_hashed_folder_changes_it_and_a_new_check_module_does_
 
 @pytest.fixture(scope="module")
 def package_copy(tmp_path_factory) -> tuple[Path, Path]:
-    """(solutions folder, autograder folder): copies of the whole of both (the expectations aside)."""
+    """(solutions folder, jaxlings folder): copies of the whole of both (the expectations aside)."""
     root = tmp_path_factory.mktemp("whole")
     shutil.copytree(SOLUTIONS, root / "solutions", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(expectations.PACKAGE, root / "autograder", ignore=shutil.ignore_patterns("*.json", "__pycache__"))
-    return root / "solutions", root / "autograder"
+    shutil.copytree(expectations.PACKAGE, root / "jaxlings", ignore=shutil.ignore_patterns("*.json", "__pycache__"))
+    return root / "solutions", root / "jaxlings"
 
 
 def every_fingerprint(solutions: Path, package: Path) -> dict[str, str]:
@@ -159,20 +159,25 @@ def changed_by(package_copy, path: str, change) -> set[str]:
 def test_a_check_records_again_only_the_topics_whose_exercises_use_it(package_copy):
     """What adding a check kind for one topic takes (a new module of `checks/`, the topic's spec
     using it) records that topic again and no other; the checks' common base records all."""
-    new_kind = '"""A new kind of check."""\n\nfrom autograder.checks.base import Check\n\nPOINTS = 1\n'
-    assert changed_by(package_copy, "checks/a_new_kind.py", lambda _: new_kind) == set()
-    assert changed_by(package_copy, "topics/sharding.py", lambda text: text + "\nUSES_THE_NEW_KIND = 1\n") == {
+    new_kind = '"""A new kind of check."""\n\nfrom jaxlings.grading.checks.base import Check\n\nPOINTS = 1\n'
+    assert changed_by(package_copy, "grading/checks/a_new_kind.py", lambda _: new_kind) == set()
+    assert changed_by(package_copy, "specs/sharding.py", lambda text: text + "\nUSES_THE_NEW_KIND = 1\n") == {
         "sharding"
     }
-    assert changed_by(package_copy, "checks/sharding.py", lambda text: text + "\nCHANGED = 1\n") == {"sharding"}
-    assert changed_by(package_copy, "checks/trains.py", lambda text: text + "\nCHANGED = 1\n") == {"training"}
-    assert changed_by(package_copy, "checks/vmc.py", lambda text: text + "\nCHANGED = 1\n") == {"ising", "training"}
-    assert changed_by(package_copy, "checks/vocabulary.py", lambda text: text + "\nCHANGED = 1\n") == set()
-    assert changed_by(package_copy, "checks/base.py", lambda text: text + "\nCHANGED = 1\n") == set(topics.ORDER)
+    assert changed_by(package_copy, "grading/checks/sharding.py", lambda text: text + "\nCHANGED = 1\n") == {"sharding"}
+    assert changed_by(package_copy, "grading/checks/trains.py", lambda text: text + "\nCHANGED = 1\n") == {"training"}
+    assert changed_by(package_copy, "grading/checks/vmc.py", lambda text: text + "\nCHANGED = 1\n") == {
+        "ising",
+        "training",
+    }
+    assert changed_by(package_copy, "grading/checks/vocabulary.py", lambda text: text + "\nCHANGED = 1\n") == set()
+    assert changed_by(package_copy, "grading/checks/base.py", lambda text: text + "\nCHANGED = 1\n") == set(
+        topics.ORDER
+    )
 
 
 def test_a_file_that_does_not_parse_is_named(copies):
-    path = copies[1] / "checks" / "correct.py"
+    path = copies[1] / "grading" / "checks" / "correct.py"
     edit(path, lambda text: text + "\ndef broken(:\n")
     with pytest.raises(SourceError, match=r"correct\.py"):
         fingerprint(copies)

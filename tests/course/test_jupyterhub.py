@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 import requests
 
-from autograder import topics
 from helpers.grading import ROOT
 from helpers.service import free_port, hub_on_loopback
+from jaxlings.grading import topics
 
 CONFIG = ROOT / "course" / "jupyterhub_config.py"
 TOPIC = "at_updates"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.course import notebooks
 from helpers.grading import ROOT
+from jaxlings.course import notebooks
 
 LESSONS = sorted((ROOT / "course" / "lessons").glob("*.md"))
 

@@ -26,9 +26,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import topics
-from autograder.checks.speed import Speed, band_score
 from helpers.grading import CLOCK_NOISE, ROOT, grade_dir, short_of_full_marks, write_submission
+from jaxlings.grading import topics
+from jaxlings.grading.checks.speed import Speed, band_score
 
 pytestmark = pytest.mark.slow
 
@@ -79,7 +79,7 @@ def hand_in(course: Path, student: str, notebook: nbformat.NotebookNode) -> None
 def grade(*args: str, cwd: Path, data: Path) -> subprocess.CompletedProcess:
     """`grade ARGS` (a service command) against the service data folder `data`."""
     env = {**os.environ, "JAXLINGS_DATA_DIR": str(data)}
-    run = subprocess.run([sys.executable, "-m", "autograder", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    run = subprocess.run([sys.executable, "-m", "jaxlings", *args], cwd=cwd, env=env, capture_output=True, text=True)
     assert run.returncode == 0, f"grade {' '.join(args)}:\n{run.stdout}\n{run.stderr}"
     return run
 
@@ -143,7 +143,7 @@ def late_penalties(course: Path) -> dict[str, float | None]:
 
 
 def test_a_late_notebook_loses_what_the_service_takes_off(course):
-    from autograder import rules
+    from jaxlings.grading import rules
 
     course_rules = rules.load(course / "course.toml", topics.ORDER)
     carol_keeps = course_rules.window(TOPIC).factor(HANDED_IN["carol"])

@@ -1,4 +1,4 @@
-"""What a notebook's grade cell shows: one HTML box per check (`autograder.boxes`), with the CLI's
+"""What a notebook's grade cell shows: one HTML box per check (`jaxlings.student.boxes`), with the CLI's
 line as its plain-text twin, run in a real kernel and rendered in a real browser."""
 
 from __future__ import annotations
@@ -9,11 +9,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import boxes, kernel, topics
-from autograder.course import graded, notebooks
-from autograder.results import TestResult
 from helpers.grading import ROOT, SOLUTIONS
 from helpers.service import headless_chromium
+from jaxlings.course import graded, notebooks
+from jaxlings.grading import topics
+from jaxlings.grading.results import TestResult
+from jaxlings.student import boxes, notebook
 
 SCREENSHOT = ROOT / "docs" / "img" / "notebook-feedback.png"
 
@@ -56,7 +57,7 @@ def test_a_failure_reads_as_before_in_plain_text_and_advice_is_not_styled_as_a_p
 
 
 def test_a_message_names_the_notebooks_hint_not_the_shells():
-    told = kernel.for_notebook("not implemented yet (stuck? run `grade hint prng.dropout`)")
+    told = notebook.for_notebook("not implemented yet (stuck? run `grade hint prng.dropout`)")
     assert told == 'not implemented yet (stuck? `jaxlings.hint("dropout")`)'
 
 
@@ -97,7 +98,7 @@ def _notebook() -> nbformat.NotebookNode:
 
 
 def grade_cell(topic: str, exercise: str, check: str) -> str:
-    return f'from autograder.kernel import grader\ngrader("{topic}").verdict("{exercise}", "{check}", "public")'
+    return f'from jaxlings.student.notebook import grader\ngrader("{topic}").verdict("{exercise}", "{check}", "public")'
 
 
 def _function(source: str, name: str) -> str:
@@ -150,4 +151,4 @@ def test_grade_cells_show_html_boxes_in_a_real_kernel_and_browser(tmp_path):
 
 
 def test_a_hint_without_a_name_is_for_the_first_exercise_not_passed_yet():
-    assert kernel.NotebookGrader("at_updates").first_unfinished() == "scatter_ops"
+    assert notebook.NotebookGrader("at_updates").first_unfinished() == "scatter_ops"

@@ -7,9 +7,10 @@ import ast
 import nbformat
 import pytest
 
-from autograder import kernel, topics
-from autograder.course import build, graded, notebooks
 from helpers.grading import ROOT, SOLUTIONS
+from jaxlings.course import build, graded, notebooks
+from jaxlings.grading import topics
+from jaxlings.student import notebook
 
 STUB = '''import jax
 
@@ -31,7 +32,7 @@ CONSTANT = 3
 
 def test_assemble_takes_the_latest_cell_that_defines_each_exercise():
     cells = ["def f(x):\n    return 1", "print('trying')", "def f(x):\n    return 2", "def g(x): return f(x)"]
-    module = kernel.assemble(STUB, cells, ["f", "g"])
+    module = notebook.assemble(STUB, cells, ["f", "g"])
     namespace: dict = {}
     exec(compile(module, "m", "exec"), namespace)
     assert namespace["f"](0) == 2 and namespace["g"](0) == 2 and namespace["CONSTANT"] == 3
@@ -39,14 +40,14 @@ def test_assemble_takes_the_latest_cell_that_defines_each_exercise():
 
 
 def test_assemble_keeps_the_stub_for_exercises_never_run_and_ignores_broken_cells():
-    module = kernel.assemble(STUB, ["def g(:", "helper = 1\ndef g(x):\n    return helper"], ["f", "g"])
+    module = notebook.assemble(STUB, ["def g(:", "helper = 1\ndef g(x):\n    return helper"], ["f", "g"])
     assert 'raise NotImplementedError("f: your code here")' in module
     assert "helper = 1" in module and "def g(:" not in module
     ast.parse(module)
 
 
 def test_assemble_places_a_cell_defining_two_exercises_once():
-    module = kernel.assemble(STUB, ["def f(x):\n    return 1\n\ndef g(x):\n    return 2"], ["f", "g"])
+    module = notebook.assemble(STUB, ["def f(x):\n    return 1\n\ndef g(x):\n    return 2"], ["f", "g"])
     assert module.count("def f(") == 1 and module.count("def g(") == 1
     assert module.index("def f(") < module.index("CONSTANT = 3")
 
@@ -86,7 +87,7 @@ def test_given_and_answer_cells_rebuild_the_solution_module(name):
     nb = nbformat.read(ROOT / "course" / "source" / name / f"{name}.ipynb", as_version=4)
     answers = [c.source for c in nb.cells if (c.metadata.get("nbgrader") or {}).get("solution")]
     stub = (ROOT / "exercises" / f"{name}.py").read_text()
-    module = kernel.assemble(stub, answers, [ex.name for ex in spec.exercises])
+    module = notebook.assemble(stub, answers, [ex.name for ex in spec.exercises])
     solution = graded.insert((SOLUTIONS / f"{name}.py").read_text(), spec)  # with its generated Graded lists
     solution = build.for_workspace(solution)  # and its paths as a workspace has them, as in the stub
     assert ast.dump(ast.parse(module)) == ast.dump(ast.parse(solution))
@@ -108,11 +109,11 @@ def test_a_topic_without_a_lesson_is_a_build_error(tmp_path):
 
 def test_messages_name_the_students_cell_not_the_rebuilt_modules_line():
     cells = ["import jax", "def g(x):\n    y = 1\n    raise ValueError(y)"]
-    module, origins = kernel.assemble_with_origins(STUB, cells, ["f", "g"])
+    module, origins = notebook.assemble_with_origins(STUB, cells, ["f", "g"])
     line = module.splitlines().index("    raise ValueError(y)") + 1
-    told = kernel.in_cells(f"ValueError: 1 (at line {line}: raise ValueError(y))", origins, [3, 7])
+    told = notebook.in_cells(f"ValueError: 1 (at line {line}: raise ValueError(y))", origins, [3, 7])
     assert told == "ValueError: 1 (at cell In [7], line 3: raise ValueError(y))"
-    assert kernel.in_cells("at line 1: x", origins, [3, 7]) == "at line 1 of the given code: x"
+    assert notebook.in_cells("at line 1: x", origins, [3, 7]) == "at line 1 of the given code: x"
 
 
 @pytest.mark.parametrize("name", topics.ORDER)

@@ -4,7 +4,7 @@ inside; and, check by check, the same verdicts as the full engine's public mode.
 
 The fresh virtualenv sees this environment's third-party packages (jax, netket, ...) through a
 path entry, without processing their `.pth` files, so the repo's editable install of
-`autograder` is not importable there: only the wheel's copy is.
+`jaxlings` is not importable there: only the wheel's copy is.
 
 Verdicts are compared with the full engine's public mode (the live reference) on the stubs of
 every topic and on one crafted submission of three topics; the solutions need no live run, as
@@ -28,11 +28,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder import engine, topics
-from autograder.course import dist
-from autograder.results import Result
 from helpers.grading import EXERCISES, SOLUTIONS, SUBMISSIONS, grade_dir, submission_source
 from helpers.service import BROKEN, course  # noqa: F401  (a course server on loopback, for `grade submit`)
+from jaxlings.course import dist
+from jaxlings.grading import engine, topics
+from jaxlings.grading.results import Result
 
 pytestmark = pytest.mark.slow
 
@@ -108,10 +108,10 @@ def test_the_package_holds_no_solution_no_spec_and_no_hidden_case(built):
     for artifact in built.values():
         assert dist.leaks(artifact) == [], artifact
     names = zipfile.ZipFile(built["wheel"]).namelist()
-    assert "autograder/topics/__init__.py" in names and "autograder/public/prng.json" in names
-    assert "autograder/student_files/notebooks/prng.ipynb" in names
-    assert not [n for n in names if n.startswith(("solutions/", "autograder/course/", "tests/"))]
-    assert not [n for n in names if n.startswith("autograder/topics/") and not n.endswith("__init__.py")]
+    assert "jaxlings/grading/topics.py" in names and "jaxlings/public/prng.json" in names
+    assert "jaxlings/student_files/notebooks/prng.ipynb" in names
+    assert not [n for n in names if n.startswith(("solutions/", "jaxlings/course/", "tests/"))]
+    assert not [n for n in names if n.startswith("jaxlings/specs/") and not n.endswith("__init__.py")]
 
 
 @pytest.mark.filterwarnings("ignore:Duplicate name")  # a plant replaces a packaged file on purpose
@@ -120,14 +120,14 @@ def test_the_leak_scan_finds_a_planted_solution_a_spec_and_a_hidden_case(built, 
     block = next(iter(dist.solution_blocks().values()))
     hidden = next(ex for n in topics.ORDER for ex in topics.load(n).exercises if any(c.hidden for c in ex.edge_cases))
     case = next(c for c in hidden.edge_cases if c.hidden)
-    from autograder import answers
+    from jaxlings.grading import answers
 
     recording = {"format": 1, "recording": {"draws": {"k": answers.to_blob([[case], "{}"])}, "answers": {}}}
     plants = {
-        "block": ("autograder/report.py", f"# indented as a student would copy it\n    {block}\n"),
-        "spec": ("autograder/topics/prng.py", (dist.ROOT / "autograder" / "topics" / "prng.py").read_text()),
+        "block": ("jaxlings/student/report.py", f"# indented as a student would copy it\n    {block}\n"),
+        "spec": ("jaxlings/specs/prng.py", (dist.ROOT / "jaxlings" / "specs" / "prng.py").read_text()),
         "solution": ("solutions/prng.py", "x = 1\n"),
-        "hidden case": ("autograder/public/extra.json", json.dumps(recording)),
+        "hidden case": ("jaxlings/public/extra.json", json.dumps(recording)),
     }
     for what, (name, text) in plants.items():
         planted = tmp_path / f"{what.replace(' ', '_')}.whl"
@@ -153,9 +153,9 @@ def test_grade_init_lays_out_a_workspace_and_never_overwrites_work(student):
 
 
 def test_the_students_commands_work_from_the_package(student):
-    where = student.run("python", "-c", "import autograder, sys; print(autograder.__file__)", check=True).stdout
+    where = student.run("python", "-c", "import jaxlings, sys; print(jaxlings.__file__)", check=True).stdout
     assert str(student.venv) in where
-    assert student.run("python", "-c", "import autograder.topics.prng").returncode != 0
+    assert student.run("python", "-c", "import jaxlings.specs.prng").returncode != 0
     ws = student.home / "course"
     student.run("grade", "init", str(ws), check=True)
     hint = student.run("grade", "hint", "prng.dropout", cwd=ws, check=True).stdout

@@ -9,9 +9,10 @@ import re
 
 import pytest
 
-from autograder import topics, workspace
-from autograder.course import build, graded, notebooks
 from helpers.grading import ROOT, SOLUTIONS
+from jaxlings.course import build, graded, notebooks
+from jaxlings.grading import topics
+from jaxlings.student import workspace
 
 PATH = re.compile(r"(?<![\w/.-])((?:[\w-]+/)*[\w-]+\.(?:md|py|ipynb))\b")
 WORKSPACE = {"README.md", "lessons/{t}.md", "exercises/{t}.py", "notebooks/{t}.ipynb"}

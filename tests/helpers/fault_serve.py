@@ -12,7 +12,7 @@ import os
 import sys
 import time
 
-from autograder.service import submitting
+from jaxlings.service import submitting
 
 
 def _delayed(store, seconds: float):
@@ -29,7 +29,7 @@ if __name__ == "__main__":
     delay = float(os.environ.get("JAXLINGS_FAULT_REPLY_DELAY", "0"))
     if delay:
         submitting.store = _delayed(submitting.store, delay)
-    from autograder.cli import main
+    from jaxlings.cli import main
 
     sys.argv = ["grade", *sys.argv[1:]]
     main()

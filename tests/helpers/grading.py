@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder import engine, public, results, topics
-from autograder.isolation import Limits, bwrap_available
-from autograder.results import Result, TestResult
+from jaxlings import public
+from jaxlings.grading import engine, results, topics
+from jaxlings.grading.results import Result, TestResult
+from jaxlings.isolation import Limits, bwrap_available
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "solutions"
@@ -87,7 +88,7 @@ def grade_variant(
     lock per key), the others wait for it; every asker reads the file back, so all see the data
     a results.json holds (as `graded_solutions`). The topic tests and tests/student/test_messages
     ask for the same gradings."""
-    from autograder.service.client import result_of
+    from jaxlings.student.client import result_of
 
     names = names or [topic]
     key = hashlib.sha1(repr((sorted(names), dataclasses.astuple(limits))).encode()).hexdigest()[:12]
@@ -187,7 +188,7 @@ def grade_crafted_public(stem: str, folder: Path) -> Result:
     engine's live reference (the public checks `grade check` runs, the verdicts the student
     package must give): written to `folder/<stem>.json` once, read back from it after (the
     `crafted_public` fixture shares the folder between test processes)."""
-    from autograder.service.client import result_of
+    from jaxlings.student.client import result_of
 
     saved = folder / f"{stem}.json"
     with open(folder / f"{stem}.lock", "a") as lock:

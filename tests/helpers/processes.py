@@ -7,7 +7,7 @@ import os
 
 def descendants_of_this_process() -> list[int]:
     """Live processes below the test process (zombies excluded)."""
-    from autograder.isolation.procfs import descendants as _descendants
+    from jaxlings.isolation.procfs import descendants as _descendants
 
     alive = []
     for pid in _descendants(os.getpid())[1:]:

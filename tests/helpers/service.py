@@ -26,7 +26,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "solutions"
-GRADE = [sys.executable, "-m", "autograder"]
+GRADE = [sys.executable, "-m", "jaxlings"]
 PG_ADMIN = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 REDIS = "redis://127.0.0.1:6379"
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -82,13 +82,13 @@ class Course:
         return f"http://127.0.0.1:{self.port}"
 
     def settings(self):
-        from autograder.service import config
+        from jaxlings.service import config
 
         return config.from_env(self.env)
 
     def token(self, login: str) -> str:
         """A fresh course token for `login` (added to the roster if new)."""
-        from autograder.service import auth, db
+        from jaxlings.service import auth, db
 
         settings = self.settings()
         db.upgrade(settings.db_url)
@@ -96,7 +96,7 @@ class Course:
             return auth.add_student(session, login)[1]
 
     def instructor(self) -> str:
-        from autograder.service import roster
+        from jaxlings.service import roster
 
         return roster.add_instructor(self.settings(), "prof")
 
@@ -226,7 +226,7 @@ def postgres_redis_env() -> dict[str, str]:
 def drop_database(url: str) -> None:
     import sqlalchemy
 
-    from autograder.service import db
+    from jaxlings.service import db
 
     db.engine_for(url).dispose()
     name = url.rsplit("/", 1)[1]
@@ -418,8 +418,8 @@ def seeded_result(
     (`exercise:check` -> entries) adds to a test's extra_data."""
     import json as _json
 
-    from autograder import public
-    from autograder.results import Result, TestResult
+    from jaxlings import public
+    from jaxlings.grading.results import Result, TestResult
 
     failing, pending = failing or {}, pending or set()
     doc = _json.loads(public.path_for(topic).read_text())
@@ -457,7 +457,7 @@ def seed_submission(course: Course, login: str, files: dict[str, str], result: s
     import hashlib
     import json as _json
 
-    from autograder.service import db, storage
+    from jaxlings.service import db, storage
 
     settings = course.settings()
     db.upgrade(settings.db_url)
@@ -466,7 +466,7 @@ def seed_submission(course: Course, login: str, files: dict[str, str], result: s
     with db.sessions(settings.db_url).begin() as session:
         student = db.student_by_login(session, login)
         if student is None:
-            from autograder.service import auth
+            from jaxlings.service import auth
 
             auth.add_student(session, login)
             student = db.student_by_login(session, login)

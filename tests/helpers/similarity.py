@@ -172,7 +172,7 @@ def with_function(module: str, function: str, name: str) -> str:
 
 def program_of(topic: str, exercise: str, text: str) -> frozenset[int] | None:
     """The program sketch the grader's trusted side records for `text`'s function `exercise`
-    (`autograder.worker.program.program_shingles`, as in the `jit` test's `program_shingles`):
+    (`jaxlings.worker.program.program_shingles`, as in the `jit` test's `program_shingles`):
     the function jitted with the exercise's static arguments, exported with `jax.export` from the
     specs of a sample of its largest size (as the `trace` request does), its module normalised.
     In this process (trusted code: the benchmark's and the tests' own corpus); None where it does
@@ -186,9 +186,9 @@ def _programs(topic: str, exercise: str, text: str) -> frozenset[int] | None:
     import numpy as np
     from jax import export
 
-    from autograder import topics
-    from autograder.service import similarity
-    from autograder.worker import program
+    from jaxlings.grading import topics
+    from jaxlings.service import similarity
+    from jaxlings.worker import program
 
     ex = topics.load(topic).exercise(exercise)
     args = ex.sample(np.random.default_rng(0), ex.sizes[-1]).args

@@ -15,8 +15,8 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from autograder import topics
 from helpers.service import SOLUTIONS, api, course, form_csrf, free_port, new_course, page_login, post_zip, zip_of  # noqa: F401
+from jaxlings.grading import topics
 
 PRNG = (SOLUTIONS / "prng.py").read_bytes()
 AT = (SOLUTIONS / "at_updates.py").read_bytes()
@@ -38,7 +38,7 @@ def live(tmp_path_factory):
 
 def stored(course) -> int:
     """How many submissions the database holds."""
-    from autograder.service import db
+    from jaxlings.service import db
 
     with db.sessions(course.settings().db_url)() as session:
         return session.scalar(select(func.count()).select_from(db.Submission))
@@ -68,7 +68,7 @@ def test_a_submission_is_stored_before_the_202_and_is_idempotent(live):
     assert changed.json()["id"] not in (body["id"], other.json()["id"])
     ids = {s["id"] for s in client.get("/api/submissions").json()}
     assert {body["id"], other.json()["id"], changed.json()["id"]} <= ids
-    from autograder.service import db
+    from jaxlings.service import db
 
     with db.sessions(live.settings().db_url)() as session:  # stored once, in the database
         assert session.get(db.Upload, body["digest"]) is not None
@@ -177,7 +177,7 @@ def test_position_in_the_queue_is_reported(live):
 
 
 def test_settings_refuse_bad_values_by_name():
-    from autograder.service import config
+    from jaxlings.service import config
 
     with pytest.raises(ValueError, match="JAXLINGS_PORT"):
         config.from_env({"JAXLINGS_PORT": "eighty"})
@@ -198,7 +198,7 @@ def test_the_migrations_build_the_models_schema(tmp_path):
     from alembic.autogenerate import compare_metadata
     from alembic.migration import MigrationContext
 
-    from autograder.service import db
+    from jaxlings.service import db
 
     url = f"sqlite:///{tmp_path / 'schema.db'}"
     db.upgrade(url)

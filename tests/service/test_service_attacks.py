@@ -30,7 +30,6 @@ import httpx
 import pytest
 from sqlalchemy import func, select, update
 
-from autograder.service import db
 from helpers.service import (
     GRADE,
     LOGIN_CSRF,
@@ -51,6 +50,7 @@ from helpers.service import (
     set_cookie,
     zip_of,
 )
+from jaxlings.service import db
 
 PRNG = (SOLUTIONS / "prng.py").read_bytes()
 AT = (SOLUTIONS / "at_updates.py").read_bytes()

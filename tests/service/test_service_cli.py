@@ -26,7 +26,7 @@ def grade(args: list[str], cwd, **env: str) -> subprocess.CompletedProcess:
 
 def test_client_modules_import_no_server_library():
     code = (
-        "import sys, autograder.service, autograder.service.cli, autograder.service.client; "
+        "import sys, jaxlings.service, jaxlings.cli.service, jaxlings.student.client; "
         "print(sorted(m for m in ('fastapi', 'sqlalchemy', 'celery', 'uvicorn', 'alembic', 'kombu', 'jinja2') "
         "if m in sys.modules))"
     )
@@ -35,7 +35,7 @@ def test_client_modules_import_no_server_library():
 
 
 def test_the_client_zips_only_topic_files(tmp_path):
-    from autograder.service.client import ClientError, zip_exercises
+    from jaxlings.student.client import ClientError, zip_exercises
 
     (tmp_path / "prng.py").write_text("x = 1\n")
     (tmp_path / "loops.py").write_text("y = 2\n")
@@ -79,7 +79,7 @@ def test_add_students_from_a_roster(course, tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     rows = list(csv.DictReader(open(tmp_path / "t.csv")))
     assert [r["login"] for r in rows] == ["ada", "alan"] and all(r["token"].startswith("jxl_") for r in rows)
-    from autograder.service import auth, db
+    from jaxlings.service import auth, db
 
     settings = course.settings()
     with db.sessions(settings.db_url)() as session:
@@ -95,8 +95,8 @@ def test_export_gradescope_refuses_an_unknown_topic(tmp_path):
 
 
 def test_docs_list_every_setting():
-    from autograder.service import config
     from helpers.service import ROOT
+    from jaxlings.service import config
 
     doc = (ROOT / "docs" / "service.md").read_text()
     missing = [var for var in config.ENV.values() if var not in doc]
@@ -106,7 +106,7 @@ def test_docs_list_every_setting():
 def test_server_commands_without_the_server_libraries_say_what_to_install(tmp_path):
     code = (
         "import sys; sys.modules['fastapi'] = sys.modules['celery'] = None; sys.argv = ['grade'] + sys.argv[1:]; "
-        "from autograder.cli import main; main()"
+        "from jaxlings.cli import main; main()"
     )
     for command in (["serve"], ["worker"]):
         out = subprocess.run(

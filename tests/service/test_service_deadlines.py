@@ -19,10 +19,10 @@ from contextlib import closing
 
 import pytest
 
-from autograder import rules
-from autograder.service import db, scores
-from autograder.service.db import DONE, Student, Submission
 from helpers.service import api, course, grade, page_login, post_zip, seed_submission, seeded_result, zip_of  # noqa: F401
+from jaxlings.grading import rules
+from jaxlings.service import db, scores
+from jaxlings.service.db import DONE, Student, Submission
 
 AT = "at_updates"
 T0 = dt.datetime(2026, 12, 1, 12, 0)  # naive UTC, as the database stores times

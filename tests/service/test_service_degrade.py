@@ -136,7 +136,7 @@ class Relay:
 
 def settings_for(tmp_path, broker: str, backend: str = "", **extra: str):
     """Settings of a SQLite database in tmp_path with this broker, migrated."""
-    from autograder.service import config, db
+    from jaxlings.service import config, db
 
     env = {
         "JAXLINGS_DATA_DIR": str(tmp_path / "data"),
@@ -154,7 +154,7 @@ def settings_for(tmp_path, broker: str, backend: str = "", **extra: str):
 
 def stored_rows(settings, count: int) -> list[int]:
     """`count` queued submissions stored (never sent), as the API stores them; their ids."""
-    from autograder.service import auth, db
+    from jaxlings.service import auth, db
 
     with db.sessions(settings.db_url).begin() as session:
         student = auth.add_student(session, f"s{uuid.uuid4().hex[:6]}")[0]
@@ -168,7 +168,7 @@ def stored_rows(settings, count: int) -> list[int]:
 
 
 def unsent(settings, ids: list[int]) -> int:
-    from autograder.service import db
+    from jaxlings.service import db
 
     with db.sessions(settings.db_url)() as session:
         return sum(session.get(db.Submission, i).sent_at is None for i in ids)
@@ -200,7 +200,7 @@ def test_a_send_to_a_broker_that_is_down_gives_up_within_the_send_timeout(tmp_pa
     """Before issue 27 one send to a Redis that was down (broker and result backend) took 19 s,
     and to one that accepts and never answers, for ever. Now: about `send_timeout` (1 s here),
     and the rows stay unsent, for the sweep."""
-    from autograder.service import jobs
+    from jaxlings.service import jobs
 
     silent = Silent()
     port = silent.port if down.endswith("silent") else free_port()
@@ -222,7 +222,7 @@ def test_a_send_to_a_broker_that_is_down_gives_up_within_the_send_timeout(tmp_pa
 
 
 def test_a_send_to_a_broker_that_answers_is_sent_and_noted(tmp_path):
-    from autograder.service import jobs
+    from jaxlings.service import jobs
 
     needs_redis()
     settings = settings_for(tmp_path, f"{REDIS}/0", f"{REDIS}/1")
@@ -234,7 +234,7 @@ def test_a_send_to_a_broker_that_answers_is_sent_and_noted(tmp_path):
 def test_the_dispatcher_never_blocks_and_leaves_what_it_cannot_send_to_the_sweep(tmp_path):
     """A broker that never answers: `put` returns at once (even past the queue's room, whose
     extra ids are dropped, to be swept), and nothing is marked sent."""
-    from autograder.service import jobs
+    from jaxlings.service import jobs
 
     silent = Silent()
     settings = settings_for(tmp_path, f"redis://127.0.0.1:{silent.port}/0")
@@ -255,7 +255,7 @@ def test_the_dispatcher_never_blocks_and_leaves_what_it_cannot_send_to_the_sweep
 
 
 def test_the_dispatcher_sends_what_it_is_given_to_a_broker_that_answers(tmp_path):
-    from autograder.service import jobs
+    from jaxlings.service import jobs
 
     needs_redis()
     settings = settings_for(tmp_path, f"{REDIS}/0", f"{REDIS}/1")
@@ -275,7 +275,7 @@ def test_the_dispatcher_sends_what_it_is_given_to_a_broker_that_answers(tmp_path
 
 
 def test_the_gradebook_counts_the_results_a_submission_holds_whatever_its_status():
-    from autograder.service import db, scores
+    from jaxlings.service import db, scores
 
     doc = json.dumps({"extra_data": {"topics": {"prng": {"score": 7.0, "max_score": 10.0}}}})
     when = dt.datetime(2026, 12, 1)
@@ -420,7 +420,7 @@ def test_submits_with_the_broker_down_answer_at_once_and_are_graded_once_a_worke
 
 def attempts_of(course, sub: int) -> tuple[int, int, str]:
     """(attempts, failures, status) of a row, read from the database."""
-    from autograder.service import db
+    from jaxlings.service import db
 
     with db.sessions(course.settings().db_url)() as session:
         row = session.get(db.Submission, sub)
@@ -488,7 +488,7 @@ def test_a_first_grading_that_fails_on_the_grading_side_is_failed_after_max_atte
 
 def row_of(url: str, sub: int) -> dict:
     """A submission row read straight from PostgreSQL (not through the relay)."""
-    from autograder.service import db
+    from jaxlings.service import db
 
     with db.sessions(url)() as session:
         row = session.get(db.Submission, sub)

@@ -16,9 +16,9 @@ import stat
 
 import pytest
 
-from autograder.service import db, exports, scores
-from autograder.service.scores import ExerciseScore, Outline, Standing, TopicScore
 from helpers.service import api, course, grade, page_login  # noqa: F401
+from jaxlings.service import db, exports, scores
+from jaxlings.service.scores import ExerciseScore, Outline, Standing, TopicScore
 
 OUTLINE = Outline({"prng": {"derive_keys": 4.0, "dropout": 5.0}, "loops": {"scan_sum": 10.0}})
 T1 = dt.datetime(2026, 12, 1, 9, 30, 5, 123456)

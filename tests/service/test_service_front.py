@@ -258,8 +258,8 @@ def _alive(pid: int) -> bool:
 
 
 def test_proxy_without_nginx_is_one_line_naming_what_to_install(tmp_path, monkeypatch):
-    from autograder import cli
-    from autograder.service import front
+    from jaxlings import cli
+    from jaxlings.service import front
 
     monkeypatch.setattr(front, "SEARCH", ())
     monkeypatch.setenv("PATH", str(tmp_path))

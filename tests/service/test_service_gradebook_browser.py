@@ -14,9 +14,9 @@ import statistics
 
 import pytest
 
-from autograder import topics as course_topics
-from autograder.service import db, plots, scores
 from helpers.service import artifact, course, headless_chromium  # noqa: F401
+from jaxlings.grading import topics as course_topics
+from jaxlings.service import db, plots, scores
 
 pytestmark = pytest.mark.slow
 

@@ -14,14 +14,14 @@ import zipfile
 
 import pytest
 
-from autograder.results import measured_ratio
 from helpers.service import BROKEN, GRADE, SOLUTIONS, all_but_speed_pass
+from jaxlings.grading.results import measured_ratio
 
 pytestmark = pytest.mark.slow
 
 
 def test_run_autograder_in_an_autograder_folder_writes_results(tmp_path):
-    out = tmp_path / "autograder.zip"
+    out = tmp_path / "jaxlings.zip"
     made = subprocess.run(
         GRADE + ["export", "gradescope", "--out", str(out), "--topics", "at_updates"],
         capture_output=True,
@@ -29,10 +29,10 @@ def test_run_autograder_in_an_autograder_folder_writes_results(tmp_path):
         timeout=120,
     )
     assert made.returncode == 0, made.stdout + made.stderr
-    root = tmp_path / "autograder"
+    root = tmp_path / "jaxlings"
     with zipfile.ZipFile(out) as archive:
         names = archive.namelist()
-        assert {"setup.sh", "run_autograder", "solutions/at_updates.py", "autograder/engine.py"} <= set(names)
+        assert {"setup.sh", "run_autograder", "solutions/at_updates.py", "jaxlings/grading/engine.py"} <= set(names)
         archive.extractall(root / "source")
     os.chmod(root / "source" / "run_autograder", 0o755)
     for name, files in (

@@ -131,7 +131,7 @@ def test_the_api_killed_between_storing_and_replying_loses_nothing(course):
 def _rows(course) -> list[int]:
     from sqlalchemy import select
 
-    from autograder.service import db
+    from jaxlings.service import db
 
     with db.sessions(course.settings().db_url)() as session:
         return list(session.scalars(select(db.Submission.id)))
@@ -190,7 +190,7 @@ def _lose_the_message(course, sub: int) -> None:
 
     import sqlalchemy
 
-    from autograder.service import db
+    from jaxlings.service import db
 
     def sent() -> bool:  # the dispatcher sends off the request path: wait for the message to be there
         with db.sessions(course.settings().db_url)() as session:
@@ -257,7 +257,7 @@ def at_once(script: str, count: int, *args: str, lead: float) -> list[str]:
 
 RACER = """
 import sys, time
-from autograder.service import config, jobs
+from jaxlings.service import config, jobs
 start, rounds, folder = float(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 for r in range(rounds):
     settings = config.from_env({"JAXLINGS_DATA_DIR": f"{folder}/{r}"})
@@ -317,7 +317,7 @@ def test_a_broker_that_refuses_a_job_loses_nothing_and_the_student_still_gets_a_
 
 MIGRATOR = """
 import sys, time
-from autograder.service import db
+from jaxlings.service import db
 start, urls = float(sys.argv[1]), sys.argv[2:]
 for i, url in enumerate(urls):
     while time.time() < start + i * 1.0:

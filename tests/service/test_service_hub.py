@@ -68,7 +68,7 @@ def hub(tmp_path_factory):
         CONFIG.format(
             loopback=hub_on_loopback(tmp, port),
             service_port=service_port,
-            command=[sys.executable, "-m", "autograder", "serve"],
+            command=[sys.executable, "-m", "jaxlings", "serve"],
             environment=environment,
             probe=PROBE,
         )
@@ -148,7 +148,7 @@ def test_grade_submit_on_a_hub_needs_only_the_hub_token(hub, tmp_path):
     }
     env.pop("JAXLINGS_TOKEN", None)
     done = subprocess.run(
-        [sys.executable, "-m", "autograder", "submit"],
+        [sys.executable, "-m", "jaxlings", "submit"],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -160,7 +160,7 @@ def test_grade_submit_on_a_hub_needs_only_the_hub_token(hub, tmp_path):
     )
     env["JUPYTERHUB_API_TOKEN"] = "revoked-or-wrong"
     refused = subprocess.run(
-        [sys.executable, "-m", "autograder", "submit"],
+        [sys.executable, "-m", "jaxlings", "submit"],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -178,7 +178,7 @@ def test_a_student_dropped_from_the_roster_is_refused_with_a_valid_hub_token(hub
     token, other = hub_token(hub, "student3"), hub_token(hub, "student1")
     assert httpx.get(f"{service}/me", headers={"Authorization": f"token {token}"}).status_code == 200
     dropped = subprocess.run(
-        [sys.executable, "-m", "autograder", "course", "drop", "student3"],
+        [sys.executable, "-m", "jaxlings", "course", "drop", "student3"],
         env={**os.environ, "JAXLINGS_DATA_DIR": str(hub.data)},
         capture_output=True,
         text=True,

@@ -19,9 +19,6 @@ from typing import Any
 import httpx
 import pytest
 
-from autograder.service import leaderboard
-from autograder.service.db import DONE, Student, Submission
-from autograder.topics import ORDER
 from helpers.service import (  # noqa: F401
     GRADE,
     PAGES_PRNG_OK,
@@ -32,6 +29,9 @@ from helpers.service import (  # noqa: F401
     seed_submission,
     seeded_result,
 )
+from jaxlings.grading.topics import ORDER
+from jaxlings.service import leaderboard
+from jaxlings.service.db import DONE, Student, Submission
 
 T0 = dt.datetime(2026, 12, 1, 12, 0)
 SPEEDY = [("prng", "dropout"), ("prng", "monte_carlo_pi"), ("prng", "noisy_walk")]
@@ -162,7 +162,7 @@ def test_two_students_racing_for_one_pseudonym_cannot_both_have_it(tmp_path):
     """Both pass the check before either commits: the unique key refuses the second (the API's 409)."""
     from sqlalchemy.exc import IntegrityError
 
-    from autograder.service import auth, db
+    from jaxlings.service import auth, db
 
     url = f"sqlite:///{tmp_path / 'race.db'}"
     db.upgrade(url)

@@ -24,7 +24,7 @@ AT = (SOLUTIONS / "at_updates.py").read_bytes()
 
 def grading_pid(course, sub: int, not_pid: int | None = None) -> int | None:
     """The pid of the process grading `sub` now (the row's `worker` is host:pid), if any."""
-    from autograder.service import db
+    from jaxlings.service import db
 
     with db.sessions(course.settings().db_url)() as session:
         row = session.get(db.Submission, sub)
@@ -35,7 +35,7 @@ def grading_pid(course, sub: int, not_pid: int | None = None) -> int | None:
 
 
 def lost_of(course, sub: int) -> int:
-    from autograder.service import db
+    from jaxlings.service import db
 
     with db.sessions(course.settings().db_url)() as session:
         return session.get(db.Submission, sub).lost

@@ -2,15 +2,15 @@
 that can grade it (`jobs.queue_for`). A submission holding a topic graded on the accelerator goes
 to the accelerator's queue (`JAXLINGS_ACCELERATOR`), one holding only topics graded on the CPU to
 the CPUs'; each `grade worker` takes its kind's (`--machine`). CI has no accelerator: the
-accelerator here is the CPU played as one (`exclusive`, `autograder.device`), whose gradings say
+accelerator here is the CPU played as one (`exclusive`, `jaxlings.grading.device`), whose gradings say
 so in their results (`extra_data.device`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from autograder.service import config, jobs
 from helpers.service import BROKEN, api, course, graded, post_zip, zip_of  # noqa: F401
+from jaxlings.service import config, jobs
 
 
 def test_a_job_goes_to_the_queue_of_a_machine_that_grades_its_topics():

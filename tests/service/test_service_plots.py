@@ -1,4 +1,4 @@
-"""The gradebook's figures (`autograder.service.plots`), as pure functions: no server, fast.
+"""The gradebook's figures (`jaxlings.service.plots`), as pure functions: no server, fast.
 
 Whatever the scores and times, a figure is well-formed XML, has no NaN or infinity in its
 coordinates, and the counts it shows add up to the counts it was given.
@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from autograder.service import plots
-from autograder.service.db import Student
-from autograder.service.scores import ExerciseScore, Outline, Standing, TopicScore
+from jaxlings.service import plots
+from jaxlings.service.db import Student
+from jaxlings.service.scores import ExerciseScore, Outline, Standing, TopicScore
 
 NS = "{http://www.w3.org/2000/svg}"
 COORDS = ("x", "y", "x1", "y1", "x2", "y2", "width", "height")

@@ -12,8 +12,8 @@ import io
 
 import pytest
 
-from autograder.service import db
 from helpers.service import api, course, grade, page_login, post_zip, zip_of  # noqa: F401
+from jaxlings.service import db
 
 pytestmark = pytest.mark.slow
 

@@ -23,8 +23,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import func, select
 
-from autograder.service import db, jobs, scores
-from autograder.service.db import DONE, FAILED, GRADING, QUEUED, GradeResult, Student, Submission, Upload
 from helpers.service import (  # noqa: F401
     SOLUTIONS,
     api,
@@ -38,6 +36,8 @@ from helpers.service import (  # noqa: F401
     wait_for,
     zip_of,
 )
+from jaxlings.service import db, jobs, scores
+from jaxlings.service.db import DONE, FAILED, GRADING, QUEUED, GradeResult, Student, Submission, Upload
 
 T0 = dt.datetime(2025, 3, 1, 9, 0)
 AT = "at_updates"

@@ -11,9 +11,9 @@ from contextlib import closing
 import httpx
 import pytest
 
-from autograder import paths
 from helpers import similarity as corpus
 from helpers.service import course, page_login, seed_submission, seeded_result  # noqa: F401
+from jaxlings.grading import paths
 
 pytestmark = pytest.mark.slow
 

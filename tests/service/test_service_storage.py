@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.service import config, storage
 from helpers.service import SOLUTIONS, api, course, post_zip, zip_of  # noqa: F401
+from jaxlings.service import config, storage
 
 TOPICS = ("prng", "pytrees")
 LIMITS = {"max_bytes": 1 << 20, "max_unpacked": 4 << 20}

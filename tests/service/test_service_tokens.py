@@ -19,8 +19,8 @@ import time
 
 import pytest
 
-from autograder.service import auth, config, db, exports, scores
 from helpers.service import api, course, free_port, grade, new_course, page_login  # noqa: F401
+from jaxlings.service import auth, config, db, exports, scores
 
 
 def issued(course, *args: str) -> str:

@@ -1,8 +1,8 @@
-"""`grade watch` re-checks only what a save changed (`autograder.changes`)."""
+"""`grade watch` re-checks only what a save changed (`jaxlings.student.changes`)."""
 
 from __future__ import annotations
 
-from autograder.changes import changed, snapshot
+from jaxlings.student.changes import changed, snapshot
 
 EXERCISES = ["first", "second", "third"]
 BASE = """

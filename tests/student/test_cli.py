@@ -15,7 +15,7 @@ from helpers.grading import ROOT, SOLUTIONS
 
 def grade(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "autograder", *args],
+        [sys.executable, "-m", "jaxlings", *args],
         cwd=cwd,
         capture_output=True,
         text=True,

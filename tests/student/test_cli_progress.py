@@ -10,10 +10,11 @@ import shutil
 import subprocess
 import sys
 
-from autograder import report, results, topics
-from autograder.checks import ordered
-from autograder.results import Outcome, Result
 from helpers.grading import ROOT, SOLUTIONS
+from jaxlings.grading import results, topics
+from jaxlings.grading.checks import ordered
+from jaxlings.grading.results import Outcome, Result
+from jaxlings.student import report
 from student.test_cli import grade
 
 
@@ -83,8 +84,8 @@ def test_hint_takes_an_exercise_alone_when_one_topic_has_it(tmp_path):
 
 
 STUDENT_HELP = (
-    "import sys; from autograder import paths; paths.has_grader = lambda: False; "
-    "sys.argv = ['grade', '--help']; from autograder.cli import main; main()"
+    "import sys; from jaxlings.grading import paths; paths.has_grader = lambda: False; "
+    "sys.argv = ['grade', '--help']; from jaxlings.cli import main; main()"
 )
 
 

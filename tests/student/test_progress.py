@@ -1,4 +1,4 @@
-"""`autograder.progress`: one definition of progress (counts, next exercise) and one cause once (rows).
+"""`jaxlings.student.progress`: one definition of progress (counts, next exercise) and one cause once (rows).
 
 The tests are built as the engine builds them (`engine.stub_tests`, `engine.failed_topic`, and
 `TestResult.of` on the outcomes a check gives), on the real public specs: no worker is started.
@@ -6,11 +6,12 @@ The tests are built as the engine builds them (`engine.stub_tests`, `engine.fail
 
 from __future__ import annotations
 
-from autograder import engine, progress, report, results, topics
-from autograder.checks import ordered, waiting_for
-from autograder.results import Outcome, Result
-from autograder.service.jobs import topic_progress
-from autograder.source import syntax_error
+from jaxlings.grading import engine, results, topics
+from jaxlings.grading.checks import ordered, waiting_for
+from jaxlings.grading.results import Outcome, Result
+from jaxlings.grading.source import syntax_error
+from jaxlings.service.jobs import topic_progress
+from jaxlings.student import progress, report
 
 
 def judged(topic: str, exercise: str, verdicts: dict[str, Outcome]) -> list[results.TestResult]:

@@ -1,4 +1,4 @@
-"""`grade watch`'s spare student workers (`autograder.spares`): started ahead with the file's
+"""`grade watch`'s spare student workers (`jaxlings.grading.spares`): started ahead with the file's
 libraries imported, used once by the next check, the same verdicts as a worker started then;
 a spare that does not fit is not used, and none outlives `close`."""
 
@@ -8,10 +8,11 @@ from dataclasses import replace
 
 import pytest
 
-from autograder import compile_cache, engine, public, topics
-from autograder.isolation import Limits
-from autograder.spares import Spares, imported_libraries
 from helpers.grading import SOLUTIONS, TEST_LIMITS, write_submission
+from jaxlings import public
+from jaxlings.grading import compile_cache, engine, topics
+from jaxlings.grading.spares import Spares, imported_libraries
+from jaxlings.isolation import Limits
 
 
 def test_the_libraries_preloaded_are_those_a_module_imports_before_its_own_code():

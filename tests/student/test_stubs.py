@@ -1,4 +1,4 @@
-"""Stubs are read from the submitted file (`autograder.stubs`) and graded with no call and no
+"""Stubs are read from the submitted file (`jaxlings.grading.stubs`) and graded with no call and no
 reference work: the reader's rules, its claim checked against Python running the stubs, and the
 engine's verdicts on all-stub, half-done and stub-faking submissions."""
 
@@ -11,10 +11,10 @@ import textwrap
 
 import pytest
 
-from autograder import engine, stubs, topics
-from autograder.checks import KINDS
-from autograder.course.build import make_stub
 from helpers.grading import EXERCISES, SOLUTIONS, grade_dir, short_of_full_marks, write_submission
+from jaxlings.course.build import make_stub
+from jaxlings.grading import engine, stubs, topics
+from jaxlings.grading.checks import KINDS
 
 ALL = topics.resolve(None)
 

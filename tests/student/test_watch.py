@@ -1,4 +1,4 @@
-"""`grade watch` (`autograder.watch`): the screen as a pure function of the state (fast), the keys
+"""`grade watch` (`jaxlings.student.watch`): the screen as a pure function of the state (fast), the keys
 on a real pseudo-terminal, the plain lines when stdout is a pipe, and the live screen in a real
 terminal (tmux), with a screenshot of it rendered by Chromium into docs/img/watch.png."""
 
@@ -22,10 +22,11 @@ from rich.console import Console
 from rich.terminal_theme import MONOKAI
 from rich.text import Text
 
-from autograder import progress, topics, watch, workspace
-from autograder.results import Outcome
-from autograder.results import TestResult as Verdict
 from helpers.grading import ROOT, SOLUTIONS
+from jaxlings.grading import topics
+from jaxlings.grading.results import Outcome
+from jaxlings.grading.results import TestResult as Verdict
+from jaxlings.student import progress, watch, workspace
 
 PRNG = topics.load_public("prng")
 TMUX = shutil.which("tmux") or "/usr/bin/tmux"
@@ -231,7 +232,7 @@ def test_watch_prints_plain_lines_when_stdout_is_a_pipe(tmp_path):
 
     ws = _workspace(tmp_path)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "autograder", "watch", "prng", "--interval", "0.2"],
+        [sys.executable, "-m", "jaxlings", "watch", "prng", "--interval", "0.2"],
         cwd=ws,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -354,7 +355,7 @@ def test_watch_redraws_one_screen_in_a_real_terminal(tmp_path):
     """In tmux (100x30): the first check, a save re-checked, the screen redrawn in place (its header
     once in the whole scrollback), h shows a hint, n moves on, q quits and gives the terminal back."""
     ws = _workspace(tmp_path)
-    grade = f"{sys.executable} -m autograder"
+    grade = f"{sys.executable} -m jaxlings"
     command = f"bash --norc --noprofile -c '{grade} watch prng --interval 0.2; echo \"watch exited: $?\"; stty -a; sleep 3600'"
     term = Tmux(tmp_path, command, ws)
     try:

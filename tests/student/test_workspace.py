@@ -4,8 +4,9 @@ import json
 
 import pytest
 
-from autograder import paths, topics, workspace
 from helpers.grading import EXERCISES
+from jaxlings.grading import paths, topics
+from jaxlings.student import workspace
 
 
 def test_init_lays_out_every_topic_and_a_second_run_keeps_work(tmp_path):

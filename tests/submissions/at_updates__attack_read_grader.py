@@ -2,9 +2,9 @@
 or the reference solutions, read from inside the sandbox.
 
 At import the module looks for the grader's topic specs and the reference solutions wherever
-they might be visible: importing `autograder.topics.at_updates`, and every `topics/` or
+they might be visible: importing `jaxlings.specs.at_updates`, and every `topics/` or
 `solutions/` directory holding `at_updates.py` under the entries of sys.path, their parents, the
-grader's mount point /opt, the Python prefix, and `autograder`'s own location. `mask_fill`
+grader's mount point /opt, the Python prefix, and `jaxlings`'s own location. `mask_fill`
 answers right only if something was found: the sandbox must hide them, so `correct` must
 score 0. (The worker's own code, which is not secret, may stay visible.)
 """
@@ -20,7 +20,7 @@ found = []
 
 def _look():
     try:
-        spec = importlib.import_module("autograder.topics.at_updates")
+        spec = importlib.import_module("jaxlings.specs.at_updates")
         found.append(f"import: {spec.__file__}")
     except Exception:  # noqa: BLE001
         pass
@@ -30,14 +30,14 @@ def _look():
             roots.add(os.path.abspath(entry))
             roots.add(os.path.dirname(os.path.abspath(entry)))
     try:
-        import autograder
+        import jaxlings
 
-        for p in getattr(autograder, "__path__", []):
+        for p in getattr(jaxlings, "__path__", []):
             roots.add(os.path.dirname(os.path.abspath(p)))
     except Exception:  # noqa: BLE001
         pass
     for root in roots:
-        for sub in ("autograder/topics", "topics", "solutions", "autograder/solutions"):
+        for sub in ("jaxlings/specs", "specs", "jaxlings/topics", "topics", "solutions", "jaxlings/solutions"):
             path = os.path.join(root, sub, "at_updates.py")
             try:
                 with open(path) as f:

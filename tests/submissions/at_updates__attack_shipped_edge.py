@@ -6,7 +6,7 @@ it answers under the grader's jit as well as called as written.
 
 When that edge case was one fixed instance graded in hidden runs too, the lookup earned back
 the points the fault had lost. Now hidden grading draws the edge's instance from a family
-(`autograder.spec.Edge`: other shapes, thresholds and fills, ties exact) and never grades the
+(`jaxlings.grading.spec.Edge`: other shapes, thresholds and fills, ties exact) and never grades the
 public one, so the lookup never fires there. With ATTACK = False (the honest twin) it is the
 same `>=` function without the lookup.
 """

@@ -2,7 +2,7 @@
 """Attack (work after the window, on a device): a round's reply goes out before any work is done.
 
 On a device a timed round ends with the digest of its outputs, computed inside the window
-(`autograder/worker/commit.py`), and the outputs are fetched after it. This module wraps the
+(`jaxlings/worker/commit.py`), and the outputs are fetched after it. This module wraps the
 harness's `op_timed` (found through gc) so that a device round (one that asks for a digest)
 replies at once with a made-up digest, and runs the round's calls only when the grader asks to
 keep that round, after its clock stopped; `fetch` then sends the real outputs. Their digest is

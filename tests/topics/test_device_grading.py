@@ -1,4 +1,4 @@
-"""Grading on a device, played on the CPU (`grade grade --device exclusive`, `autograder.device`):
+"""Grading on a device, played on the CPU (`grade grade --device exclusive`, `jaxlings.grading.device`):
 CI has no accelerator, so the rules it grades by there run here with the CPU as the device: one
 process holds it at a time, the reference's timed work first in one trusted process, then the
 student's topics in one process, inputs made on the device, outputs committed to inside the window.
@@ -17,9 +17,9 @@ import sys
 
 import pytest
 
-from autograder import device, engine, topics
-from autograder.results import Result
 from helpers.grading import SOLUTIONS, TEST_LIMITS, crafted_source, short_of_full_marks, write_submission
+from jaxlings.grading import device, engine, topics
+from jaxlings.grading.results import Result
 
 
 def on_device(folder, names: list[str], generates: bool = False) -> Result:
@@ -130,7 +130,7 @@ def test_a_module_that_kills_its_process_costs_its_topic_only(tmp_path):
 
 def grade_cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     """`grade ARGS` in a process of its own, without the sandbox."""
-    command = [sys.executable, "-m", "autograder", "grade", *args, "--sandbox", "off"]
+    command = [sys.executable, "-m", "jaxlings", "grade", *args, "--sandbox", "off"]
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
 
 

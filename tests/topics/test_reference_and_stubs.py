@@ -3,9 +3,9 @@ the generated stubs earn zero on every check, each with a "not implemented" mess
 
 import pytest
 
-from autograder import topics
-from autograder.checks import KINDS
 from helpers.grading import SOLUTIONS, grade_dir, short_of_full_marks
+from jaxlings.grading import topics
+from jaxlings.grading.checks import KINDS
 
 
 @pytest.mark.slow  # graded_solutions grades every topic: ~230 s on a 2-core CPU

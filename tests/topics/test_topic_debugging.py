@@ -17,8 +17,8 @@ import re
 
 import pytest
 
-from autograder.requirements import InScope
 from helpers.grading import TopicView, failing, grade_variant, reference_solutions, short_of_full_marks
+from jaxlings.grading.requirements import InScope
 
 TOPIC = "debugging"
 
@@ -208,7 +208,7 @@ def _scopes(fn, *args) -> dict:
     import jax
     from jax import export
 
-    from autograder.worker import program
+    from jaxlings.worker import program
 
     return program.inspect_module(export.export(jax.jit(fn))(*args).mlir_module())["scopes"]
 
@@ -279,8 +279,8 @@ def test_in_scope_counts_the_scopes_jax_opens_inside_the_students():
 
 
 def test_the_graded_list_names_the_exported_flag():
-    from autograder.course import graded
-    from autograder.topics import load
+    from jaxlings.course import graded
+    from jaxlings.grading.topics import load
 
     ex = load(TOPIC).exercise("normalize_rows")
     jit_line = {name: text for name, _, text in graded.items(ex, ["x", "debug"])}["jit"]
@@ -290,9 +290,9 @@ def test_the_graded_list_names_the_exported_flag():
 def test_static_values_refuses_a_sampler_that_draws_the_flag():
     import numpy as np
 
-    from autograder.checks import Correct, Jit
-    from autograder.checks.base import SpecError
-    from autograder.spec import Case, Exercise
+    from jaxlings.grading.checks import Correct, Jit
+    from jaxlings.grading.checks.base import SpecError
+    from jaxlings.grading.spec import Case, Exercise
 
     def sample(rng, size):
         return Case((np.ones((size, 2), np.float32), bool(rng.integers(2))))

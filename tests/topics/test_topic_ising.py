@@ -71,7 +71,7 @@ def test_reference_vmc_reaches_the_ground_state_in_its_own_time(graded_solutions
 
 def assert_in_the_hidden_family(instances) -> None:
     """Every run on one instance of the family: its ring size, its couplings within the ranges."""
-    from autograder.topics.ising import VMC as FAMILY
+    from jaxlings.specs.ising import VMC as FAMILY
 
     assert len({tuple(i) for i in instances}) == 1, instances
     for n, h, J in instances:
@@ -85,7 +85,7 @@ def test_grader_physics_agrees_with_netket():
     exact RBM energy against nk.vqs.FullSumState (real and complex parameters, alpha 1 and 2)."""
     script = textwrap.dedent("""
         import jax, netket as nk, numpy as np
-        from autograder.checks.vmc import exact_energy, rbm_energy
+        from jaxlings.grading.checks.vmc import exact_energy, rbm_energy
         for n, h, J in [(3, 0.5, 1.0), (4, 1.0, 1.0), (5, 0.7, 1.0), (7, 1.3, 0.5), (8, 2.0, 1.0), (10, 1.0, 2.0)]:
             H = nk.operator.Ising(nk.hilbert.Spin(0.5, N=n), nk.graph.Chain(n, pbc=True), h=h, J=-J)
             assert abs(exact_energy(n, h, J) - nk.exact.lanczos_ed(H)[0]) < 1e-10, (n, h, J)
@@ -177,7 +177,7 @@ def _stalling(stalls: int) -> str:
 
 
 def _grade_against_stalling_reference(tmp_path, stalls: int):
-    from autograder import engine, topics
+    from jaxlings.grading import engine, topics
 
     reference = write_submission(tmp_path / "reference", {TOPIC: _stalling(stalls)})
     return engine.grade(
@@ -194,7 +194,7 @@ def test_a_key_on_which_the_reference_stalls_is_drawn_again(tmp_path):
     vmc = data(result, "vmc_ground_state:vmc")
     assert vmc["redrawn"] == 1 and max(vmc["reference_errors"]) < vmc["max_error"]
     assert max(vmc["errors"]) < vmc["max_error"]
-    from autograder.session import GraderError
+    from jaxlings.grading.session import GraderError
 
     with pytest.raises(GraderError, match="missed the ground state on 3 draws"):
         _grade_against_stalling_reference(tmp_path / "always", stalls=99)
@@ -246,7 +246,7 @@ def test_the_rbm_the_public_expectations_ship_answers_no_hidden_run(tmp_path):
 @pytest.mark.slow  # the reference as a public run, live: ~1 min on a loaded 2-core CPU
 def test_a_public_run_grades_the_public_instance_only(tmp_path):
     """`grade check` (a public run) grades `Vmc.public`, which no hidden grading draws."""
-    from autograder.topics.ising import VMC as FAMILY
+    from jaxlings.specs.ising import VMC as FAMILY
 
     result = grade_dir(SOLUTIONS, [VMC], public=True, seed=0)
     vmc = data(result, "vmc_ground_state:vmc")

@@ -9,8 +9,6 @@ name the counted reason, and the compile-time figures are only reported.
 
 import pytest
 
-from autograder.requirements import CompileTimeAtMost, DataDependentLoop, HloLinesAtMost, OpsDoNotGrow, judge_all
-from autograder.topics import loops
 from helpers.grading import (
     extra_data,
     failing_in,
@@ -20,6 +18,8 @@ from helpers.grading import (
     short_of_full_marks,
     verdicts,
 )
+from jaxlings.grading.requirements import CompileTimeAtMost, DataDependentLoop, HloLinesAtMost, OpsDoNotGrow, judge_all
+from jaxlings.specs import loops
 
 TOPIC = "loops"
 
@@ -120,7 +120,7 @@ def test_python_while_on_a_value_fails_jit_only(unrolled):
 
 
 # The requirements on counted figures alone (no worker): facts of exported programs of power
-# iteration, measured on this 2-core CPU (see autograder/topics/loops.py): the reference has one
+# iteration, measured on this 2-core CPU (see jaxlings/specs/loops.py): the reference has one
 # while loop with a known trip count and 21 operations at 2 and at 200 steps, 172 HLO lines at
 # 200, and compiles in 0.1-0.5 s.
 ROLLED = {

@@ -12,7 +12,6 @@ import re
 import numpy as np
 import pytest
 
-from autograder.compare import shapes
 from helpers.grading import (
     failing,
     failing_in,
@@ -23,6 +22,7 @@ from helpers.grading import (
     verdicts,
     write_submission,
 )
+from jaxlings.grading.compare import shapes
 
 TOPIC = "pytrees"
 

@@ -141,7 +141,7 @@ def test_one_pass_variance_fails_correct_on_features_far_from_zero(pmap_and_one_
 def test_layouts_compare_by_blocks_not_by_axis_names():
     # an Auto-mesh or pmap program keeps no axis names when exported: the trusted side runs it
     # on a mesh whose one axis is "devices"; the blocks it makes are what the task asks for
-    from autograder.checks.sharding import _blocks
+    from jaxlings.grading.checks.sharding import _blocks
 
     def layout(spec, mesh, replicated=False):
         return {"kind": "NamedSharding", "spec": spec, "mesh": mesh, "replicated": replicated, "devices": 8}

@@ -14,7 +14,6 @@ import dataclasses
 import numpy as np
 import pytest
 
-from autograder.topics import static_args as spec
 from helpers.grading import (
     TEST_LIMITS,
     failing,
@@ -25,6 +24,7 @@ from helpers.grading import (
     verdicts,
     write_submission,
 )
+from jaxlings.specs import static_args as spec
 
 # The naive kernel compiles once per length: ~100 compilations in one stream request.
 SLOW_STREAM_LIMITS = dataclasses.replace(TEST_LIMITS, call_timeout=90.0)

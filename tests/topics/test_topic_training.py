@@ -28,7 +28,6 @@ from pathlib import Path
 
 import pytest
 
-from autograder import engine, topics
 from helpers.grading import (
     SOLUTIONS,
     SUBMISSIONS,
@@ -43,6 +42,7 @@ from helpers.grading import (
     short_of_full_marks,
     submission_source,
 )
+from jaxlings.grading import engine, topics
 
 TOPIC = "training"
 VIEW = TopicView(TOPIC)
@@ -152,7 +152,7 @@ def test_every_run_grades_the_classifier_in_both_modes_with_several_keys():
     than one key: the edge families guarantee it, whatever the random cases draw."""
     import numpy as np
 
-    from autograder.spec import Edge
+    from jaxlings.grading.spec import Edge
 
     classify = topics.load(TOPIC).exercise("classify")
     families = [e for e in classify.edge_cases if isinstance(e, Edge)]
@@ -298,8 +298,8 @@ def test_the_graders_loss_is_the_models_loss():
     import jax.numpy as jnp
     import numpy as np
 
-    from autograder.checks import trains
-    from autograder.topics.training import _fit
+    from jaxlings.grading.checks import trains
+    from jaxlings.specs.training import _fit
 
     found = importlib.util.spec_from_file_location("training_reference_for_test", SOLUTIONS / f"{TOPIC}.py")
     solution = importlib.util.module_from_spec(found)
@@ -320,7 +320,7 @@ def test_drift_measures_the_distance_from_the_reference_loops_end():
     """0 at the reference's parameters, 1 at the initial ones, in units of the reference's travel."""
     import numpy as np
 
-    from autograder.checks.trains import drift
+    from jaxlings.grading.checks.trains import drift
 
     start = [(np.zeros((2, 3)), np.zeros(3)), (np.zeros((3, 1)), np.zeros(1))]
     end = [(np.ones((2, 3)), np.ones(3)), (np.ones((3, 1)), np.ones(1))]  # travelled sqrt(13)
@@ -334,7 +334,7 @@ def test_drift_measures_the_distance_from_the_reference_loops_end():
 def test_returned_parameters_of_the_wrong_form_are_named_not_scored():
     import numpy as np
 
-    from autograder.checks import trains
+    from jaxlings.grading.checks import trains
 
     params = {
         "hidden": {"bias": np.zeros(32, np.float32), "kernel": np.zeros((8, 32), np.float32)},
@@ -386,7 +386,7 @@ def test_the_l2_variant_moves_the_kernels_differently_as_well():
     import jax
     import numpy as np
 
-    from autograder.topics.training import _adamw
+    from jaxlings.specs.training import _adamw
 
     def load(source, name):
         module = types.ModuleType(name)
@@ -446,7 +446,7 @@ def test_the_graders_checkpoint_restores_bit_for_bit_and_is_a_function_of_the_st
     import numpy as np
     import orbax.checkpoint as ocp
 
-    from autograder.topics.training import _opt_leaves, _params, checkpoint_files
+    from jaxlings.specs.training import _opt_leaves, _params, checkpoint_files
 
     rng = np.random.default_rng(9)
     params = _params(rng)

@@ -26,12 +26,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder import replies, results
-from autograder.compare import mismatch
-from autograder.results import MAX_MESSAGE, Outcome
-from autograder.session import format_error
-from autograder.worker import wire
 from helpers.grading import ROOT, grade_dir, module_source, needs_bwrap
+from jaxlings.grading import replies, results
+from jaxlings.grading.compare import mismatch
+from jaxlings.grading.results import MAX_MESSAGE, Outcome
+from jaxlings.grading.session import format_error
+from jaxlings.worker import wire
 
 ISOLATE = True
 

@@ -1,4 +1,4 @@
-"""JAX's persistent compilation cache (`autograder.compile_cache`): the reference's calls load
+"""JAX's persistent compilation cache (`jaxlings.grading.compile_cache`): the reference's calls load
 what earlier gradings compiled, while everything the clock judges still compiles, and no
 student process ever shares a cache with the grader. Counts, not times: JAX's own cache-hit
 events, and the files in the cache."""
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-from autograder import compile_cache
-from autograder.compile_cache import Policy
-from autograder.isolation import WorkerProcess
 from helpers.grading import needs_bwrap
+from jaxlings.grading import compile_cache
+from jaxlings.grading.compile_cache import Policy
+from jaxlings.isolation import WorkerProcess
 
 MODULE = """
 import jax.numpy as jnp

@@ -9,8 +9,8 @@ from helpers.grading import ROOT
 
 def test_grader_never_imports_jax_or_a_solution():
     code = (
-        "import sys, autograder.cli, autograder.engine\n"
-        "from autograder import topics\n"
+        "import sys, jaxlings.cli, jaxlings.grading.engine\n"
+        "from jaxlings.grading import topics\n"
         "[topics.load(t) for t in topics.ORDER]\n"
         "bad = [m for m in sys.modules if m == 'jax' or m.startswith('jax.') or m in topics.ORDER]\n"
         "print(bad)\n"
@@ -21,7 +21,7 @@ def test_grader_never_imports_jax_or_a_solution():
 
 
 def _imports(path) -> set[str]:
-    """Every module a Python file imports (absolute names; relative ones resolved in autograder.worker)."""
+    """Every module a Python file imports (absolute names; relative ones resolved in jaxlings.worker)."""
     import ast
 
     found = set()
@@ -29,23 +29,23 @@ def _imports(path) -> set[str]:
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            found.add("autograder.worker" if node.level else node.module or "")
+            found.add("jaxlings.worker" if node.level else node.module or "")
     return found
 
 
 def test_the_worker_package_imports_nothing_else_of_the_grader():
-    """autograder/worker/ is the only grader code in a student's process (and in the sandbox):
+    """jaxlings/worker/ is the only grader code in a student's process (and in the sandbox):
     it must not pull in the grading core, the topic specs or their hidden cases."""
-    files = sorted((ROOT / "autograder" / "worker").glob("*.py"))
+    files = sorted((ROOT / "jaxlings" / "worker").glob("*.py"))
     assert {f.name for f in files} >= {"__init__.py", "__main__.py", "harness.py", "wire.py", "program.py"}
     for f in files:
-        outside = {m for m in _imports(f) if m.split(".")[0] == "autograder" and not m.startswith("autograder.worker")}
+        outside = {m for m in _imports(f) if m.split(".")[0] == "jaxlings" and not m.startswith("jaxlings.worker")}
         assert not outside, f"{f.name} imports {outside}"
-    # and the worker's modules load with nothing else of autograder imported
+    # and the worker's modules load with nothing else of jaxlings imported
     code = (
-        "import sys, autograder.worker.harness, autograder.worker.program\n"
-        "print(sorted(m for m in sys.modules if m.startswith('autograder') and not m.startswith('autograder.worker')"
-        " and m != 'autograder'))\n"
+        "import sys, jaxlings.worker.harness, jaxlings.worker.program\n"
+        "print(sorted(m for m in sys.modules if m.startswith('jaxlings') and not m.startswith('jaxlings.worker')"
+        " and m != 'jaxlings'))\n"
     )
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr

@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder.isolation import Limits, WorkerDied, WorkerProcess, bwrap, cgroups
-from autograder.worker import wire
 from helpers.grading import needs_bwrap
 from helpers.processes import command_lines
+from jaxlings.isolation import Limits, WorkerDied, WorkerProcess, bwrap, cgroups
+from jaxlings.worker import wire
 
 LIMITS = Limits(memory_bytes=3 << 30, output_bytes=256 << 10, call_timeout=30.0)
 
@@ -174,9 +174,9 @@ SANDBOX_PROBE = """
         return np.array([
             os.getuid(), os.getgid(), int(status["CapEff"], 16), int(status["CapBnd"], 16),
             int(status["NoNewPrivs"]), sysctl_writable,
-            importlib.util.find_spec("autograder.topics") is not None,
+            importlib.util.find_spec("jaxlings.grading.topics") is not None,
             os.path.exists({topics!r}), os.path.exists({solutions!r}), os.access("/", os.W_OK),
-            sys.modules["autograder.worker"].__file__.startswith("/opt/jaxlings-grader/"),
+            sys.modules["jaxlings.worker"].__file__.startswith("/opt/jaxlings-grader/"),
         ], np.int64)
 
     def fill_tmp(path, mib):
@@ -206,7 +206,7 @@ SANDBOX_PROBE = """
 
 def probe_source() -> str:
     root = bwrap.PACKAGE_DIR.parent
-    return SANDBOX_PROBE.replace("{topics!r}", repr(str(bwrap.PACKAGE_DIR / "topics"))).replace(
+    return SANDBOX_PROBE.replace("{topics!r}", repr(str(bwrap.PACKAGE_DIR / "specs"))).replace(
         "{solutions!r}", repr(str(root / "solutions"))
     )
 
@@ -348,12 +348,12 @@ def test_read_frame_stops_waiting_when_the_writer_is_gone():
 def test_an_installed_grader_package_is_hidden_in_the_sandbox(monkeypatch, tmp_path):
     """Installed (not editable), the package, topics included, lies in a bound prefix: an empty
     read-only tmpfs covers it there, and its worker subpackage alone is bound."""
-    installed = Path(sys.prefix) / "lib" / "site-packages" / "autograder"
+    installed = Path(sys.prefix) / "lib" / "site-packages" / "jaxlings"
     monkeypatch.setattr(bwrap, "PACKAGE_DIR", installed)
     argv = bwrap.bwrap_argv(tmp_path)
     at = argv.index("--tmpfs", argv.index(str(installed)) - 1)
     assert argv[at : at + 4] == ["--tmpfs", str(installed), "--remount-ro", str(installed)]
-    assert argv[argv.index(str(bwrap.WORKER_DIR)) + 1] == f"{bwrap.SANDBOX_GRADER_ROOT}/autograder/worker"
+    assert argv[argv.index(str(bwrap.WORKER_DIR)) + 1] == f"{bwrap.SANDBOX_GRADER_ROOT}/jaxlings/worker"
 
 
 def test_a_worker_leaves_at_bye_without_the_interpreters_shutdown(tmp_path):
@@ -380,7 +380,7 @@ def test_a_worker_leaves_at_bye_without_the_interpreters_shutdown(tmp_path):
 
 
 def test_a_spare_imports_its_libraries_first_and_its_module_only_when_asked(tmp_path):
-    """`autograder.spares`: started before its module's file exists, a spare greets, preloads,
+    """`jaxlings.grading.spares`: started before its module's file exists, a spare greets, preloads,
     and waits; `load()` imports the module, and the worker then serves as any other."""
     folder = tmp_path / "spare"
     folder.mkdir()
@@ -418,9 +418,9 @@ def test_a_sandboxed_topic_starts_one_student_worker(monkeypatch):
     the thread's parent-death signal): started in a pool's thread that then ended, the student's
     first worker of every topic died before its first request and was started again (two starts
     per topic, found while grading on a device). It starts in the topic's own thread now."""
-    from autograder import engine, topics
-    from autograder.isolation import process
     from helpers.grading import SOLUTIONS, TEST_LIMITS
+    from jaxlings.grading import engine, topics
+    from jaxlings.isolation import process
 
     started: list[str] = []
     original = process.WorkerProcess.__init__

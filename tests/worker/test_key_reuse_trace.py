@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import textwrap
 
-from autograder.isolation import WorkerProcess
-from autograder.spec import Key
+from jaxlings.grading.spec import Key
+from jaxlings.isolation import WorkerProcess
 
 MODULE = """
 import jax

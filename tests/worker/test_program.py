@@ -1,4 +1,4 @@
-"""`autograder.worker.program`: a jitted call exported by the student's side, analysed, refused or
+"""`jaxlings.worker.program`: a jitted call exported by the student's side, analysed, refused or
 run by the trusted side.
 
 Each fact on a tiny function; the refusal of host callbacks (at export), of forged custom calls
@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 from jax import lax
 
-from autograder.worker import program
-from autograder.worker.program import ProgramRefused
 from helpers.grading import ROOT
+from jaxlings.worker import program
+from jaxlings.worker.program import ProgramRefused
 
 
 def roundtrip(fn, *args, static=()):
@@ -177,7 +177,7 @@ STATE = {"b": jnp.zeros((), jnp.float32), "w": jnp.ones(3, jnp.float32)}
 
 
 def test_donation_is_read_from_the_program_and_judged_by_donates():
-    from autograder.requirements import Donates
+    from jaxlings.grading.requirements import Donates
 
     def facts_of(jitted):
         state = jax.tree.map(jnp.copy, STATE)  # a donating call deletes what it is given
@@ -206,7 +206,7 @@ def _deep_loss(W, x, remat):
 
 
 def test_temp_bytes_is_read_from_the_compiled_program_and_judged_by_temp_bytes_at_most():
-    from autograder.requirements import TempBytesAtMost
+    from jaxlings.grading.requirements import TempBytesAtMost
 
     W = jnp.full((16, 32, 32), 0.05, jnp.float32)
     x = jnp.ones((64, 32), jnp.float32)
@@ -407,7 +407,7 @@ SHARDED = textwrap.dedent("""
     import json
     import jax, jax.numpy as jnp, numpy as np
     from jax.sharding import NamedSharding, PartitionSpec as P
-    from autograder.worker import program
+    from jaxlings.worker import program
 
     @jax.jit
     def standardize(x):

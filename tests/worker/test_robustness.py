@@ -5,7 +5,6 @@ import time
 
 import pytest
 
-from autograder.isolation import Limits
 from helpers.grading import (
     HANG_LIMITS,
     SOLUTIONS,
@@ -16,6 +15,7 @@ from helpers.grading import (
     write_submission,
 )
 from helpers.processes import command_lines, descendants_of_this_process
+from jaxlings.isolation import Limits
 
 
 @pytest.mark.slow
@@ -75,7 +75,7 @@ def test_topic_time_limit_stops_a_slow_topic(tmp_path):
     )
     import dataclasses
 
-    from autograder import engine, topics
+    from jaxlings.grading import engine, topics
 
     topic = dataclasses.replace(topics.resolve(["at_updates.scatter_ops", "at_updates.histogram"])[0], time_limit=12)
     t0 = time.monotonic()

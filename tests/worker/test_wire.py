@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from autograder.spec import Key
-from autograder.worker import wire
+from jaxlings.grading.spec import Key
+from jaxlings.worker import wire
 
 arrays = hnp.arrays(
     dtype=st.sampled_from([np.float32, np.float64, np.int32, np.uint32, np.bool_, np.int8]),

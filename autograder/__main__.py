@@ -1,3 +1,0 @@
-from autograder.cli import main
-
-main()

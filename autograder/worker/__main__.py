@@ -1,3 +1,0 @@
-from autograder.worker.harness import main
-
-main()

@@ -1,0 +1,3 @@
+from jaxlings.cli import main
+
+main()

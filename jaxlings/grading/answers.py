@@ -1,0 +1,206 @@
+"""Where the reference's side of a grading run comes from: live, recorded, or replayed.
+
+Every check that needs something of the reference (its output for a case, the facts of its
+exported program, its stream of compiled calls, what it prints, a timed VMC run) asks for it
+through `TopicSession.answer(kind, request, compute)`, and every random input a check uses is
+drawn through `TopicSession.draw(kind, make)`. An `Answers` object decides what those do:
+
+- `Live` (hidden grading, and the full engine's public mode): `compute()` asks the reference's
+  trusted worker; `make(rng)` runs the topic's sampler.
+- `Recorder` (`grade build`): the same, and it writes down every draw and every answer of a
+  public run of the reference solutions, keyed by what was asked.
+- `Replay` (`grade check`, the student package, notebooks' public grade cells): answers from a
+  recording, with no reference solution and no sampler anywhere. A draw is keyed by the
+  generator's state and the draw's kind, and restores the state the recorded draw left, so a
+  run replays exactly as recorded whatever the student's code does; an answer is keyed by the
+  request's kind and content. Anything not recorded is the grader's error ("rebuild").
+
+Recorded values travel in the workers' own data-only format (`worker.wire`), compressed and
+base64-encoded inside JSON: no pickle, nothing that can carry code.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import numpy as np
+
+from jaxlings.grading.spec import Case
+from jaxlings.worker import wire
+
+T = TypeVar("T")
+
+
+class MissingAnswer(Exception):
+    """A replayed run asked for something the recording does not hold."""
+
+
+def request_key(kind: str, request: Any) -> str:
+    """A stable key for one request: its kind and its content, as the wire encodes it."""
+    return hashlib.sha256(kind.encode() + b"\0" + wire.encode(_pack(request))).hexdigest()[:40]
+
+
+def draw_key(kind: str, rng: np.random.Generator) -> str:
+    """A stable key for one draw: its kind and the generator's state before it."""
+    state = json.dumps([kind, rng.bit_generator.state], sort_keys=True)
+    return hashlib.sha256(state.encode()).hexdigest()[:40]
+
+
+def to_blob(value: Any) -> str:
+    """A value (arrays, keys, cases, plain data) as compressed, base64-encoded wire bytes."""
+    return base64.b64encode(zlib.compress(wire.encode(_pack(value)), 9)).decode("ascii")
+
+
+def from_blob(blob: str) -> Any:
+    """The value `to_blob` encoded (data only: arrays come back read-only)."""
+    return _unpack(wire.decode(zlib.decompress(base64.b64decode(blob))))
+
+
+def _pack(x: Any) -> Any:
+    """Cases as plain dicts, so that the wire can carry them."""
+    if isinstance(x, Case):
+        return {"$case_args": _pack(x.args), "$case_label": x.label, "$case_hidden": x.hidden}
+    if isinstance(x, list):
+        return [_pack(v) for v in x]
+    if isinstance(x, tuple):
+        return tuple(_pack(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _pack(v) for k, v in x.items()}
+    return x
+
+
+def _unpack(x: Any) -> Any:
+    if isinstance(x, dict):
+        if "$case_args" in x:
+            return Case(_unpack(x["$case_args"]), x["$case_label"], x["$case_hidden"])
+        return {k: _unpack(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_unpack(v) for v in x]
+    if isinstance(x, tuple):
+        return tuple(_unpack(v) for v in x)
+    return x
+
+
+@dataclass
+class Recording:
+    """The draws and answers of one topic's public run: key -> blob."""
+
+    draws: dict[str, str] = field(default_factory=dict)
+    answers: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"draws": dict(sorted(self.draws.items())), "answers": dict(sorted(self.answers.items()))}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Recording:
+        return cls(dict(data["draws"]), dict(data["answers"]))
+
+
+class Live:
+    """Answers computed now: the reference's worker and the topic's samplers."""
+
+    mode = "live"
+
+    def answer(self, kind: str, request: Any, compute: Callable[[], T]) -> T:
+        return compute()
+
+    def draw(self, kind: str, rng: np.random.Generator, make: Callable[[np.random.Generator], T]) -> T:
+        return make(rng)
+
+
+class Recorder(Live):
+    """Live answers, each also written into `recording` (what `grade build` stores)."""
+
+    mode = "record"
+
+    def __init__(self) -> None:
+        self.recording = Recording()
+
+    def answer(self, kind: str, request: Any, compute: Callable[[], T]) -> T:
+        value = compute()
+        blob = to_blob(value)
+        self.recording.answers[request_key(kind, request)] = blob
+        return from_blob(blob)  # exactly what a replay will see
+
+    def draw(self, kind: str, rng: np.random.Generator, make: Callable[[np.random.Generator], T]) -> T:
+        key = draw_key(kind, rng)
+        value = make(rng)
+        blob = to_blob([value, json.dumps(rng.bit_generator.state)])
+        self.recording.draws[key] = blob
+        return from_blob(blob)[0]
+
+
+DEVICE_KINDS = frozenset({"steps", "rounds"})
+"""Answers that must come from the accelerator itself (the reference's timed work: a stream's
+per-call times, a speed check's rounds), fetched before the student's process takes it
+(`Check.prefetch`); every other answer is the reference's on the host's CPU."""
+
+
+class Prefetching(Live):
+    """Live answers of the reference on the device (`jaxlings.grading.device_grading`'s first phase),
+    the device kinds kept in `store`, keyed by request, for the student's phase."""
+
+    mode = "prefetch"
+
+    def __init__(self, store: dict[str, Any]) -> None:
+        self.store = store
+
+    def answer(self, kind: str, request: Any, compute: Callable[[], T]) -> T:
+        value = compute()
+        if kind in DEVICE_KINDS:
+            self.store[request_key(kind, request)] = value
+        return value
+
+
+class Prefetched(Live):
+    """The student's phase on a device: the device kinds from the first phase's `store` (a
+    request it did not make is the grader's error), every other answer live, from the
+    reference on the host's CPU."""
+
+    mode = "live"
+
+    def __init__(self, store: dict[str, Any]) -> None:
+        self.store = store
+
+    def answer(self, kind: str, request: Any, compute: Callable[[], T]) -> T:
+        if kind not in DEVICE_KINDS:
+            return compute()
+        key = request_key(kind, request)
+        if key not in self.store:
+            raise MissingAnswer(f"the reference's `{kind}` on the device was not measured ahead for this request")
+        return self.store[key]
+
+
+class Replay(Live):
+    """Answers and draws from a recording; nothing of the reference runs."""
+
+    mode = "replay"
+
+    def __init__(self, recording: Recording, origin: str) -> None:
+        self.recording, self.origin = recording, origin
+
+    def answer(self, kind: str, request: Any, compute: Callable[[], T]) -> T:
+        blob = self.recording.answers.get(request_key(kind, request))
+        if blob is None:
+            raise MissingAnswer(
+                f"the public expectations ({self.origin}) hold no `{kind}` answer for this "
+                "request; they are out of date (`grade build` records them again)"
+            )
+        return from_blob(blob)
+
+    def draw(self, kind: str, rng: np.random.Generator, make: Callable[[np.random.Generator], T]) -> T:
+        blob = self.recording.draws.get(draw_key(kind, rng))
+        if blob is None:
+            raise MissingAnswer(
+                f"the public expectations ({self.origin}) hold no `{kind}` inputs for this "
+                "point of the run; they are out of date (`grade build` records them again)"
+            )
+        value, state = from_blob(blob)
+        rng.bit_generator.state = json.loads(state)
+        return value

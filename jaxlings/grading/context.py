@@ -1,0 +1,334 @@
+"""What a check sees of a grading run: `CheckContext`, one per exercise.
+
+A check (`jaxlings.grading.checks`) never holds a worker process. It is given the exercise, this
+run's cases and the reference's outputs on them, the draws (fresh inputs of its own), the
+reference's answers (live, recorded or replayed: `answer` hides which), the two sides of the
+run (`reference`, `student`: calls, timed calls, streams, what a call printed, each on the
+grader's clock) and the trusted analysis of exported programs. Whatever one check hands a later
+one is a declared field of `Findings`.
+
+The topic's `jaxlings.grading.session.TopicSession` owns the processes and their restarts, budgets
+and reply bounds; this module is the only way checks reach them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+
+from jaxlings.grading import structure
+from jaxlings.grading.compare import mismatch
+from jaxlings.grading.device import tolerance as device_tolerance
+from jaxlings.grading.session import REFERENCE_TIMEOUT, GraderError, StudentError, format_error
+from jaxlings.grading.spec import Case, Exercise
+from jaxlings.grading.timing import CallFailed, Timed, committed_round, outputs, timed_call
+from jaxlings.isolation import WorkerDied
+
+if TYPE_CHECKING:
+    from jaxlings.grading.device import Device
+    from jaxlings.grading.session import TopicSession
+    from jaxlings.isolation import WorkerProcess
+
+__all__ = [
+    "REFERENCE_TIMEOUT",
+    "CallFailed",
+    "CheckContext",
+    "Findings",
+    "GraderError",
+    "KeyProbe",
+    "Side",
+    "StudentError",
+    "Timed",
+    "WorkerDied",
+    "jit_first",
+    "reference_call",
+]
+
+Output = dict[str, Any]
+Facts = dict[str, Any]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class KeyProbe:
+    """The first call under JAX's key-reuse checker that did not return: its message, and
+    whether it is a reused key (a `KeyReuseError`)."""
+
+    message: str
+    reused: bool
+
+
+@dataclass
+class Findings:
+    """What the checks of one exercise hand each other, as declared fields.
+
+    `passed`: each check's verdict so far (the engine's: `requires` and `speed` read it).
+    `outputs`: the student's own outputs per case index as `correct` judged them, which `jit`
+    compares its jitted outputs with, so that jit-ability is judged apart from correctness.
+    `traced`: the trusted facts of the student's and the reference's jitted function (`jit`'s,
+    reused by `key_reuse`). `key_probe`: the calls under the key-reuse checker (`key_reuse`'s,
+    made early by a failing `correct` to say why it fails); `probed` says they were made.
+    `as_written`: the kinds of call that no longer try the grader's jit first
+    (`CheckContext.student_output`).
+    """
+
+    passed: dict[str, bool] = field(default_factory=dict)
+    outputs: dict[int, Output] = field(default_factory=dict)
+    traced: tuple[Facts, Facts] | None = None
+    key_probe: KeyProbe | None = None
+    probed: bool = False
+    as_written: set[str] = field(default_factory=set)
+
+
+class Side:
+    """One side of the run, the reference's (trusted) or the student's: its calls, timed calls
+    and streams, each timed on the grader's clock. Failures of the reference's are the
+    grader's (`GraderError`); the student's raise `StudentError` with a message for them."""
+
+    def __init__(self, session: TopicSession, student: bool) -> None:
+        self._session, self.student = session, student
+
+    def _worker(self) -> WorkerProcess:
+        return self._session.student() if self.student else self._session.ref
+
+    def call(self, op: str, **fields: Any) -> dict[str, Any]:
+        """One request; its checked reply."""
+        if self.student:
+            return self._session.call_student(op, **fields)
+        return self._session.call_reference(op, **fields)
+
+    def attempt(self, op: str, **fields: Any) -> dict[str, Any] | None:
+        """A student's call whose failure decides nothing: its reply, or None (see
+        `TopicSession.attempt_student`)."""
+        return self._session.attempt_student(op, **fields)
+
+    def timed(
+        self, fn: str, cases: list[Case], *, jit: bool, timeout: float, static_argnums: tuple[int, ...] = ()
+    ) -> Timed:
+        """`fn` on `cases`, inputs in to outputs held, on the grader's clock
+        (`jaxlings.grading.timing.timed_call`); the reference's with the student's process frozen.
+        Raises `WorkerDied` (the process went away or ran past `timeout`) or `CallFailed`."""
+        with self.alone():
+            return timed_call(self._worker(), fn, cases, jit=jit, static_argnums=static_argnums, timeout=timeout)
+
+    def committed(
+        self,
+        fn: str,
+        *,
+        jit: bool,
+        timeout: float,
+        salt: int,
+        static_argnums: tuple[int, ...] = (),
+        cases: list[Case] | None = None,
+        generate: dict[str, Any] | None = None,
+    ) -> Timed:
+        """One round on a device, timed to its outputs' digest (`jaxlings.grading.timing.committed_round`);
+        the outputs stay in the worker (`fetched`). Raises `WorkerDied` or `CallFailed`."""
+        with self.alone():
+            return committed_round(
+                self._worker(),
+                fn,
+                jit=jit,
+                static_argnums=static_argnums,
+                timeout=timeout,
+                salt=salt,
+                cases=cases,
+                generate=generate,
+            )
+
+    def keep(self) -> None:
+        """Have the worker keep its last committed round's outputs (the best so far) for `fetched`."""
+        self.call("keep")
+
+    def fetched(self, timeout: float) -> list[Output]:
+        """The outputs of this side's kept round, sent after its window."""
+        return outputs(self._worker(), "fetch", timeout)["outs"]
+
+    def round(self, timeout: float, **fields: Any) -> dict[str, Any]:
+        """A round computed untimed (`op_round`): its outputs, and the digest of the inputs it
+        made. The reference's failure here is the grader's."""
+        try:
+            return outputs(self._worker(), "round", timeout, **fields)
+        except (WorkerDied, CallFailed) as exc:
+            if self.student:
+                raise
+            raise GraderError(f"the reference {self._session.topic.name}.{fields.get('fn')} failed: {exc}") from None
+
+    def alone(self) -> contextlib.AbstractContextManager:
+        """For the reference's timed work: the student's process frozen meanwhile (nothing it
+        started competes for cores, caches or memory bandwidth). Nothing for the student's."""
+        return contextlib.nullcontext() if self.student else self._session.student_paused()
+
+    def step(self, fn: str, args: tuple) -> tuple[dict[str, Any], float, str]:
+        """One call of a prepared stream, its arguments sent with it, timed by the grader: (the
+        reply, its seconds, "cpu" or "wall"). The window runs from sending the request to
+        holding the reply, so the arguments' decoding and transfer to the device are inside it."""
+        worker = self._worker()
+        cpu0, t0 = worker.cpu_seconds(), time.perf_counter()
+        reply = self.call("step", fn=fn, args=args)
+        wall, cpu1 = time.perf_counter() - t0, worker.cpu_seconds()
+        if cpu0 is None or cpu1 is None:
+            return reply, wall, "wall"
+        return reply, cpu1 - cpu0, "cpu"
+
+    def printed_steps(self, setup: dict[str, Any], cases: list[Case]) -> Iterator[dict[str, Any]]:
+        """Prepare a stream (`setup`: no arguments), then run it call by call, each call's
+        arguments sent with it; yield each reply with what the call printed as its "printed",
+        read from the process's stdout by the grader, between sending the call and holding
+        its reply."""
+        worker = self._worker()
+        worker.capture_stdout()
+        self.call("prepare", **setup)
+        for case in cases:
+            mark = worker.stdout_mark()
+            reply = self.call("step", fn=setup["fn"], args=case.args)
+            yield {**reply, "printed": worker.stdout_since(mark)}
+
+
+class CheckContext:
+    """One exercise of one grading run, as its checks see it (see the module docstring).
+
+    `cases` and `expected` are this run's cases and the reference's outputs on them, which every
+    check of the exercise judges alike; `findings` is what the checks hand each other."""
+
+    def __init__(self, session: TopicSession, exercise: Exercise, cases: list[Case], expected: list[Output]) -> None:
+        self._session = session
+        self.exercise, self.cases, self.expected = exercise, cases, expected
+        self.findings = Findings()
+        self.reference, self.student = Side(session, student=False), Side(session, student=True)
+
+    @classmethod
+    def start(cls, session: TopicSession, exercise: Exercise) -> CheckContext:
+        """An exercise's context: this run's cases drawn, and the reference's outputs on them.
+        On an accelerator, the exercise's tolerances are at least the device's (`device.TOLERANCE`):
+        the student's outputs come from it, the reference's from the host's CPU."""
+        if session.device is not None and session.device.accelerator:
+            exercise = exercise.at_least(*device_tolerance(session.device.kind))
+        cases = session.draw(exercise.name, "cases", lambda rng: exercise.cases(rng, session.public))
+        ctx = cls(session, exercise, cases, [])
+        ctx.expected = [ctx.reference_output(fn=exercise.name, args=c.args, **reference_call(exercise)) for c in cases]
+        return ctx
+
+    # -- the run -----------------------------------------------------------------------------
+
+    @property
+    def public(self) -> bool:
+        """A public run (`grade check`): checks that need the grading machine are pending."""
+        return self._session.public
+
+    @property
+    def backend(self) -> str:
+        """The JAX backend the student's functions are timed on ("cpu", "tpu", "gpu"): the
+        device's where the topic is graded on one, else the trusted worker's."""
+        return self._session.backend
+
+    @property
+    def device(self) -> Device | None:
+        """The accelerator (or the exclusive mode's CPU) the student's functions run on, or None:
+        then every worker is on the CPU and the reference is timed beside the student."""
+        return self._session.device
+
+    @property
+    def topic_name(self) -> str:
+        return self._session.topic.name
+
+    def time_left(self) -> float:
+        """Seconds left of the topic's time budget."""
+        return self._session.time_left()
+
+    def draw(self, kind: str, make: Callable[[np.random.Generator], T]) -> T:
+        """Fresh inputs of `kind` for this exercise (`TopicSession.draw`): a generator of their own."""
+        return self._session.draw(self.exercise.name, kind, make)
+
+    def answer(self, kind: str, request: Any, compute: Callable[[], T]) -> T:
+        """What the reference gives for `request`: `compute()` live, or as recorded."""
+        return self._session.answer(kind, request, compute)
+
+    def error_text(self, error: dict[str, str]) -> str:
+        """An exception the student's process reported, as one message for the student."""
+        return format_error(error, f"{self.topic_name}.{self.exercise.name}")
+
+    # -- outputs ---------------------------------------------------------------------------------
+
+    def reference_output(self, **fields: Any) -> Output:
+        """The reference's output for one `call` request (live or recorded)."""
+        return self.answer("call", fields, lambda: self.reference.call("call", **fields)["out"])
+
+    def student_output(
+        self, kind: str, args: tuple[Any, ...], expected: Output, rtol: float, atol: float, **request: Any
+    ) -> Output:
+        """The student's output of one call (with `request`'s transforms), as written, or under
+        the grader's `jax.jit` where that gives `expected`.
+
+        Why: called as written, JAX compiles every operation it meets, once per shape, which is
+        most of a hidden grading's time on a CPU; under `jax.jit` the call is one compilation
+        (and the `jit` check's calls then find it compiled). So an exercise that asks for jit
+        (it has a `jit` check) is first called under the grader's jit with its static arguments.
+        When that call fails, takes its process down, or gives anything but `expected` (within
+        `rtol`/`atol`), the function is called as written and that output is the one returned;
+        from then on this exercise's calls of this `kind` ("correct", "grad", ...) go straight
+        to as-written. A function that is right as written is therefore judged right, and a
+        wrong one gets the message of its as-written call; one that is right only under jit
+        (jit is how JAX code runs) is right too. Operator outputs are never jitted.
+        StudentError propagates from the as-written call only.
+        """
+        ex = self.exercise
+        if jit_first(ex) and kind not in self.findings.as_written:
+            reply = self.student.attempt(
+                "call", fn=ex.name, args=args, jit=True, static_argnums=ex.static_argnums, **request
+            )
+            if reply is not None and mismatch(expected, reply["out"], rtol, atol) is None:
+                return reply["out"]
+            self.findings.as_written.add(kind)
+        return self.student.call("call", fn=ex.name, args=args, operators=ex.operator_outputs, **request)["out"]
+
+    def compare_call(
+        self, args: tuple[Any, ...], rtol: float, atol: float, names: tuple[str, ...] = (), **request: Any
+    ) -> str | None:
+        """One request on both sides with the same arguments; what differs, or None (a wrong
+        leaf named with `names`). StudentError propagates; the reference's failure is a
+        GraderError."""
+        expected = self.reference_output(args=args, **request)
+        got = self.student.call("call", args=args, **request)["out"]
+        return mismatch(expected, got, rtol, atol, names)
+
+    # -- trusted analysis of exported programs -------------------------------------------------
+
+    def traced_facts(
+        self, request: dict[str, Any], rtol: float, atol: float, verify_against_reference: bool = True
+    ) -> tuple[Facts, Facts]:
+        """Trusted facts of the student's and the reference's jitted call (`jaxlings.grading.structure`)."""
+        return structure.traced_facts(
+            self._session, request, rtol, atol, verify_against_reference=verify_against_reference
+        )
+
+    def program_layouts(
+        self, fn: str, args: tuple, *, static_argnums: tuple[int, ...], rtol: float, atol: float
+    ) -> tuple[Output, list[dict], list[dict]]:
+        """The output layouts of the student's exported program, run on the trusted side
+        (`jaxlings.grading.structure.program_layouts`)."""
+        return structure.program_layouts(self._session, fn, args, static_argnums=static_argnums, rtol=rtol, atol=atol)
+
+
+def jit_first(ex: Exercise) -> bool:
+    """Whether `ex`'s outputs are asked for under the grader's `jax.jit` first: it has a `jit`
+    check (it is meant to jit), and it returns no operators (never jitted)."""
+    return ex.check("jit") is not None and not ex.operator_outputs
+
+
+def reference_call(ex: Exercise) -> dict[str, Any]:
+    """How the reference is called for its outputs: under the grader's `jax.jit` (with the
+    exercise's static arguments) where the exercise asks for jit, else as written.
+
+    The reference passes its own `jit` check (its jitted outputs are its outputs), and a jitted
+    call is one compilation, or one load from the compilation cache, per shape, where an
+    un-jitted one compiles or loads every operation it meets. Operators are never jitted.
+    """
+    if jit_first(ex):
+        return {"jit": True, "static_argnums": ex.static_argnums}
+    return {"operators": ex.operator_outputs}

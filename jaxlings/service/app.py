@@ -1,0 +1,75 @@
+"""The service's ASGI app: `create_app(settings)` wires the routes, the middleware and the error
+handlers; `from_env()` is uvicorn's factory when it runs several API processes.
+
+Nothing here holds state between requests but the dispatcher's queue of jobs to send: every
+fact lives in the database, so any number of API processes can serve one course.
+"""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from jaxlings import __version__
+from jaxlings.grading import rules
+from jaxlings.service import db, errors, jobs, storage
+from jaxlings.service.config import Settings
+from jaxlings.service.routes import api, pages
+from jaxlings.service.security import SecurityHeaders
+
+
+def create_app(settings: Settings) -> FastAPI:
+    """The whole service for these settings (the database is migrated at start)."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        storage.secure_data_dir(settings)
+        db.upgrade(settings.db_url)
+        jobs.declare_queue(app.state.celery, settings)
+        app.state.dispatcher.start()
+        yield
+        app.state.dispatcher.stop()
+
+    if settings.hub_api_url:
+        from jaxlings.service import auth
+
+        auth.require_hub_support()
+    jobs.log_to_stderr()
+    base = settings.base_path
+    app = FastAPI(
+        title="jaxlings grading service",
+        version=__version__,
+        lifespan=lifespan,
+        openapi_url=f"{base}/api/openapi.json",
+        docs_url=f"{base}/api/docs",
+        redoc_url=None,
+    )
+    app.state.settings = settings
+    app.state.celery = jobs.make_celery(settings)
+    app.state.dispatcher = jobs.Dispatcher(app.state.celery, settings)
+    app.state.sessions = db.sessions(settings.db_url)
+    app.state.topics = settings.topics or _course_topics()
+    app.state.rules = rules.load(settings.rules_path, app.state.topics)  # RulesError names what is wrong
+    app.include_router(api.router(), prefix=f"{base}/api")
+    app.include_router(pages.router(), prefix=base)
+    errors.install(app)
+    from jaxlings.service import limits
+
+    app.add_middleware(limits.BodyDeadline, seconds=settings.body_timeout)  # 408 past it (innermost of three)
+    app.add_middleware(errors.Contain)  # the last added is the outermost:
+    app.add_middleware(SecurityHeaders, docs_path=f"{base}/api/docs")  # a contained 500 gets the headers too
+    return app
+
+
+def from_env() -> FastAPI:
+    """The app for the settings in the environment."""
+    from jaxlings.service import config
+
+    return create_app(config.from_env())
+
+
+def _course_topics() -> tuple[str, ...]:
+    from jaxlings.grading import topics
+
+    return topics.ORDER

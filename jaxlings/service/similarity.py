@@ -1,0 +1,822 @@
+"""The similarity report: per exercise, the pairs of students whose functions are suspiciously alike.
+
+Pure functions over source text; the routes hand them each student's counted submission
+(`scores`) read from its stored upload (`views.topic_files`). For one exercise:
+
+1. **Read** the exercise's function from the student's topic file (`jaxlings.grading.source`, the one
+   reader of Python source; a file that does not parse has nothing to compare). Stubs
+   (`jaxlings.grading.stubs`) and missing functions are left out: an unsolved exercise is not a copy.
+2. **Normalise** it, so that what a copier changes cheaply changes nothing: the docstring,
+   comments and formatting go (never in the tree); module aliases read as what they import
+   (`np` bound to `jax.numpy` is `jax.numpy`); dead code goes (bare expressions that call
+   nothing, `pass`, assignments and nested functions whose names are never read, to a fixed
+   point); runs of simple statements are put in one canonical order where their order does not
+   matter (a topological order of their data dependencies, ties broken by the statement's text
+   with local names masked), and so are the operands of commutative operations (`b * a` is
+   `a * b`); then local names are renamed `v0, v1, ...` by first use. Constants,
+   attribute names (the JAX API used) and free names are kept.
+3. **Shingle** the normalised tree: its preorder tokens (node types, names, attributes,
+   constants) in overlapping n-grams (`N`), counted.
+4. **Weigh** each n-gram by its rarity across the class for this exercise (`log(1 + n/df)`,
+   n functions compared, df of them containing it), and **discount** (`DISCOUNT`) the n-grams
+   that the stub, the hints (the code in their backticks) and the reference solution already
+   give everyone: sharing them is expected, not suspicious.
+5. **Score** each pair by weighted Jaccard over the counted n-grams (shared weight over the
+   union's): 1 for functions identical once normalised, whatever their weights, so two students
+   who both handed in the reference unchanged are flagged as identical (and marked so), while two
+   who share only the stub's signature and a hint's snippet are not alike.
+6. **The program side**, where both students' gradings hold one: the `jit` test's
+   `program_shingles`, a sketch of the exported program's normalised StableHLO computed by the
+   grader's trusted analysis worker (`jaxlings.worker.program.program_shingles`: op names and
+   result ranks and dtypes in order, SSA names, constants, locations and function names gone,
+   4-grams hashed, the 128 smallest hashes kept). Scored as the source is (rarity across the class,
+   what the reference's program shares discounted, weighted Jaccard; sketches cut at 128 compared
+   on the hashes both sketches cover: the bottom-k estimator), and the pair's score is the mean
+   of the source's and the program's (`combined`). Without a program on either side (results
+   graded before the fingerprint existed, an exercise without a `jit` check, a jit that failed
+   before its program was analysed) the score is the source's alone.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import hashlib
+import json
+import math
+import re
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from markupsafe import Markup
+from pygments import highlight  # type: ignore[import-untyped]
+from pygments.formatters import HtmlFormatter  # type: ignore[import-untyped]
+from pygments.lexers import PythonLexer  # type: ignore[import-untyped]
+from sqlalchemy.orm import Session
+
+from jaxlings.grading import source, stubs
+from jaxlings.service import schemas, scores, views
+from jaxlings.service.db import Submission
+
+N = 4
+"""The length of the token n-grams compared (4: long enough that an n-gram says what is done to
+what, short enough that a reordered argument list or one changed constant costs few)."""
+
+DISCOUNT = 0.1
+"""The weight kept by an n-gram that the stub, the hints or the reference already give everyone."""
+
+Functions = ast.FunctionDef | ast.AsyncFunctionDef
+SIMPLE = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.FunctionDef)
+"""Statements whose order within a run may be made canonical (their dependencies decide it)."""
+EFFECT = "<effect>"
+"""A pseudo-name every call made for its effect reads and writes: such calls keep their order."""
+
+
+@dataclass(frozen=True)
+class Code:
+    """One student's function for one exercise, read and normalised."""
+
+    login: str
+    submission_id: int
+    text: str  # the function as written (its lines in the topic file)
+    start: int  # its first line in the topic file
+    canonical: str  # the normalised function as code (ast.unparse)
+    grams: Counter[str] = field(compare=False, repr=False)
+    program: frozenset[int] | None = field(default=None, compare=False, repr=False)
+    """The sketch of its exported program (`program_sketch`), where its grading has one."""
+
+    @property
+    def program_full(self) -> bool:
+        """Whether the program's sketch was cut at `PROGRAM_KEPT` (a larger program: a sample)."""
+        return self.program is not None and len(self.program) >= PROGRAM_KEPT
+
+
+@dataclass(frozen=True)
+class Given:
+    """What everyone is given for one exercise: the n-grams of the stub, the hints' code and the
+    reference, and the reference's normalised code."""
+
+    grams: frozenset[str]
+    reference: str | None
+    program: frozenset[int] = frozenset()
+    """The reference's program sketch where it is known (see `rank`): its hashes are discounted."""
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two students' functions for one exercise and how alike they are (0 to 1)."""
+
+    exercise: str
+    a: Code
+    b: Code
+    score: float
+    source: float | None = None
+    """The source side's score (`score` is the mean of it and `program`, or it alone)."""
+    program: float | None = None
+    """The program side's score, where both have a program sketch."""
+
+    @property
+    def identical(self) -> bool:
+        """Whether the two are the same code once normalised."""
+        return self.a.canonical == self.b.canonical
+
+    def is_reference(self, given: Given) -> bool:
+        """Whether both are the reference solution itself, once normalised."""
+        return self.identical and self.a.canonical == given.reference
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """One exercise's pairs, most alike first, and how many functions were compared."""
+
+    exercise: str
+    compared: int
+    pairs: list[Pair]
+    given: Given
+
+
+# -- reading and normalising ------------------------------------------------------------------
+
+
+def function_in(text: str, name: str) -> tuple[Functions, dict[str, str], int, str] | None:
+    """The last top-level function `name` of a topic file (what an import binds), with the
+    module's import aliases, its first line and its text; None when the file does not parse or
+    has no such function."""
+    tree = source.parse(text)
+    found = [f for f in source.functions(tree) if f.name == name]
+    if tree is None or not found:
+        return None
+    fn = found[-1]
+    lines = text.splitlines()
+    return fn.node, aliases(tree), fn.start, "\n".join(lines[fn.start - 1 : fn.end])
+
+
+def aliases(tree: ast.Module) -> dict[str, str]:
+    """name -> the dotted module or object it is bound to by the module's top-level imports
+    (`import jax.numpy as np`: np -> jax.numpy; `from jax import lax`: lax -> jax.lax)."""
+    bound: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    bound[alias.asname] = alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                if alias.name != "*":
+                    bound[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return bound
+
+
+def normalise(fn: Functions, imported: Mapping[str, str] | None = None) -> Functions:
+    """A normalised copy of `fn` (see the module's docstring, step 2)."""
+    fn = copy.deepcopy(fn)
+    fn.body = fn.body[1:] if source.docstring(fn) is not None else fn.body
+    local = local_names(fn)
+    _resolve_aliases(fn, {k: v for k, v in (imported or {}).items() if k not in local})
+    for _ in range(20):  # each pass may make another assignment dead; 20 is far past real code
+        read = _read_names(fn)
+        if not _clean(fn, read):
+            break
+    masks = _masks(fn, local_names(fn))
+    _commute(fn, masks)
+    _reorder(fn, masks)
+    return _rename(fn, local_names(fn))
+
+
+def local_names(fn: Functions) -> set[str]:
+    """The names `fn` binds (its parameters, assignments, loop targets, nested functions and
+    their parameters, comprehension variables): what a copier may rename."""
+    names: set[str] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node is not fn:
+            names.add(node.name)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+    return names
+
+
+def _resolve_aliases(fn: Functions, imported: Mapping[str, str]) -> None:
+    """Replace each free name bound by an import with the dotted name it stands for, in place."""
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and node.id in imported:
+            node.id = imported[node.id]
+
+
+def _read_names(fn: Functions) -> set[str]:
+    """Every name `fn` reads anywhere (nested functions included)."""
+    return {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _blocks(node: ast.AST) -> Iterator[list[ast.stmt]]:
+    """Every statement list inside `node` (bodies, else branches, handlers' bodies), outermost first."""
+    for sub in ast.walk(node):
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(sub, name, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                yield block
+
+
+def _dead(stmt: ast.stmt, read: set[str]) -> bool:
+    """Whether a statement does nothing anyone sees: a bare expression calling nothing, `pass`,
+    an assignment or nested function whose names are never read."""
+    if isinstance(stmt, ast.Pass):
+        return True
+    if isinstance(stmt, ast.Expr):
+        return not any(isinstance(n, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom)) for n in ast.walk(stmt))
+    if isinstance(stmt, ast.FunctionDef):
+        return stmt.name not in read
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        names = [n for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+        plain = all(
+            isinstance(n, (ast.Name, ast.Tuple, ast.List, ast.Starred, ast.expr_context))
+            for t in targets
+            for n in ast.walk(t)
+        )
+        return plain and bool(names) and not any(n.id in read for n in names)
+    return False
+
+
+def _clean(fn: Functions, read: set[str]) -> bool:
+    """Drop the dead statements of every block of `fn` in place (a block left empty keeps a
+    `pass`); whether any was dropped."""
+    changed = False
+    for block in list(_blocks(fn)):
+        kept = [s for s in block if not _dead(s, read)]
+        if not kept and len(block) == 1 and isinstance(block[0], ast.Pass):
+            continue  # already as short as a block can be
+        if len(kept) != len(block):
+            changed = True
+            block[:] = kept or [ast.Pass()]
+    return changed
+
+
+def _uses(stmt: ast.stmt) -> tuple[set[str], set[str]]:
+    """(names read, names written) by a simple statement; calls made for their effect also
+    read and write `EFFECT`, so that they keep their order among themselves."""
+    reads = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    writes = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    if isinstance(stmt, ast.FunctionDef):
+        writes.add(stmt.name)
+    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+        reads.add(stmt.target.id)
+    if isinstance(stmt, ast.Expr):
+        reads.add(EFFECT)
+        writes.add(EFFECT)
+    return reads, writes
+
+
+def _masked(node: object, local: Mapping[str, str]) -> str:
+    """A statement's dump with local names replaced (`local`: the parameters by their place,
+    every other local name by `_`): a sort key that renaming cannot change. Written out rather
+    than `ast.dump` of a masked copy: copying every statement of every block cost most of a read."""
+    if isinstance(node, ast.AST):
+        parts = []
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, str) and name in ("id", "arg", "name") and value in local:
+                value = local[value]
+            parts.append(_masked(value, local))
+        return f"{type(node).__name__}({','.join(parts)})"
+    if isinstance(node, list):
+        return "[" + ",".join(_masked(v, local) for v in node) + "]"
+    return repr(node)
+
+
+def _canonical_run(run: list[ast.stmt], local: Mapping[str, str], block: list[ast.stmt]) -> list[ast.stmt]:
+    """A run of simple statements in canonical order: a topological order of their dependencies
+    (one that reads or overwrites what another wrote, or overwrites what it read, stays after
+    it), among those free to go the smallest first by their masked text, then by how the rest of
+    the `block` uses what each writes (so that `a1, b1 = left` and `a2, b2 = right` are told
+    apart by where `a1` and `a2` are read)."""
+    uses = [_uses(s) for s in run]
+    after = {
+        j: {i for i in range(j) if uses[i][1] & (uses[j][0] | uses[j][1]) or uses[i][0] & uses[j][1]}
+        for j in range(len(run))
+    }
+    keys = [
+        (
+            _masked(s, local),
+            tuple(
+                sorted(
+                    _masked(t, {**local, **dict.fromkeys(uses[j][1] & local.keys(), "@")}) for t in block if t is not s
+                )
+            ),
+        )
+        for j, s in enumerate(run)
+    ]
+    done: list[int] = []
+    while len(done) < len(run):
+        ready = [j for j in range(len(run)) if j not in done and after[j] <= set(done)]
+        done.append(min(ready, key=lambda j: (keys[j], j)))
+    return [run[j] for j in done]
+
+
+def _masks(fn: Functions, local: set[str]) -> dict[str, str]:
+    """How `_masked` shows each local name: a parameter (of `fn`, or of a nested function or
+    lambda) by its place, every other by `_`."""
+    params = {p: f"p{i}" for i, p in enumerate(source.parameters(fn))}
+    for node in ast.walk(fn):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and node is not fn:
+            for i, arg in enumerate(node.args.posonlyargs + node.args.args):
+                params.setdefault(arg.arg, f"a{i}")
+    return {name: params.get(name, "_") for name in local}
+
+
+COMMUTATIVE = (ast.Add, ast.Mult, ast.BitAnd, ast.BitOr, ast.BitXor)
+
+
+def _commute(fn: Functions, masks: Mapping[str, str]) -> None:
+    """Put the operands of commutative operations (`+ * & | ^`, `==`, `!=`) in canonical order
+    (by their masked text), in place: `b * a` is `a * b`. For comparison only (`+` on strings
+    does not commute, but no verdict reads this)."""
+    for node in ast.walk(fn):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, COMMUTATIVE):
+            if _masked(node.right, masks) < _masked(node.left, masks):
+                node.left, node.right = node.right, node.left
+        elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.Eq, ast.NotEq)):
+            if _masked(node.comparators[0], masks) < _masked(node.left, masks):
+                node.left, node.comparators[0] = node.comparators[0], node.left
+
+
+def _reorder(fn: Functions, masks: Mapping[str, str]) -> None:
+    """Put every run of simple statements of every block of `fn` in canonical order, in place."""
+    for block in list(_blocks(fn)):
+        out: list[ast.stmt] = []
+        run: list[ast.stmt] = []
+        for stmt in [*block, None]:
+            if isinstance(stmt, SIMPLE):
+                run.append(stmt)
+                continue
+            out.extend(_canonical_run(run, masks, block))
+            run = []
+            if stmt is not None:
+                out.append(stmt)
+        block[:] = out
+
+
+class _Renamer(ast.NodeTransformer):
+    """Renames local names `v0, v1, ...` in order of first appearance (in source order)."""
+
+    def __init__(self, local: set[str]) -> None:
+        self.local = local
+        self.names: dict[str, str] = {}
+
+    def new(self, name: str) -> str:
+        if name not in self.local:
+            return name
+        return self.names.setdefault(name, f"v{len(self.names)}")
+
+    def visit_Name(self, node: ast.Name) -> ast.Name:
+        node.id = self.new(node.id)
+        return node
+
+    def visit_arg(self, node: ast.arg) -> ast.arg:
+        node.arg = self.new(node.arg)
+        node.annotation = None
+        return node
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
+        node.name = self.new(node.name)
+        node.returns = None
+        self.generic_visit(node)
+        return node
+
+
+def _rename(fn: Functions, local: set[str]) -> Functions:
+    """`fn` with its local names renamed canonically (its own name kept), annotations dropped."""
+    renamer = _Renamer(local - {fn.name})
+    fn.returns = None
+    fn.args = renamer.visit(fn.args)
+    fn.body = [renamer.visit(s) for s in fn.body]
+    fn.decorator_list = [renamer.visit(d) for d in fn.decorator_list]
+    return fn
+
+
+# -- shingles ---------------------------------------------------------------------------------
+
+
+def tokens(node: ast.AST) -> list[str]:
+    """The tree's preorder tokens: each node's type, and the names, attributes, keywords and
+    constants it carries."""
+    out: list[str] = []
+    for sub in _preorder(node):
+        out.append(type(sub).__name__)
+        if isinstance(sub, ast.Name):
+            out.append(sub.id)
+        elif isinstance(sub, ast.Attribute):
+            out.append("." + sub.attr)
+        elif isinstance(sub, ast.arg):
+            out.append(sub.arg)
+        elif isinstance(sub, ast.keyword):
+            out.append(f"{sub.arg}=")
+        elif isinstance(sub, ast.Constant):
+            out.append(repr(sub.value)[:40])
+    return out
+
+
+def _preorder(node: ast.AST) -> Iterator[ast.AST]:
+    """The tree's nodes in source order, parents first (no expression contexts)."""
+    if isinstance(node, ast.expr_context):
+        return
+    yield node
+    for child in ast.iter_child_nodes(node):
+        yield from _preorder(child)
+
+
+def shingles(seq: list[str], n: int = N) -> Counter[str]:
+    """The counted n-grams of a token sequence (the whole sequence, when shorter than n)."""
+    if len(seq) < n:
+        return Counter([" ".join(seq)]) if seq else Counter()
+    return Counter(" ".join(seq[i : i + n]) for i in range(len(seq) - n + 1))
+
+
+def read(login: str, submission_id: int, text: str, exercise: str) -> Code | None:
+    """One student's function for `exercise`, normalised and shingled; None when their topic
+    file has no such function, does not parse, or leaves it a stub."""
+    found = _read(text, exercise)
+    if found is None:
+        return None
+    written, start, canonical, grams = found
+    return Code(login, submission_id, written, start, canonical, Counter(dict(grams)))
+
+
+Read = tuple[str, int, str, tuple[tuple[str, int], ...]]
+"""A function read: its text as written, its first line, its normalised code, its counted n-grams."""
+READS_KEPT = 4096
+"""Functions read and normalised that are remembered (a report is worked out on every view, over
+the same stored files), from topic files of at most `READ_CACHED_BYTES`."""
+READ_CACHED_BYTES = 64 << 10
+_READS: OrderedDict[tuple[str, str], Read | None] = OrderedDict()
+_READS_LOCK = threading.Lock()
+
+
+def _read(text: str, exercise: str) -> Read | None:
+    """(written, start, canonical, n-grams) of a topic file's function, remembered by the file's
+    hash (the last `READS_KEPT`, of files up to `READ_CACHED_BYTES`: memory stays bounded)."""
+    key = (hashlib.sha256(text.encode("utf-8", "replace")).hexdigest(), exercise)
+    with _READS_LOCK:
+        if key in _READS:
+            _READS.move_to_end(key)
+            return _READS[key]
+    found = _read_now(text, exercise)
+    if len(text) <= READ_CACHED_BYTES:
+        with _READS_LOCK:
+            _READS[key] = found
+            while len(_READS) > READS_KEPT:
+                _READS.popitem(last=False)
+    return found
+
+
+def _read_now(text: str, exercise: str) -> Read | None:
+    """`_read`, worked out."""
+    found = function_in(text, exercise)
+    if found is None or stubs.find(text, [exercise]):
+        return None
+    fn, imported, start, written = found
+    try:
+        norm = normalise(fn, imported)
+        return written, start, ast.unparse(norm), tuple(shingles(tokens(norm)).items())
+    except source.UNREADABLE:  # nesting too deep for a walk: nothing to compare
+        return None
+
+
+# -- what everyone is given -------------------------------------------------------------------
+
+SNIPPET = re.compile(r"`([^`\n]+)`")
+
+
+def snippets(texts: Iterable[str]) -> list[str]:
+    """The code quoted in backticks in hints and docstrings that parses as Python (a method
+    quoted alone, `.at[x].add(1)`, read on a placeholder name)."""
+    found = []
+    for text in texts:
+        for quoted in SNIPPET.findall(text):
+            code = "_" + quoted if quoted.startswith(".") else quoted
+            if source.parse(code) is not None:
+                found.append(code)
+    return found
+
+
+def given_for(
+    fn: Functions | None,
+    imported: Mapping[str, str],
+    reference: tuple[Functions, Mapping[str, str]] | None,
+    hints: list[str],
+) -> Given:
+    """The n-grams every student is given for one exercise: the stub's function `fn` (with its
+    docstring's code; `imported`: its file's aliases), the hints' code (read with the stub's
+    parameters named as students' are, and its aliases), and the `reference` solution (with its
+    file's aliases); and the reference's normalised code."""
+    grams: set[str] = set()
+    params = list(source.parameters(fn)) if fn is not None else []
+    names = {**imported, **{p: f"v{i}" for i, p in enumerate(params)}}
+    if fn is not None:
+        grams |= set(shingles(tokens(normalise(fn, imported))))
+    for code in snippets([*hints, (ast.get_docstring(fn) or "") if fn is not None else ""]):
+        tree = source.parse(code)
+        if tree is not None:
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Name) and node.id in names:
+                    node.id = names[node.id]
+            grams |= set(shingles(tokens(tree)))
+    canonical = None
+    if reference is not None:
+        norm = normalise(*reference)
+        grams |= set(shingles(tokens(norm)))
+        canonical = ast.unparse(norm)
+    return Given(frozenset(grams), canonical)
+
+
+@cache
+def given(topic: str, exercise: str) -> Given:
+    """What everyone is given for `topic.exercise`, from the course's files: the generated stub
+    (exercises/), the hints (the public expectations) and the reference (solutions/, where this
+    machine has them: the grader's does)."""
+    from jaxlings import public
+    from jaxlings.grading import paths
+
+    stub = _read_function(paths.exercises_dir() / f"{topic}.py", exercise)
+    try:
+        reference = _read_function(paths.solutions_dir() / f"{topic}.py", exercise)
+    except FileNotFoundError:
+        reference = None
+    hints: list[str] = []
+    try:
+        doc = json.loads(public.path_for(topic).read_text())
+        for ex in doc["spec"]["exercises"]["$tuple"]:
+            if ex["name"] == exercise:
+                hints = list(ex["hints"]["$tuple"])
+    except (OSError, ValueError, KeyError):
+        pass
+    fn, imported = stub or reference or (None, {})
+    return given_for(fn, imported, reference, hints)
+
+
+def _read_function(path: Path, name: str) -> tuple[Functions, dict[str, str]] | None:
+    """A course file's function `name` and the file's import aliases; None when absent."""
+    if not path.is_file():
+        return None
+    found = function_in(path.read_text(), name)
+    return (found[0], found[1]) if found else None
+
+
+# -- ranking ----------------------------------------------------------------------------------
+
+
+def weights(codes: list[Code], given_grams: frozenset[str]) -> dict[str, float]:
+    """n-gram -> its weight: rarity across the class (`log(1 + n/df)`), times `DISCOUNT` for
+    what everyone is given."""
+    df: Counter[str] = Counter()
+    for code in codes:
+        df.update(set(code.grams))
+    n = len(codes)
+    return {g: math.log(1 + n / d) * (DISCOUNT if g in given_grams else 1.0) for g, d in df.items()}
+
+
+def alike(a: Counter[str], b: Counter[str], weight: Mapping[str, float]) -> float:
+    """Weighted Jaccard of two counted n-gram sets: shared weight over the union's (0 to 1)."""
+    shared = union = 0.0
+    for g in a.keys() | b.keys():
+        w = weight.get(g, 1.0)
+        shared += w * min(a[g], b[g])
+        union += w * max(a[g], b[g])
+    return shared / union if union else 0.0
+
+
+def _scores(rows: Sequence[Mapping[Any, float]]) -> np.ndarray:
+    """Weighted Jaccard of every pair of rows (`rows`: element -> weighted count), as an upper
+    triangle: [i, j] for i < j (for all pairs at once on a matrix)."""
+    column: dict[Any, int] = {}
+    for row in rows:
+        for g in row:
+            column.setdefault(g, len(column))
+    counts = np.zeros((len(rows), len(column)))
+    for r, row in enumerate(rows):
+        for g, k in row.items():
+            counts[r, column[g]] = k
+    totals = counts.sum(axis=1)
+    out = np.zeros((len(rows), len(rows)))
+    for i in range(len(rows) - 1):
+        shared = np.minimum(counts[i], counts[i + 1 :]).sum(axis=1)
+        union = totals[i] + totals[i + 1 :] - shared
+        out[i, i + 1 :] = np.divide(shared, union, out=np.zeros_like(shared), where=union > 0)
+    return out
+
+
+def program_weights(codes: list[Code], reference: frozenset[int]) -> dict[int, float]:
+    """A program sketch's hash -> its weight: rarity across the class's sketches, times `DISCOUNT`
+    for a hash of the reference's program."""
+    df: Counter[int] = Counter()
+    for code in codes:
+        df.update(code.program or ())
+    n = sum(1 for c in codes if c.program is not None)
+    return {h: math.log(1 + n / d) * (DISCOUNT if h in reference else 1.0) for h, d in df.items()}
+
+
+def program_alike(a: frozenset[int], b: frozenset[int], weight: Mapping[int, float]) -> float:
+    """Weighted Jaccard of two program sketches. A sketch cut at `PROGRAM_KEPT` holds its
+    program's smallest hashes only, so both are compared below the smaller of the cut sketches'
+    largest hash (the bottom-k estimator: there each sketch is its whole program's set)."""
+    cuts = [max(s) for s in (a, b) if len(s) >= PROGRAM_KEPT]
+    cut = min(cuts) if cuts else None
+    shared = sum(weight.get(h, 1.0) for h in a & b if cut is None or h <= cut)
+    union = sum(weight.get(h, 1.0) for h in a | b if cut is None or h <= cut)
+    return shared / union if union else 0.0
+
+
+def combined(source_score: float, program_score: float | None) -> float:
+    """A pair's score: the mean of the source's and the program's, or the source's alone."""
+    return source_score if program_score is None else (source_score + program_score) / 2
+
+
+def reference_program(codes: list[Code], given_now: Given) -> frozenset[int]:
+    """The reference's program sketch: `given_now`'s where known, else that of a student whose
+    function is the reference's once normalised (its program is the reference's, lowered by the
+    grader), else none."""
+    if given_now.program:
+        return given_now.program
+    for code in codes:
+        if given_now.reference is not None and code.canonical == given_now.reference and code.program:
+            return code.program
+    return frozenset()
+
+
+def rank(exercise: str, codes: list[Code], given_now: Given, programs: bool = True) -> Ranking:
+    """Every pair of `codes` scored (`alike`, for all pairs at once on a matrix of weighted
+    counts; with `programs`, also `program_alike` where both have a program sketch, and the two
+    `combined`), most alike first (ties: by the logins)."""
+    weight = weights(codes, given_now.grams)
+    source_scores = _scores([{g: k * weight[g] for g, k in code.grams.items()} for code in codes])
+    with_program = [i for i, c in enumerate(codes) if programs and c.program is not None]
+    program_scores: dict[tuple[int, int], float] = {}
+    if len(with_program) > 1:
+        pweight = program_weights(codes, reference_program(codes, given_now))
+        plain = [i for i in with_program if not codes[i].program_full]
+        matrix = _scores([{h: pweight[h] for h in codes[i].program or ()} for i in plain])
+        for x, i in enumerate(plain):
+            for y in range(x + 1, len(plain)):
+                program_scores[(i, plain[y])] = float(matrix[x, y])
+        for x, i in enumerate(with_program):
+            for j in with_program[x + 1 :]:
+                if codes[i].program_full or codes[j].program_full:
+                    program_scores[(i, j)] = program_alike(
+                        codes[i].program or frozenset(), codes[j].program or frozenset(), pweight
+                    )
+    pairs = []
+    for i in range(len(codes) - 1):
+        for j in range(i + 1, len(codes)):
+            src = round(float(source_scores[i, j]), 4)
+            prog = program_scores.get((i, j))
+            prog = None if prog is None else round(prog, 4)
+            pairs.append(Pair(exercise, codes[i], codes[j], round(combined(src, prog), 4), src, prog))
+    pairs.sort(key=lambda p: (-p.score, p.a.login, p.b.login))
+    return Ranking(exercise, len(codes), pairs, given_now)
+
+
+def report(
+    topic: str,
+    exercises: Iterable[str],
+    files: Mapping[str, tuple[int, str]],
+    programs: Mapping[str, Mapping[str, frozenset[int]]] | None = None,
+) -> list[Ranking]:
+    """The similarity report of one topic: per exercise, its ranking over the students' files
+    (`files`: login -> (counted submission's id, its topic file's text)) and, where given, their
+    programs (`programs`: login -> exercise -> program sketch, `class_programs`)."""
+    out = []
+    for exercise in exercises:
+        codes = []
+        for login, (sid, text) in sorted(files.items()):
+            code = read(login, sid, text, exercise)
+            if code is not None:
+                sketch = (programs or {}).get(login, {}).get(exercise)
+                codes.append(replace(code, program=sketch) if sketch else code)
+        out.append(rank(exercise, codes, given(topic, exercise)))
+    return out
+
+
+# -- the program side ---------------------------------------------------------------------------
+
+PROGRAM_KEPT = 128
+"""The hashes a program sketch holds at most (`jaxlings.worker.program.SHINGLES_KEPT`)."""
+_HASH = re.compile(r"[0-9a-f]{16}")
+
+
+def program_sketch(shingles: object) -> frozenset[int] | None:
+    """A `jit` test's `program_shingles` as a set of hashes; None unless it is a list of at most
+    `PROGRAM_KEPT` 16-digit hex strings (results graded before the fingerprint, or damaged)."""
+    if not isinstance(shingles, list) or not shingles or len(shingles) > PROGRAM_KEPT:
+        return None
+    if not all(isinstance(h, str) and _HASH.fullmatch(h) for h in shingles):
+        return None
+    return frozenset(int(h, 16) for h in shingles)
+
+
+def programs_in(result_json: str | None, topic: str) -> dict[str, frozenset[int]]:
+    """exercise -> program sketch, from one submission's results.json (its `jit` tests of
+    `topic`); nothing from a result that does not read."""
+    try:
+        doc = json.loads(result_json or "")
+        tests = doc["tests"] if isinstance(doc, dict) else []
+    except (ValueError, KeyError, TypeError):
+        return {}
+    out = {}
+    for test in tests if isinstance(tests, list) else []:
+        tags = test.get("tags") if isinstance(test, dict) else None
+        if not (isinstance(tags, list) and len(tags) == 3 and tags[0] == topic and tags[2] == "jit"):
+            continue
+        data = test.get("extra_data")
+        sketch = program_sketch(data.get("program_shingles")) if isinstance(data, dict) else None
+        if sketch is not None and isinstance(tags[1], str):
+            out[tags[1]] = sketch
+    return out
+
+
+# -- the service's view -----------------------------------------------------------------------
+
+
+def class_files(session: Session, rows: Iterable[scores.Standing], topic: str) -> dict[str, tuple[int, str]]:
+    """login -> (id, topic file) of each student's counted submission of `topic` (`scores`:
+    which score counts), read from its stored upload; students without one are left out."""
+    out = {}
+    for row in rows:
+        counted = row.topics.get(topic)
+        sub = session.get(Submission, counted.submission_id) if counted else None
+        text = views.topic_files(session, sub).get(topic) if sub is not None else None
+        if sub is not None and text is not None:
+            out[row.student.login] = (sub.id, text)
+    return out
+
+
+def class_programs(
+    session: Session, rows: Iterable[scores.Standing], topic: str
+) -> dict[str, dict[str, frozenset[int]]]:
+    """login -> exercise -> program sketch of each student's counted submission of `topic`, from
+    its stored results.json (where its grading recorded one)."""
+    out = {}
+    for row in rows:
+        counted = row.topics.get(topic)
+        sub = session.get(Submission, counted.submission_id) if counted else None
+        found = programs_in(sub.result_json, topic) if sub is not None else {}
+        if found:
+            out[row.student.login] = found
+    return out
+
+
+def pair_in(ranking: Ranking, a: int, b: int) -> tuple[int, Pair] | None:
+    """The pair of submissions `a` and `b` (either order) in a ranking, with its 1-based place."""
+    for place, pair in enumerate(ranking.pairs, 1):
+        if {pair.a.submission_id, pair.b.submission_id} == {a, b}:
+            return place, pair
+    return None
+
+
+def highlighted(text: str, start: int = 1, marked: Iterable[int] = ()) -> Markup:
+    """Code highlighted (Pygments escapes it), numbered from `start`, the `marked` lines lit."""
+    formatter = HtmlFormatter(linenos="table", linenostart=start, cssclass="code", hl_lines=list(marked))
+    return Markup(highlight(text, PythonLexer(), formatter))
+
+
+def shared_lines(mine: str, other: str) -> list[int]:
+    """The lines (1-based) of normalised code `mine` that are also lines of `other`, the `def`
+    line aside: where two normalised functions agree, to be marked side by side."""
+    theirs = {line.strip() for line in other.splitlines()[1:]}
+    return [i for i, line in enumerate(mine.splitlines(), 1) if i > 1 and line.strip() in theirs]
+
+
+def view(topic: str, rankings: Iterable[Ranking], top: int) -> schemas.Similarity:
+    """The report as the API answers it: per exercise its `top` most alike pairs."""
+    return schemas.Similarity(
+        topic=topic,
+        exercises=[
+            schemas.ExerciseSimilarity(
+                exercise=r.exercise,
+                compared=r.compared,
+                pairs=[
+                    schemas.SimilarPair(
+                        a=p.a.login,
+                        b=p.b.login,
+                        a_submission=p.a.submission_id,
+                        b_submission=p.b.submission_id,
+                        score=p.score,
+                        source_score=p.source if p.source is not None else p.score,
+                        program_score=p.program,
+                        identical=p.identical,
+                        reference=p.is_reference(r.given),
+                    )
+                    for p in r.pairs[:top]
+                ],
+            )
+            for r in rankings
+        ],
+    )

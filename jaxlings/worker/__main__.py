@@ -1,0 +1,3 @@
+from jaxlings.worker.harness import main
+
+main()
