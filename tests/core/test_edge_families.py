@@ -301,7 +301,7 @@ def test_the_dist_scan_takes_a_public_instance_rebuilt_a_last_bit_apart_as_publi
     def scan(case):
         return dist._hidden_in_recording({"topic": "training", "recording": {"draws": {"k": to_blob([[case], "{}"])}}})
 
-    assert not same_args(nudged.args, public.args)
+    assert not same_args(nudged.args, public.args)  # not equal: alike
     assert scan(public) == [] and scan(nudged) == []
     assert scan(hidden) == ['a hidden instance of edge case "a fresh state: the first step\'s learning rate is 0"']
 
