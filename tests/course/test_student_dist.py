@@ -156,6 +156,8 @@ def test_the_students_commands_work_from_the_package(student):
     where = student.run("python", "-c", "import jaxlings, sys; print(jaxlings.__file__)", check=True).stdout
     assert str(student.venv) in where
     assert student.run("python", "-c", "import jaxlings.specs.prng").returncode != 0
+    hidden = student.run("python", "-c", "from jaxlings.grading import topics; topics.load('prng')")
+    assert "the hidden grader of 'prng' is not installed here" in hidden.stderr, hidden.stderr
     ws = student.home / "course"
     student.run("grade", "init", str(ws), check=True)
     hint = student.run("grade", "hint", "prng.dropout", cwd=ws, check=True).stdout
