@@ -372,6 +372,66 @@ def keys(stream: TextIO, put: Callable[[str], None]) -> Iterator[bool]:
 # -- the watcher ------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class KeyPressed:
+    """A key the student pressed (the key reader's thread)."""
+
+    ch: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One check's verdict, as the re-check reaches it (the re-check's thread)."""
+
+    test: TestResult
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A re-check of `topic` ended with `result`."""
+
+    topic: str
+    result: Result
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A re-check of `topic` could not run: `error` says why."""
+
+    topic: str
+    error: BaseException
+
+
+Event = KeyPressed | Verdict | Finished | Failed
+"""What reaches the watch loop from other threads (`Watcher.events`)."""
+
+
+@dataclass(frozen=True)
+class Noted:
+    """The topic's note changed (a file missing, saved with no change, a re-check that failed)."""
+
+    state: TopicState
+
+
+@dataclass(frozen=True)
+class Started:
+    """A re-check of the topic started."""
+
+    state: TopicState
+
+
+@dataclass(frozen=True)
+class Rechecked:
+    """A re-check ended; `changed` are the verdicts that differ from before it."""
+
+    state: TopicState
+    changed: list[TestResult]
+
+
+Notice = Noted | Started | Rechecked
+"""What the watcher tells its listeners (the plain-lines view)."""
+
+
 class Watcher:
     """Looks at the files, runs re-checks in a thread, handles keys, and keeps the topics' states;
     `show` is called after every change (the screen redraws; plain lines print)."""
@@ -382,13 +442,13 @@ class Watcher:
         self.workdir = workdir
         self.states = {n: TopicState(t, str(directory / f"{n}.py"), keys=keys) for n, t in self.specs.items()}
         self.active = next(iter(self.specs))
-        self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self.events: queue.Queue[Event] = queue.Queue()
         self.lock = threading.RLock()
         self.seen: dict[str, tuple[float | None, changes.Snapshot | None]] = dict.fromkeys(self.specs, (None, None))
         self.spares = Spares()
         self.grading: threading.Thread | None = None
         self.quit = False
-        self.listeners: list[Callable[[str, Any], None]] = []
+        self.listeners: list[Callable[[Notice], None]] = []
 
     @property
     def state(self) -> TopicState:
@@ -396,11 +456,11 @@ class Watcher:
 
     # events from other threads
     def key(self, ch: str) -> None:
-        self.events.put(("key", ch))
+        self.events.put(KeyPressed(ch))
 
-    def _emit(self, kind: str, payload: Any) -> None:
+    def _emit(self, notice: Notice) -> None:
         for listener in self.listeners:
-            listener(kind, payload)
+            listener(notice)
 
     def on_key(self, ch: str) -> None:
         """h: the next hint of the current exercise; n: the next exercise; q: quit."""
@@ -439,7 +499,7 @@ class Watcher:
                     self._start(state, todo)
             if todo and mtime is not None:
                 return
-            self._emit("note", state)
+            self._emit(Noted(state))
 
     def _start(self, state: TopicState, todo: list[str]) -> None:
         """Re-check `todo` of `state`'s topic in a thread; its verdicts and end come as events."""
@@ -453,7 +513,7 @@ class Watcher:
         state.run = Run(tuple(todo), now, now, before)
         if len(todo) < len(state.topic.exercises):
             state.note = f"re-checking {', '.join(todo)} (changed)"
-        self._emit("start", state)
+        self._emit(Started(state))
         selection = [f"{state.topic.name}.{ex}" for ex in todo]
 
         def grade() -> None:
@@ -463,40 +523,38 @@ class Watcher:
                     self.directory,
                     specs,
                     public=True,
-                    on_test=lambda t: self.events.put(("test", t)),
+                    on_test=lambda t: self.events.put(Verdict(t)),
                     answers=public_data.replay,
                     jobs=engine.default_jobs(),
                     spares=self.spares,
                 )
-                self.events.put(("done", (state.topic.name, result)))
+                self.events.put(Finished(state.topic.name, result))
             except BaseException as exc:  # noqa: BLE001 - shown on the screen, the watch goes on
-                self.events.put(("error", (state.topic.name, exc)))
+                self.events.put(Failed(state.topic.name, exc))
 
         self.grading = threading.Thread(target=grade, name="watch-grade", daemon=True)
         self.grading.start()
 
-    def handle(self, kind: str, payload: Any) -> None:
+    def handle(self, event: Event) -> None:
         """Apply one event from the key reader or the re-check."""
-        if kind == "key":
-            self.on_key(payload)
+        if isinstance(event, KeyPressed):
+            self.on_key(event.ch)
             return
         with self.lock:
-            if kind == "test":
-                test: TestResult = payload
-                state = self.states[test.topic]
-                if state.run is not None:
-                    state.run.done.add(test.name)
-                    state.run.last = time.monotonic()
-                state.tests[test.name] = test
-            elif kind == "done":
-                name, result = payload
-                self._finish(self.states[name], result)
-            elif kind == "error":
-                name, exc = payload
-                state = self.states[name]
-                state.run = None
-                state.note = f"the check could not run: {exc}"
-                self._emit("note", state)
+            match event:
+                case Verdict(test):
+                    state = self.states[test.topic]
+                    if state.run is not None:
+                        state.run.done.add(test.name)
+                        state.run.last = time.monotonic()
+                    state.tests[test.name] = test
+                case Finished(name, result):
+                    self._finish(self.states[name], result)
+                case Failed(name, error):
+                    state = self.states[name]
+                    state.run = None
+                    state.note = f"the check could not run: {error}"
+                    self._emit(Noted(state))
 
     def _finish(self, state: TopicState, result: Result) -> None:
         """A re-check ended: keep its verdicts, remember them, start the next spare."""
@@ -513,7 +571,7 @@ class Watcher:
             state.cursor = None
         report.save_last_check(self.workdir, result)
         state.next_topic = self._next_topic(state)
-        self._emit("done", (state, changed))
+        self._emit(Rechecked(state, changed))
         path = self.directory / f"{state.topic.name}.py"
         if path.exists():
             self.spares.prepare(
@@ -544,10 +602,10 @@ class Watcher:
                     self.look()
                     next_look = time.monotonic() + interval
             try:
-                kind, payload = self.events.get(timeout=0.1)
+                event = self.events.get(timeout=0.1)
             except queue.Empty:
                 continue
-            self.handle(kind, payload)
+            self.handle(event)
             show()
 
     def close(self) -> None:
@@ -628,29 +686,14 @@ def _run_plain(watcher: Watcher, interval: float, console: Console) -> None:
     """Plain lines: what is watched, each re-check's start, each verdict that changed, the counts."""
     out = Console(file=console.file, no_color=True, highlight=False, soft_wrap=True, emoji=False, markup=False)
 
-    def listen(kind: str, payload: Any) -> None:
-        if kind == "note":
-            state = payload
-            if state.note:
+    def listen(notice: Notice) -> None:
+        match notice:
+            case Noted(state) if state.note:
                 out.print(f"{state.path}: {state.note}")
-        elif kind == "start":
-            state = payload
-            out.print(f"{state.path}: {state.note or 'checking every function'}")
-        elif kind == "done":
-            state, changed = payload
-            rows = progress.rows(changed)
-            for row in rows:
-                out.print(plain_line(row))
-            if not rows:
-                out.print(f"{state.topic.name}: no verdict changed")
-            counts = progress.counts(state.topic, known(state))
-            out.print(f"{state.topic.name} so far: {progress.describe(counts)} ({state.note})")
-            if counts.finished:
-                nxt = state.next_topic
-                out.print(
-                    f"{state.topic.name} done here. "
-                    + (f"Next: `grade watch {nxt}`" if nxt else "Every topic is done: `grade submit`")
-                )
+            case Started(state):
+                out.print(f"{state.path}: {state.note or 'checking every function'}")
+            case Rechecked(state, changed):
+                _print_recheck(out, state, changed)
 
     watcher.listeners.append(listen)
     files = ", ".join(s.path for s in watcher.states.values())
@@ -660,3 +703,20 @@ def _run_plain(watcher: Watcher, interval: float, console: Console) -> None:
     except KeyboardInterrupt:
         pass
     out.print("stopped watching")
+
+
+def _print_recheck(out: Console, state: TopicState, changed: list[TestResult]) -> None:
+    """A re-check's end in plain lines: each verdict that changed, the counts, what is next."""
+    rows = progress.rows(changed)
+    for row in rows:
+        out.print(plain_line(row))
+    if not rows:
+        out.print(f"{state.topic.name}: no verdict changed")
+    counts = progress.counts(state.topic, known(state))
+    out.print(f"{state.topic.name} so far: {progress.describe(counts)} ({state.note})")
+    if counts.finished:
+        nxt = state.next_topic
+        out.print(
+            f"{state.topic.name} done here. "
+            + (f"Next: `grade watch {nxt}`" if nxt else "Every topic is done: `grade submit`")
+        )
