@@ -174,7 +174,7 @@ SANDBOX_PROBE = """
         return np.array([
             os.getuid(), os.getgid(), int(status["CapEff"], 16), int(status["CapBnd"], 16),
             int(status["NoNewPrivs"]), sysctl_writable,
-            importlib.util.find_spec("jaxlings.grading.topics") is not None,
+            any(importlib.util.find_spec(m) is not None for m in ("jaxlings.specs", "jaxlings.grading")),
             os.path.exists({topics!r}), os.path.exists({solutions!r}), os.access("/", os.W_OK),
             sys.modules["jaxlings.worker"].__file__.startswith("/opt/jaxlings-grader/"),
         ], np.int64)
