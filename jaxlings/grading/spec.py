@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from jaxlings.grading import options
 from jaxlings.worker.wire import Key  # noqa: F401 - topic specs build key arguments with it
 
 if TYPE_CHECKING:
@@ -134,13 +135,15 @@ class Exercise:
     def __post_init__(self) -> None:
         from jaxlings.grading.checks.base import Check, SpecError, ordered
 
-        if len(self.hints) < 2:
-            raise SpecError(f"{self.name}: give at least two progressive hints")
         if not isinstance(self.checks, tuple) or not all(isinstance(c, Check) for c in self.checks):
             raise SpecError(
                 f"{self.name}: `checks` must be a tuple of check objects (e.g. `(Correct(2), Jit(1))`), "
                 f"not {type(self.checks).__name__}"
             )
+        if found := options.first_problem(self, {"Check": Check}):
+            raise SpecError(f"{self.name}: option {found[0]!r} {found[1]}")
+        if len(self.hints) < 2:
+            raise SpecError(f"{self.name}: give at least two progressive hints")
         names = [c.name for c in self.checks]
         if len(set(names)) != len(names):
             raise SpecError(f"{self.name}: a check is listed twice ({', '.join(names)})")

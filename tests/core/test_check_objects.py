@@ -84,6 +84,17 @@ def test_an_exercise_refuses_a_check_it_cannot_grade():
         Exercise(name="double", sample=_sample, checks={"correct": 1}, hints=HINTS)
 
 
+def test_an_exercises_fields_are_validated_as_a_checks_options_are():
+    """One mechanism (`grading.options`) for both: a mistyped field fails at import, naming it."""
+    with pytest.raises(SpecError, match=r"double: option 'rtol' must be a number, not str '1e-5'"):
+        Exercise(name="double", sample=_sample, checks=(Correct(1),), hints=HINTS, rtol="1e-5")
+    with pytest.raises(SpecError, match=r"double: option 'sizes' entry 1 must be a whole number, not float 2.5"):
+        Exercise(name="double", sample=_sample, checks=(Correct(1),), hints=HINTS, sizes=(1, 2.5))
+    with pytest.raises(SpecError, match=r"double: option 'sample' must be a function, not str"):
+        Exercise(name="double", sample="_sample", checks=(Correct(1),), hints=HINTS)
+    assert Exercise(name="double", sample=_sample, checks=(Correct(1),), hints=HINTS, rtol=1, atol=0).rtol == 1
+
+
 def test_the_topic_loader_names_the_topic_file_line_and_exercise(tmp_path):
     path = tmp_path / "broken_topic.py"
     path.write_text(

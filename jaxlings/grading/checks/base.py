@@ -30,11 +30,9 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import inspect
-import types
-import typing
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, Union
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from jaxlings.grading import options
 from jaxlings.grading.results import Outcome
 
 if TYPE_CHECKING:
@@ -104,10 +102,8 @@ class Check(metaclass=_Validated):
             KINDS[cls.name] = cls
 
     def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            problem = _type_problem(getattr(self, f.name), _hints(type(self))[f.name])
-            if problem:
-                raise SpecError(f"{type(self).__name__}: option {f.name!r} {problem}")
+        if found := options.first_problem(self):
+            raise SpecError(f"{type(self).__name__}: option {found[0]!r} {found[1]}")
         if self.points < 0:
             raise SpecError(f"{type(self).__name__}: points must not be negative (got {self.points:g})")
         if self.advisory and self.points:
@@ -135,84 +131,6 @@ class Check(metaclass=_Validated):
         kept for `run`, which asks for the same later in the same words. Nothing by default:
         a check whose reference answers do not depend on the platform takes them live, from
         the reference on the host's CPU."""
-
-
-# -- field types -----------------------------------------------------------------------------
-
-
-def _hints(cls: type) -> dict[str, Any]:
-    """The resolved annotations of a check class's fields (cached on the class)."""
-    cached = cls.__dict__.get("_resolved_hints")
-    if cached is None:
-        cached = typing.get_type_hints(cls)
-        type.__setattr__(cls, "_resolved_hints", cached)
-    return cached
-
-
-def _type_problem(value: Any, hint: Any) -> str | None:
-    """Why `value` does not fit the annotation `hint` ("must be a float, not str"), or None.
-    Knows what check options are made of: numbers, strings, bools, tuples, dicts, callables,
-    optional values, dataclasses (requirements); anything else is taken as it is."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if hint is Any:
-        return None
-    if origin in (Union, types.UnionType):
-        problems = [_type_problem(value, a) for a in args]
-        return None if any(p is None for p in problems) else f"must be {_words(hint)}, not {_got(value)}"
-    if hint is type(None):
-        return None if value is None else f"must be None, not {_got(value)}"
-    if hint is float:
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        return None if ok else f"must be a number, not {_got(value)}"
-    if hint is int:
-        ok = isinstance(value, int) and not isinstance(value, bool)
-        return None if ok else f"must be a whole number, not {_got(value)}"
-    if hint in (bool, str):
-        return None if isinstance(value, hint) else f"must be {_words(hint)}, not {_got(value)}"
-    if origin is tuple:
-        if not isinstance(value, tuple):
-            return f"must be a tuple, not {_got(value)}"
-        if len(args) == 2 and args[1] is Ellipsis:
-            inner = [(v, args[0]) for v in value]
-        elif len(args) != len(value):
-            return f"must be a tuple of {len(args)}, not of {len(value)}"
-        else:
-            inner = list(zip(value, args))
-        for i, (v, h) in enumerate(inner):
-            if (problem := _type_problem(v, h)) is not None:
-                return f"entry {i} {problem}"
-        return None
-    if origin is dict:
-        if not isinstance(value, dict):
-            return f"must be a dict, not {_got(value)}"
-        for k, v in value.items():
-            problem = _type_problem(k, args[0]) or _type_problem(v, args[1])
-            if problem:
-                return f"entry {k!r} {problem}"
-        return None
-    if origin is Callable or hint is Callable:
-        return None if callable(value) else f"must be a function, not {_got(value)}"
-    if getattr(hint, "_is_protocol", False):  # e.g. `Requirement`: has what the protocol names
-        wanted = [m for m in getattr(hint, "__protocol_attrs__", ()) if not m.startswith("_")]
-        wanted = wanted or [m for m in vars(hint) if not m.startswith("_")]
-        missing = [m for m in wanted if not hasattr(value, m)]
-        return f"must be {_words(hint)} (it has no {missing[0]})" if missing else None
-    if isinstance(hint, type):
-        return None if isinstance(value, hint) else f"must be {_words(hint)}, not {_got(value)}"
-    return None
-
-
-def _words(hint: Any) -> str:
-    names = {float: "a number", int: "a whole number", bool: "True or False", str: "a string", type(None): "None"}
-    if typing.get_origin(hint) in (Union, types.UnionType):
-        return " or ".join(_words(a) for a in typing.get_args(hint))
-    if typing.get_origin(hint) is tuple:
-        return "a tuple"
-    return names.get(hint, f"a {getattr(hint, '__name__', hint)}")
-
-
-def _got(value: Any) -> str:
-    return f"{type(value).__name__} {value!r}"[:80]
 
 
 # -- order -----------------------------------------------------------------------------------
