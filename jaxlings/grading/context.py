@@ -23,7 +23,6 @@ import numpy as np
 
 from jaxlings.grading import structure
 from jaxlings.grading.compare import mismatch
-from jaxlings.grading.device import tolerance as device_tolerance
 from jaxlings.grading.session import REFERENCE_TIMEOUT, GraderError, StudentError, format_error
 from jaxlings.grading.spec import Case, Exercise
 from jaxlings.grading.timing import CallFailed, Timed, committed_round, outputs, timed_call
@@ -90,8 +89,8 @@ class Side:
     and streams, each timed on the grader's clock. Failures of the reference's are the
     grader's (`GraderError`); the student's raise `StudentError` with a message for them."""
 
-    def __init__(self, session: TopicSession, student: bool) -> None:
-        self._session, self.student = session, student
+    def __init__(self, session: TopicSession, student: bool, exercise: str) -> None:
+        self._session, self.student, self.exercise = session, student, exercise
 
     def _worker(self) -> WorkerProcess:
         return self._session.student() if self.student else self._session.ref
@@ -100,7 +99,7 @@ class Side:
         """One request; its checked reply."""
         if self.student:
             return self._session.call_student(op, **fields)
-        return self._session.call_reference(op, **fields)
+        return self._session.call_reference(op, exercise=self.exercise, **fields)
 
     def attempt(self, op: str, **fields: Any) -> dict[str, Any] | None:
         """A student's call whose failure decides nothing: its reply, or None (see
@@ -157,7 +156,7 @@ class Side:
         except (WorkerDied, CallFailed) as exc:
             if self.student:
                 raise
-            raise GraderError(f"the reference {self._session.topic.name}.{fields.get('fn')} failed: {exc}") from None
+            raise GraderError(f"the reference {self._session.topic.name}.{self.exercise} failed: {exc}") from None
 
     def alone(self) -> contextlib.AbstractContextManager:
         """For the reference's timed work: the student's process frozen meanwhile (nothing it
@@ -200,15 +199,19 @@ class CheckContext:
         self._session = session
         self.exercise, self.cases, self.expected = exercise, cases, expected
         self.findings = Findings()
-        self.reference, self.student = Side(session, student=False), Side(session, student=True)
+        self.reference, self.student = (
+            Side(session, student=False, exercise=exercise.name),
+            Side(session, student=True, exercise=exercise.name),
+        )
 
     @classmethod
     def start(cls, session: TopicSession, exercise: Exercise) -> CheckContext:
         """An exercise's context: this run's cases drawn, and the reference's outputs on them.
-        On an accelerator, the exercise's tolerances are at least the device's (`device.TOLERANCE`):
+        On an accelerator, the exercise's tolerances are at least the device's (`device.TOLERANCE`,
+        and the exercise's own for that kind, `Exercise.accelerator_tolerance`):
         the student's outputs come from it, the reference's from the host's CPU."""
         if session.device is not None and session.device.accelerator:
-            exercise = exercise.at_least(*device_tolerance(session.device.kind))
+            exercise = exercise.on_accelerator(session.device.kind)
         cases = session.draw(exercise.name, "cases", lambda rng: exercise.cases(rng, session.public))
         ctx = cls(session, exercise, cases, [])
         ctx.expected = [ctx.reference_output(fn=exercise.name, args=c.args, **reference_call(exercise)) for c in cases]

@@ -30,8 +30,10 @@ round's are fetched and compared with the reference's after it (`checks.speed`).
 from __future__ import annotations
 
 import contextlib
+import logging
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,7 @@ from jaxlings.isolation import Limits, WorkerDied, WorkerProcess
 
 EMPTY_MODULE = '"""Nothing: this process imports each topic\'s module in turn (`jaxlings.grading.device_grading`)."""\n'
 LOAD_TIMEOUT = 120.0
+log = logging.getLogger(__name__)  # silent unless configured: the phases' steps and seconds, for an operator
 
 
 class SharedWorker:
@@ -111,6 +114,7 @@ class SharedWorker:
         except BaseException:
             lease.close()
             raise
+        log.info("%s's worker on the device: started", self.who)
         self.worker.shared = True  # type: ignore[attr-defined]  # a session never closes it (`TopicSession.close`)
         self._lease = lease
         self.platform = dict(self.worker.platform)
@@ -214,8 +218,12 @@ def reference_phase(
                 for ex in exercises:
                     ctx = CheckContext(session, ex, [], [])
                     for check in prefetching(ex):
+                        t0 = time.monotonic()
                         with gate.exclusive():  # timed: alone, as the student's rounds will be (`engine._gated`)
                             check.prefetch(ctx)
+                        log.info(
+                            "reference %s.%s: %s in %.2f s", topic.name, ex.name, check.name, time.monotonic() - t0
+                        )
         run.reference_platform = dict(trusted.platform)
     finally:
         trusted.cleanup()

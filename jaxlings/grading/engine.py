@@ -13,6 +13,7 @@ always complete.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import sys
@@ -37,6 +38,8 @@ from jaxlings.grading.session import GraderError, StudentError, TopicSession, fo
 from jaxlings.grading.spares import Spares
 from jaxlings.grading.spec import Exercise, Topic
 from jaxlings.isolation import Limits
+
+log = logging.getLogger(__name__)  # silent unless configured: each check's start and seconds, for an operator
 
 PUBLIC_SEED = draws.PUBLIC_SEED
 # Gradescope visibility of every test: no message ever carries an expected value, so all show.
@@ -458,6 +461,7 @@ def grade_exercise(
         elif waiting:
             outcome = Outcome.fail(waiting, waits=True)
         else:
+            log.info("%s.%s: %s", session.topic.name, ex.name, check.name)
             try:
                 with _gated(session, gate, check):
                     outcome = check.run(ctx)
@@ -471,6 +475,15 @@ def grade_exercise(
             died_in = check.name
         ctx.findings.passed[check.name] = outcome.fraction >= 1.0
         timings[check.name] = round(time.monotonic() - t0, 3)
+        log.info(
+            "%s.%s: %s %s in %.2f s%s",
+            session.topic.name,
+            ex.name,
+            check.name,
+            outcome.fraction,
+            timings[check.name],
+            "" if outcome.fraction >= 1.0 else f": {outcome.message}",
+        )
         tests.append(TestResult.of(session.topic.name, ex.name, check.name, check.points, outcome, VISIBILITY))
         if on_test:
             on_test(tests[-1])

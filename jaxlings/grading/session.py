@@ -422,16 +422,18 @@ class TopicSession:
             self.deaths = deaths
             return None
 
-    def call_reference(self, op: str, **fields: Any) -> dict[str, Any]:
-        """One request to the reference's worker; any failure is the grader's, not the student's."""
+    def call_reference(self, op: str, exercise: str | None = None, **fields: Any) -> dict[str, Any]:
+        """One request to the reference's worker; any failure is the grader's, not the student's,
+        and its message names `exercise` (else the request's function)."""
+        name = f"{self.topic.name}.{exercise or fields.get('fn') or op}"
         if self.answers.mode == "replay":
             raise GraderError(f"the reference is not here to answer `{op}`: this run replays recorded expectations")
         try:
             reply = replies.check(op, self.ref.request(op, REFERENCE_TIMEOUT, **fields))
         except (WorkerDied, replies.MalformedReply) as exc:
-            raise GraderError(f"the reference {self.topic.name}.{fields.get('fn')} failed: {exc}") from None
+            raise GraderError(f"the reference {name} failed `{op}`: {exc}") from None
         if not reply["ok"]:
-            raise GraderError(f"the reference {self.topic.name}.{fields.get('fn')} failed: {reply['error']}")
+            raise GraderError(f"the reference {name} failed `{op}`: {format_error(reply['error'])}")
         return reply
 
     def __enter__(self) -> TopicSession:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from jaxlings.grading import options
+from jaxlings.grading import device, options
 from jaxlings.worker.wire import Key  # noqa: F401 - topic specs build key arguments with it
 
 if TYPE_CHECKING:
@@ -118,6 +118,9 @@ class Exercise:
     `outputs`: the names of the returned tuple's entries, as the docstring calls them
     (`("init_key", "step_keys")`): messages and the generated "Graded" list name the outputs so
     (dict keys and dataclass fields name themselves; see `jaxlings.grading.compare`).
+    `accelerator_tolerance`: the least (rtol, atol) on an accelerator kind ("tpu", "gpu") where
+    the exercise's outputs differ from the CPU's by more than `device.TOLERANCE` allows (an
+    error that accumulates: a random walk's draws), with the measurement that says so.
     """
 
     name: str
@@ -131,6 +134,7 @@ class Exercise:
     static_argnums: tuple[int, ...] = ()
     operator_outputs: bool = False
     outputs: tuple[str, ...] = ()
+    accelerator_tolerance: dict[str, tuple[float, float]] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
         from jaxlings.grading.checks.base import Check, SpecError, ordered
@@ -144,6 +148,10 @@ class Exercise:
             raise SpecError(f"{self.name}: option {found[0]!r} {found[1]}")
         if len(self.hints) < 2:
             raise SpecError(f"{self.name}: give at least two progressive hints")
+        if unknown := set(self.accelerator_tolerance) - {"tpu", "gpu"}:
+            raise SpecError(
+                f"{self.name}: `accelerator_tolerance` names {sorted(unknown)}; its kinds are 'tpu' and 'gpu'"
+            )
         names = [c.name for c in self.checks]
         if len(set(names)) != len(names):
             raise SpecError(f"{self.name}: a check is listed twice ({', '.join(names)})")
@@ -163,7 +171,7 @@ class Exercise:
     def at_least(self, rtol: float, atol: float) -> Exercise:
         """This exercise with its tolerances, and those of its checks that have their own
         (`Grad`), raised to at least `rtol` and `atol` (outputs computed on an accelerator,
-        compared with the reference's on the CPU: `device.TOLERANCE`)."""
+        compared with the reference's on the CPU: `device.TOLERANCE`, `accelerator_tolerance`)."""
         checks = tuple(
             replace(c, rtol=max(c.rtol, rtol), atol=max(c.atol, atol))  # type: ignore[call-arg]  # `Grad`'s own
             if hasattr(c, "rtol") and hasattr(c, "atol")
@@ -171,6 +179,11 @@ class Exercise:
             for c in self.checks
         )
         return replace(self, rtol=max(self.rtol, rtol), atol=max(self.atol, atol), checks=checks)
+
+    def on_accelerator(self, kind: str) -> Exercise:
+        """This exercise as graded on an accelerator of `kind`: its tolerances at least the
+        device's (`device.TOLERANCE`) and its own for that kind (`accelerator_tolerance`)."""
+        return self.at_least(*device.tolerance(kind)).at_least(*self.accelerator_tolerance.get(kind, (0.0, 0.0)))
 
     def check(self, name: str) -> Check | None:
         """The exercise's check called `name`, or None."""

@@ -95,16 +95,18 @@ def _double_round(state: tuple, xp: Any) -> tuple:
 
 
 def compress(message: Any, key: list[Any], xp: Any) -> Any:
-    """Eight words per row of `message` (rows, 8) into four, under `key` (four uint32 arrays of
-    one value per row, or scalars): the ChaCha permutation of (constants, message, key), fed
-    forward, its first and last rows of four words folded together. In JAX the double rounds
-    are a loop (one small compiled body, whatever the number of levels of the tree)."""
+    """Eight words per column of `message` (8, columns) into four (4, columns), under `key` (four
+    uint32 arrays of one value per column, or scalars): the ChaCha permutation of (constants,
+    message, key), fed forward, its first and last rows of four words folded together. Columns,
+    not rows: on a TPU the last axis is the vector lanes' (128 wide), and an array of 8 per row
+    would take 16 times its size. In JAX the double rounds are a loop (one small compiled body,
+    whatever the number of levels of the tree)."""
     u32 = xp.uint32
-    rows = message.shape[0]
+    columns = message.shape[1]
     start = tuple(
-        [xp.full((rows,), c, u32) for c in _SIGMA]
-        + [message[:, i] for i in range(8)]
-        + [xp.broadcast_to(xp.asarray(k, u32), (rows,)) for k in key]
+        [xp.full((columns,), c, u32) for c in _SIGMA]
+        + [message[i] for i in range(8)]
+        + [xp.broadcast_to(xp.asarray(k, u32), (columns,)) for k in key]
     )
     if xp.__name__ == "numpy":
         state = start
@@ -114,7 +116,7 @@ def compress(message: Any, key: list[Any], xp: Any) -> Any:
         import jax
 
         state = jax.lax.fori_loop(0, DOUBLE_ROUNDS, lambda _, s: _double_round(s, xp), start)
-    return xp.stack([(state[i] + start[i]) ^ (state[12 + i] + start[12 + i]) for i in range(4)], axis=1)
+    return xp.stack([(state[i] + start[i]) ^ (state[12 + i] + start[12 + i]) for i in range(4)])
 
 
 FAN = 64
@@ -124,49 +126,51 @@ a few stages cover any output, each one small compiled loop."""
 
 def digest(leaves: list[Any], salt: Any, xp: Any) -> Any:
     """The digest of `leaves` (arrays of `xp`) under `salt` (a uint32: a Python int, or a traced
-    scalar in a jitted function): four uint32 words. The words are compressed 8 at a time into
-    states, in parallel; then, stage by stage, each group of `FAN` states is folded into one by a
-    chain of compressions (each absorbing two states into the chaining value, which starts from
-    the salt, the stage, the group and the length), until one is left."""
+    scalar in a jitted function): four uint32 words. The words, padded to a multiple of 8, are
+    laid out as 8 rows (word `i * columns + b` is word `i` of block `b`) and each block is
+    compressed into a state, in parallel; then, stage by stage, each group of `FAN` states is
+    folded into one by a chain of compressions (each absorbing two states into the chaining
+    value, which starts from the salt, the stage, the group and the length), until one is left.
+    Group `g` of a stage holds the states `g, g + groups, g + 2 * groups, ...`: every reshape
+    keeps the states' index on the last axis (`compress`)."""
     u32 = xp.uint32
     flat = [words(leaf, xp) for leaf in leaves]
     data = xp.concatenate(flat) if flat else xp.zeros((0,), u32)
     n = int(data.shape[0])
     salt = xp.asarray(salt & MASK if isinstance(salt, int) else salt, u32)
     data = xp.concatenate([data, xp.zeros((-n % 8 if n else 8,), u32)])
-    blocks = data.reshape(-1, 8)
-    states = compress(blocks, [salt, u32(0), xp.arange(blocks.shape[0], dtype=u32), u32(n & MASK)], xp)
+    blocks = data.reshape(8, -1)
+    states = compress(blocks, [salt, u32(0), xp.arange(blocks.shape[1], dtype=u32), u32(n & MASK)], xp)
     stage = 1
-    while states.shape[0] > 1:
-        fan = min(FAN, states.shape[0] + states.shape[0] % 2)
-        states = xp.concatenate([states, xp.zeros((-states.shape[0] % fan, 4), u32)])
-        groups = states.reshape(-1, fan // 2, 8)
-        count = groups.shape[0]
+    while states.shape[1] > 1:
+        fan = min(FAN, states.shape[1] + states.shape[1] % 2)
+        states = xp.concatenate([states, xp.zeros((4, -states.shape[1] % fan), u32)], axis=1)
+        count = states.shape[1] // fan
+        # (4, fan, count) -> (steps, 8, count): step j absorbs states 2j and 2j + 1 of each group
+        groups = xp.transpose(states.reshape(4, fan // 2, 2, count), (1, 2, 0, 3)).reshape(fan // 2, 8, count)
         chain = xp.stack(
             [
                 xp.broadcast_to(salt, (count,)),
                 xp.full((count,), stage, u32),
                 xp.arange(count, dtype=u32),
                 xp.full((count,), n & MASK, u32),
-            ],
-            axis=1,
+            ]
         )
         states = _fold(groups, chain, xp)
         stage += 1
-    return states[0]
+    return states[:, 0]
 
 
 def _fold(groups: Any, chain: Any, xp: Any) -> Any:
-    """Each group's messages (groups, steps, 8) absorbed in order into its chaining value
-    (groups, 4): the value is the key of each step's compression."""
-    steps = groups.shape[1]
+    """Each group's messages (steps, 8, groups) absorbed in order into its chaining value
+    (4, groups): the value is the key of each step's compression."""
     if xp.__name__ == "numpy":
-        for j in range(steps):
-            chain = compress(groups[:, j], [chain[:, i] for i in range(4)], xp)
+        for message in groups:
+            chain = compress(message, list(chain), xp)
         return chain
     import jax
 
     def step(value: Any, message: Any) -> tuple[Any, None]:
-        return compress(message, [value[:, i] for i in range(4)], xp), None
+        return compress(message, [value[i] for i in range(4)], xp), None
 
-    return jax.lax.scan(step, chain, xp.swapaxes(groups, 0, 1))[0]
+    return jax.lax.scan(step, chain, groups)[0]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import jax
@@ -203,3 +204,14 @@ def test_outputs_from_an_accelerator_are_compared_at_least_at_its_tolerance():
     assert widened.check("grad").rtol == max(ex.check("grad").rtol, rtol)
     assert ex.at_least(0.0, 0.0) == ex  # never lower
     assert device.tolerance("cpu") == (0.0, 0.0)
+    assert ex.on_accelerator("tpu") == widened  # no tolerance of its own
+
+
+def test_an_exercise_whose_outputs_drift_on_an_accelerator_has_its_own_least_tolerance_there():
+    walk = topics.load("prng").exercise("noisy_walk")
+    rtol, atol = walk.accelerator_tolerance["tpu"]
+    on_tpu = walk.on_accelerator("tpu")
+    assert (on_tpu.rtol, on_tpu.atol) == (max(rtol, device.tolerance("tpu")[0]), atol) and atol > walk.atol
+    assert walk.on_accelerator("gpu") == walk.at_least(*device.tolerance("gpu"))  # the TPU's own only there
+    with pytest.raises(SpecError, match="its kinds are 'tpu' and 'gpu'"):
+        replace(walk, accelerator_tolerance={"tpu v5e": (1e-3, 1e-3)})

@@ -1,0 +1,43 @@
+#!/bin/bash
+# The measurements of the grading accelerator, one step per device call, every figure in $OUT.
+# Run on the TPU machine from the project's root with .whl-tpu/ carried (shared/tpu/README.md):
+#   bash benchmarks/on_tpu.sh course     # the solutions graded whole, hidden: score, time, leases
+#   bash benchmarks/on_tpu.sh survey     # sizes of the named exercises, then the tolerance survey
+#   bash benchmarks/on_tpu.sh verdicts   # speed verdicts of the reference and of twice its work
+# Each line of progress goes to a file in $OUT as it is said: a step cut at its limit keeps them.
+set -u
+step=${1:?a step: course, survey or verdicts}
+limit=${2:-500}
+OUT=${OUT:?the output folder of the device machine}
+if [ -d /tmp/site ]; then  # a warm machine keeps /tmp between calls: the wheels are there already
+  export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}/tmp/site:/tmp/site2:$PWD
+else
+  source .whl-tpu/install.sh > "$OUT/install.log" 2>&1
+  # netket imports einops, which shared/tpu/wheels.sh does not fetch: carried where it was added
+  # (`pip download --no-deps -d .whl-tpu einops`), else from the machine's own index
+  PIP_CONFIG_FILE=/dev/null python3 -m pip install --isolated -q --only-binary=:all: --no-deps --no-cache-dir \
+    --find-links .whl-tpu --index-url file:///opt/pypi/simple --target /tmp/site2 einops >> "$OUT/install.log" 2>&1
+fi
+python3 -c 'import jax, netket, flax, optax, jaxlings; print("on", jax.devices()[0].device_kind, "jax", jax.__version__)' \
+  >> "$OUT/install.log" 2>&1 || { tail -c 3000 "$OUT/install.log"; exit 1; }
+date -u +"start %T" > "$OUT/$step.times"
+case $step in
+  course)
+    # the engine's log (each check's start and seconds) in course.steps: where a long run spends its time
+    timeout "$limit" python3 -u -c 'import logging, sys; from jaxlings.cli import main
+logging.basicConfig(filename=sys.argv.pop(1), level=logging.INFO, format="%(relativeCreated)8.0f %(message)s")
+sys.argv[0] = "grade"; main()' "$OUT/course.steps" grade solutions --device tpu --sandbox off --jobs 8 \
+      ${TOPICS:+-t $TOPICS} --json "$OUT/course.json" > "$OUT/course.log" 2>&1 ;;
+  survey)
+    timeout "$limit" python3 -u benchmarks/device_survey.py --out "$OUT/survey" --skip opens \
+      --exercises "${EXERCISES:-static_args.cached_solve,static_args.standardize,training.train_step}" \
+      --reps 5 --deadline $((limit / 2)) > "$OUT/survey.out" 2>&1 ;;
+  verdicts)
+    timeout "$limit" python3 -u benchmarks/device_check.py --device tpu --gradings "${GRADINGS:-5}" \
+      --versions reference,x2 --no-course --json "$OUT/verdicts.json" > "$OUT/verdicts.log" 2>&1 ;;
+  *) echo "unknown step: $step"; exit 2 ;;
+esac
+rc=$?
+date -u +"end %T rc $rc" >> "$OUT/$step.times"
+tail -c 3000 "$OUT"/$step*.log "$OUT"/$step*.out 2>/dev/null
+exit $rc
