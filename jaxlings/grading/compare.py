@@ -119,6 +119,8 @@ def _leaf_mismatch(e: dict[str, Any], g: dict[str, Any], rtol: float, atol: floa
                 "exact equality is required"
             )
         return None
+    if ev.dtype.kind == "c":  # both parts: the error is the modulus of the difference
+        return _float_mismatch(ev.astype(np.complex128), gv.astype(np.complex128), rtol, atol)
     return _float_mismatch(ev.astype(np.float64), gv.astype(np.float64), rtol, atol)
 
 
@@ -163,7 +165,8 @@ def _float_mismatch(ev: np.ndarray, gv: np.ndarray, rtol: float, atol: float) ->
     with np.errstate(invalid="ignore"):
         err = np.where(e_nan, 0.0, np.abs(gv - ev))
         err = np.where(np.isinf(ev) & (gv == ev), 0.0, err)
-        bad = err > atol + rtol * np.abs(np.where(e_nan, 0.0, ev))
+        # an infinite expected value is matched exactly: its tolerance, rtol * inf, would take anything
+        bad = (err > atol + rtol * np.abs(np.where(e_nan, 0.0, ev))) | (np.isinf(ev) & (gv != ev))
     if bad.any():
         idx = np.unravel_index(np.argmax(np.where(bad, err, -1.0)), err.shape) if err.ndim else ()
         if not err.ndim:

@@ -180,13 +180,27 @@ def _custom(text: str, i: int) -> tuple[Node, int]:
     return Node("custom", children, name=name, aux=aux), i + 1
 
 
+DEEPEST = 8
+"""Levels of nesting a structure is described to ("a list of one list of ..."); below, only how many."""
+
+
 def describe(node: Node, depth: int = 0) -> str:
     """A structure in words: "an array", "a pair of arrays", "a tuple of three: (an array, a
-    pair of arrays, None)", "a dict with keys 'w', 'b'", "an instance of `Params`"."""
+    pair of arrays, None)", "a dict with keys 'w', 'b'", "an instance of `Params`". Each node is
+    described at most twice (once of each number) whatever the structure: a student's output
+    may nest lists hundreds deep, and the grader's words cost no more than the parse."""
     return _words(node, depth, plural=False)
 
 
-def _words(node: Node, depth: int, plural: bool) -> str:
+def _words(node: Node, depth: int, plural: bool, memo: dict[tuple[int, bool], str] | None = None) -> str:
+    memo = {} if memo is None else memo
+    key = (id(node), plural)
+    if key not in memo:
+        memo[key] = _words_of(node, depth, plural, memo)
+    return memo[key]
+
+
+def _words_of(node: Node, depth: int, plural: bool, memo: dict[tuple[int, bool], str]) -> str:
     n = len(node.children)
     if node.kind == "leaf":
         return "arrays" if plural else "an array"
@@ -202,9 +216,11 @@ def _words(node: Node, depth: int, plural: bool) -> str:
     what = "tuple" if node.kind == "tuple" else "list"
     if not n:
         return f"empty {what}s" if plural else f"an empty {what}"
-    kinds = {_words(c, depth + 1, False) for c in node.children}
+    if depth >= DEEPEST:
+        return f"{what}s of {small(n)}, nested deeper" if plural else f"a {what} of {small(n)}, nested deeper"
+    kinds = {_words(c, depth + 1, False, memo) for c in node.children}
     if len(kinds) == 1:  # all alike: "a pair of arrays", "a list of three dicts with keys 'w'"
-        inner = _words(node.children[0], depth + 1, plural=n > 1)
+        inner = _words(node.children[0], depth + 1, n > 1, memo)
         if n == 1:  # "a tuple of one array"
             inner = inner.removeprefix("an ").removeprefix("a ")
         if n == 2 and what == "tuple":
@@ -213,7 +229,7 @@ def _words(node: Node, depth: int, plural: bool) -> str:
     head = f"{what}s of {small(n)}" if plural else f"a {what} of {small(n)}"
     if depth >= 1 or plural:
         return head
-    return f"{head}: ({', '.join(_words(c, depth + 1, False) for c in node.children)})"
+    return f"{head}: ({', '.join(_words(c, depth + 1, False, memo) for c in node.children)})"
 
 
 def _short(text: str, limit: int = 40) -> str:

@@ -11,7 +11,9 @@ assignment's leaderboard is enabled, under the pseudonyms students give it there
 
 from __future__ import annotations
 
+import json
 import shlex
+import sys
 import zipfile
 from pathlib import Path
 
@@ -42,7 +44,16 @@ export PYTHONPATH="$SRC${{PYTHONPATH:+:$PYTHONPATH}}"
 export JAXLINGS_SOLUTIONS="$SRC/solutions"
 cd "$SRC"
 OUT="$ROOT/results/results.json"
-exec "$PY" -m jaxlings grade "$ROOT/submission" {topics}--sandbox auto --leaderboard --json "$OUT"
+LOG="$ROOT/results/grader.log"
+# The sandbox is required: where bubblewrap cannot build one (an image without user namespaces),
+# nothing is graded, and results.json says why, for the instructor to fix.
+status=0
+"$PY" -m jaxlings grade "$ROOT/submission" {topics}--sandbox on --leaderboard --json "$OUT" >"$LOG" 2>&1 || status=$?
+cat "$LOG"
+if [ "$status" -ne 0 ] && [ ! -s "$OUT" ]; then
+  "$PY" -m jaxlings.service.gradescope "$LOG" "$OUT"
+fi
+exit "$status"
 """
 
 
@@ -75,3 +86,27 @@ def _script(archive: zipfile.ZipFile, name: str, text: str) -> None:
     info.external_attr = 0o755 << 16
     info.compress_type = zipfile.ZIP_DEFLATED
     archive.writestr(info, text)
+
+
+def failed(log: Path, out: Path) -> None:
+    """Gradescope's results.json for a run that graded nothing: score 0, and the grader's error
+    (its log from the `error:` line on, rich's wrapping undone; else the log's end)."""
+    text = log.read_text(errors="replace") if log.is_file() else ""
+    lines = text.splitlines()
+    first = next((i for i, line in enumerate(lines) if line.startswith("error:")), None)
+    said = " ".join(line.strip() for line in lines[first:]) if first is not None else text.strip()
+    why = said[-2000:] or "the grader stopped without a message"
+    out.write_text(
+        json.dumps(
+            {
+                "score": 0,
+                "output": f"This submission was not graded: the autograder could not run ({why}). "
+                "Your instructor has been shown this message; resubmit once it is fixed.",
+                "tests": [],
+            }
+        )
+    )
+
+
+if __name__ == "__main__":  # run_autograder's fallback: `python -m jaxlings.service.gradescope LOG OUT`
+    failed(Path(sys.argv[1]), Path(sys.argv[2]))

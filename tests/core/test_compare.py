@@ -36,6 +36,22 @@ def test_integers_and_keys_must_be_exact():
     assert mismatch(out(np.uint32([[1, 2]]), kind="key"), out(np.uint32([[1, 2]]), kind="key"), 0, 0) is None
 
 
+def test_an_infinite_expected_value_is_matched_exactly():
+    expected = np.float32([1.0, np.inf, -np.inf])
+    assert mismatch(out(expected), out(expected.copy()), 1e-3, 1e-3) is None
+    for wrong in ([1.0, 3.0e38, -np.inf], [1.0, -np.inf, -np.inf], [1.0, np.inf, -1.0]):
+        msg = mismatch(out(expected), out(np.float32(wrong)), 1e-3, 1e-3)
+        assert msg is not None and "1 of 3 values are off" in msg, wrong
+
+
+def test_complex_outputs_are_compared_in_both_parts():
+    expected = np.complex64([1 + 2j, 3 - 1j])
+    assert mismatch(out(expected), out(expected + np.complex64(1e-7)), 1e-6, 1e-6) is None
+    msg = mismatch(out(expected), out(np.complex64([1 + 2j, 3 + 1j])), 1e-6, 1e-6)  # the imaginary part only
+    assert msg is not None and "1 of 2 values are off" in msg and "index (1,)" in msg
+    assert "NaN" in mismatch(out(expected), out(np.complex64([1 + 2j, complex(3, np.nan)])), 1e-3, 1e-3)
+
+
 def test_nan_where_the_reference_has_none():
     assert "NaN" in mismatch(out(np.float32([1, 2])), out(np.float32([1, np.nan])), 1e-3, 1e-3)
     assert mismatch(out(np.float32([np.nan, np.inf])), out(np.float32([np.nan, np.inf])), 0, 0) is None

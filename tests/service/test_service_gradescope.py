@@ -70,3 +70,35 @@ def test_run_autograder_in_an_autograder_folder_writes_results(tmp_path):
         else:
             assert doc["score"] == 0 and doc["max_score"] > 0
             assert "leaderboard" not in doc  # nothing was timed
+
+
+def test_run_autograder_grades_nothing_without_the_sandbox_and_says_why(tmp_path):
+    """Where bubblewrap cannot build a sandbox, the submission is not run unsandboxed: the run fails
+    and results.json names the cause."""
+    out = tmp_path / "jaxlings.zip"
+    made = subprocess.run(
+        GRADE + ["export", "gradescope", "--out", str(out)], capture_output=True, text=True, timeout=120
+    )
+    assert made.returncode == 0, made.stdout + made.stderr
+    root = tmp_path / "autograder"
+    with zipfile.ZipFile(out) as archive:
+        archive.extractall(root / "source")
+    (root / "submission").mkdir()
+    (root / "submission" / "at_updates.py").write_text((SOLUTIONS / "at_updates.py").read_text())
+    tools = tmp_path / "bin"  # what the script needs, and no bwrap
+    tools.mkdir()
+    for tool in ("mkdir", "cat"):
+        (tools / tool).symlink_to(shutil.which(tool))
+    env = {"PATH": str(tools), "HOME": str(tmp_path), "AUTOGRADER_ROOT": str(root), "JAXLINGS_PYTHON": sys.executable}
+    ran = subprocess.run(
+        [shutil.which("bash"), str(root / "source" / "run_autograder")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert ran.returncode != 0
+    doc = json.loads((root / "results" / "results.json").read_text())
+    assert doc["score"] == 0 and doc["tests"] == []
+    assert "not graded" in doc["output"] and "the sandbox needs bubblewrap" in doc["output"], doc["output"]
+    assert "WITHOUT the sandbox" not in ran.stdout
