@@ -153,8 +153,12 @@ def submit(
     for topic in (t for t in topics if t in dates):
         console.print(f"{escape(topic)}: {escape(dates[topic])}", highlight=False)
     state = api.submit(data, topics)
+    left_out = state.get("left_out") or {}  # the topics not taken now: not open yet, or closed
     again = " (already submitted: same files)" if state.get("duplicate") else ""
-    console.print(f"submission [bold]{state['id']}[/]: {', '.join(topics)}{again}", highlight=False)
+    taken = state.get("topics") or topics
+    console.print(f"submission [bold]{state['id']}[/]: {escape(', '.join(taken))}{again}", highlight=False)
+    for why in left_out.values():
+        console.print(f"left out: {escape(str(why))} (not submitted)", highlight=False)
     if not wait:
         console.print(f"see it with `grade result {state['id']}`")
         return

@@ -44,20 +44,30 @@ def window(course: rules.CourseRules, granted: Extensions, student_id: int, topi
     return course.window(topic, granted.get((student_id, topic), dt.timedelta(0)))
 
 
+def closed(
+    course: rules.CourseRules, granted: Extensions, student_id: int, topics: Iterable[str], now: dt.datetime
+) -> dict[str, str]:
+    """Of `topics`, those a submission received `now` cannot hold for this student (not open yet,
+    or closed for them), each with why in words: "prng opens in 3 hours (...)", "prng is closed
+    since ..."."""
+    why = {}
+    for topic in topics:
+        w = window(course, granted, student_id, topic)
+        phase = w.phase(aware(now))
+        if phase is rules.Phase.NOT_OPEN:
+            why[topic] = f"{topic} {rules.describe(w, aware(now), course)}"
+        elif phase is rules.Phase.CLOSED:
+            why[topic] = f"{topic} is {rules.describe(w, aware(now), course)}"
+    return why
+
+
 def refusal(
     course: rules.CourseRules, granted: Extensions, student_id: int, topics: Iterable[str], now: dt.datetime
 ) -> str | None:
     """Why a submission of `topics` received `now` is not taken (a topic not open yet, or
     closed for this student), in one sentence naming each; None when it is taken."""
-    problems = []
-    for topic in topics:
-        w = window(course, granted, student_id, topic)
-        phase = w.phase(aware(now))
-        if phase is rules.Phase.NOT_OPEN:
-            problems.append(f"{topic} {rules.describe(w, aware(now), course)}")  # "prng opens in 3 hours (...)"
-        elif phase is rules.Phase.CLOSED:
-            problems.append(f"{topic} is {rules.describe(w, aware(now), course)}")  # "prng is closed since ..."
-    return "; ".join(problems) + " (no submission of it is taken now)" if problems else None
+    problems = closed(course, granted, student_id, topics, now)
+    return "; ".join(problems.values()) + " (no submission of it is taken now)" if problems else None
 
 
 def status_lines(

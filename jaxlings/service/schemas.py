@@ -87,6 +87,9 @@ class SubmissionView(BaseModel):
     results_url: str | None
     page_url: str
     duplicate: bool | None = None
+    left_out: dict[str, str] = {}
+    """On the answer to a submit: the topics of the upload not taken because they are not open for
+    the student now, each with why ("prng opens in 3 days (...)")."""
 
 
 class Grading(BaseModel):

@@ -27,11 +27,15 @@ from jaxlings.service.db import FAILED, QUEUED, Student, Submission, Upload, utc
 
 def submit(
     state: Any, session: Session, who: Identity, raw: bytes, wanted: list[str] | None
-) -> tuple[Submission, bool]:
-    """Check, store and queue an upload; (the submission, whether it was already there).
+) -> tuple[Submission, bool, dict[str, str]]:
+    """Check, store and queue an upload; (the submission, whether it was already there, the
+    topics left out because they are not open for this student now, each with why).
 
     `state` is the app's state (settings, topics, dispatcher); `raw` the body as sent; `wanted`
-    the topics asked for (None: those in the zip). Raises UploadError or HTTPException (4xx).
+    the topics asked for (None: those in the zip). A topic not open yet or closed is left out,
+    and said so, never the whole upload refused for it: a student submits their whole folder
+    in the first week too. Raises UploadError or HTTPException (4xx; 403 when no topic of it is
+    open).
     """
     settings: Settings = state.settings
     if who.is_instructor:
@@ -39,14 +43,30 @@ def submit(
     checked = storage.check_upload(
         raw, state.topics, max_bytes=settings.max_upload_bytes, max_unpacked=settings.max_unpacked_bytes
     )
-    names = topics_for(state.topics, wanted, checked.files)
+    course = getattr(state, "rules", rules.NO_RULES)
+    names, left_out = _open_only(session, course, who.student_id, topics_for(state.topics, wanted, checked.files))
     existing = _existing(session, who.student_id, checked.digest, names)
     if existing is not None:
-        return _again(state, session, existing), True
+        return _again(state, session, existing), True, left_out
     session.rollback()  # end any read snapshot: the lock below must be the transaction's first statement
-    row = store(session, settings, who.student_id, checked, names, getattr(state, "rules", rules.NO_RULES))
+    row = store(session, settings, who.student_id, checked, names, course)
     state.dispatcher.put([row.id])
-    return row, False
+    return row, False, left_out
+
+
+def _open_only(
+    session: Session, course: rules.CourseRules, student_id: int | None, names: str
+) -> tuple[str, dict[str, str]]:
+    """The topics of `names` open for this student now, and those left out with why; 403 naming
+    each when none is open."""
+    if not course.topics or student_id is None:
+        return names, {}
+    topics = names.split(",")
+    left_out = deadlines.closed(course, deadlines.extensions(session, [student_id]), student_id, topics, utcnow())
+    kept = [t for t in topics if t not in left_out]
+    if not kept:
+        raise HTTPException(403, "; ".join(left_out.values()) + " (no submission of it is taken now)")
+    return ",".join(kept), left_out
 
 
 def topics_for(known: tuple[str, ...], wanted: list[str] | None, files: dict[str, bytes]) -> str:

@@ -1,5 +1,5 @@
 """Course rules on the service (issue 31): a late submission counts with the policy's factor,
-never rewritten; a topic not open yet or closed is refused at receipt; an extension moves one
+never rewritten; a topic not open yet or closed is left out at receipt, said so; an extension moves one
 student's dates; the student sees where each topic stands (page, `/api/deadlines`, `grade
 submit`); the instructor sees raw and counted scores and the late flag (gradebook, exports) and
 grants extensions (CLI, API, topic page).
@@ -132,16 +132,27 @@ FILE = "def f():\n    return 1\n"
 
 
 @pytest.mark.slow
-def test_a_topic_closed_or_not_open_is_refused_at_receipt_and_an_extension_reopens_it_for_one_student(course):
+def test_a_topic_closed_or_not_open_is_left_out_at_receipt_and_an_extension_reopens_it_for_one_student(course):
     write_rules(course, dt.datetime.now(dt.UTC))
     course.serve()
-    alice, bob = api(course, course.token("alice")), api(course, course.token("bob"))
+    alice_token = course.token("alice")
+    alice, bob = api(course, alice_token), api(course, course.token("bob"))
     for topic, words in (("loops", "loops is closed since"), ("jit_basics", "jit_basics opens in 3 days (")):
         refused = post_zip(alice, zip_of({f"{topic}.py": FILE}))
         assert refused.status_code == 403 and words in refused.json()["detail"], refused.text
     assert submissions(course) == 0  # nothing stored for a refusal
-    both = post_zip(alice, zip_of({"loops.py": FILE, "at_updates.py": FILE}))
-    assert both.status_code == 403 and "loops" in both.json()["detail"] and "at_updates" not in both.json()["detail"]
+    # an upload with an open topic beside closed ones: the open one taken, the others left out and said
+    both = post_zip(alice, zip_of({"loops.py": FILE, "at_updates.py": FILE, "jit_basics.py": FILE}))
+    assert both.status_code == 202 and both.json()["topics"] == ["at_updates"], both.text
+    left_out = both.json()["left_out"]
+    assert set(left_out) == {"loops", "jit_basics"} and left_out["loops"].startswith("loops is closed since")
+    assert submissions(course) == 1
+    with closing(page_login(course, alice_token)) as pages:  # the submission's page says what it left out
+        page = " ".join(pages.get(f"/submissions/{both.json()['id']}").text.split())
+    assert (
+        "In the upload but not graded: jit_basics.py (not open for this student when it was received), "
+        "loops.py (not open for this student when it was received)."
+    ) in page, page
     assert post_zip(alice, zip_of({"at_updates.py": FILE})).status_code == 202  # open
     assert post_zip(alice, zip_of({"prng.py": FILE})).status_code == 202  # late, still taken
 
@@ -218,6 +229,11 @@ def test_grade_submit_says_where_each_topic_stands_before_it_uploads(course, tmp
     closed = grade(["submit", "loops"], course, cwd=tmp_path, **env)
     assert closed.returncode != 0 and "loops: closed since" in closed.stdout
     assert "no submission of it is taken now" in " ".join((closed.stdout + closed.stderr).split())
+    (tmp_path / "exercises" / "prng.py").write_text(FILE + "\n")  # another content: not a duplicate
+    everything = grade(["submit"], course, cwd=tmp_path, **env)  # the whole folder, as the README says
+    said = " ".join(everything.stdout.split())
+    assert everything.returncode == 0, everything.stdout + everything.stderr
+    assert ": prng, at_updates" in said and "left out: loops is closed since" in said, said
 
 
 @pytest.mark.slow

@@ -104,8 +104,8 @@ def _submit_as(request: Request, token: str, raw: bytes, topics: list[str] | Non
     """Authenticate, then submit, on a database session opened only now (after the body)."""
     with request.app.state.sessions() as session:
         who = identify(session, request, token)
-        row, duplicate = submitting.submit(request.app.state, session, who, raw, topics)
-        return view(request, session, row, duplicate)
+        row, duplicate, left_out = submitting.submit(request.app.state, session, who, raw, topics)
+        return view(request, session, row, duplicate).model_copy(update={"left_out": left_out})
 
 
 def router() -> APIRouter:

@@ -213,6 +213,7 @@ def router() -> APIRouter:
         who, row = found
         sub = visible(session, who, submission_id)
         result = json.loads(sub.result_json) if sub.result_json else None
+        files = views.topic_files(session, sub)
         return render(
             request,
             "submission.html",
@@ -220,7 +221,8 @@ def router() -> APIRouter:
             csrf=row.csrf,
             sub=sub,
             result=result,
-            topics=views.grouped(sub, views.topic_files(session, sub)),
+            topics=views.grouped(sub, files),
+            left_out=_left_out(request, session, sub, files),
             previous=_previous(session, sub),
             code_css=views.code_css(),
             position=jobs.position(session, sub),
@@ -452,6 +454,24 @@ def _regrade_targets(request: Request, session: Session, what: str) -> tuple[lis
     raise HTTPException(400, "a regrade names `all`, `topic:NAME` (a course topic) or a submission's id")
 
 
+def _left_out(request: Request, session: Session, sub: Submission, files: dict[str, str]) -> dict[str, str]:
+    """The topics whose file is in the submission's upload but which it does not grade, each with
+    why: not open for its student when it was received (`deadlines.closed` at that time), or not
+    asked for."""
+    topics = [t for t in request.app.state.topics if t in files and t not in sub.topic_list]
+    if not topics:
+        return {}
+    course = request.app.state.rules
+    closed = (
+        deadlines.closed(
+            course, deadlines.extensions(session, [sub.student_id]), sub.student_id, topics, sub.created_at
+        )
+        if course.topics
+        else {}
+    )
+    return {t: "not open for this student when it was received" if t in closed else "not asked for" for t in topics}
+
+
 def _previous(session: Session, sub: Submission) -> Submission | None:
     """The same student's submission just before this one (for "compare with the previous")."""
     return session.scalar(
@@ -543,7 +563,7 @@ def _page_submit(request: Request, file: bytes, csrf: str) -> Response:
             return _to_login(request)
         check_form(request, found[1], csrf)
         try:
-            sub, _ = submitting.submit(request.app.state, session, found[0], file, None)
+            sub, _, _ = submitting.submit(request.app.state, session, found[0], file, None)
         except storage.UploadError as exc:
             session.rollback()
             return _student_page(request, session, found, exc.status, str(exc))
