@@ -160,7 +160,7 @@ def known_zone(name: str) -> ZoneInfo:
     """The IANA time zone `name` ("Europe/Zurich"); a ValueError naming it when there is none."""
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a folder of the database ("America")
         raise ValueError(f"unknown time zone {name!r} (an IANA name such as 'Europe/Zurich')") from None
 
 

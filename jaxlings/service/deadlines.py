@@ -114,11 +114,12 @@ def grant(
     topics = list(topics)
     if topic not in topics:
         raise ValueError(f"no topic {topic!r} in this course (its topics: {', '.join(topics)})")
-    if length <= dt.timedelta(0):
-        raise ValueError("an extension must be longer than zero")
+    if int(length.total_seconds()) < 1:  # stored in whole seconds: a shorter one would be stored as none
+        raise ValueError("an extension must be at least one second long (extensions are kept in whole seconds)")
     student = session.scalar(select(Student).where(Student.login == login))
     if student is None:
         raise ValueError(f"no student {login!r} on the roster")
+    earlier = extensions(session, [student.id]).get((student.id, topic))
     session.add(
         Extension(
             student_id=student.id,
@@ -130,9 +131,10 @@ def grant(
         )
     )
     w = course.window(topic, length)
+    replaced = "" if earlier is None else f" (replacing the earlier extension of {rules.length(earlier)})"
     if w.due is None:
-        return f"{login} has {rules.length(length)} more on {topic} (it has no due date yet)"
-    return f"{login}: {topic} now due {course.local(w.due):%a %d %b %H:%M %Z}"
+        return f"{login} has {rules.length(length)} more on {topic} (it has no due date yet){replaced}"
+    return f"{login}: {topic} now due {course.local(w.due):%a %d %b %H:%M %Z}{replaced}"
 
 
 def granted_on(session: Session, topic: str) -> list[tuple[str, Extension]]:

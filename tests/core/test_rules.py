@@ -52,6 +52,7 @@ def test_a_course_file_reads_in_its_zone(tmp_path):
     "text, names",
     [
         ("timezone = 'Mars/Olympus'", ["timezone", "unknown time zone"]),
+        ("timezone = 'America'", ["timezone", "unknown time zone 'America'"]),  # a folder of the database
         ("[topics.prgn]\ndue = 2026-12-08T23:59:00", ["[topics.prgn]", "not a topic", "prng"]),
         ("[topics.prng]\ndue = 2026-12-08T23:59:00\nlate_until = 2026-12-01T00:00:00", ["topics.prng", "after"]),
         ("[topics.prng]\ndeu = 2026-12-08T23:59:00", ["topics.prng.deu", "not a key of this table"]),

@@ -57,6 +57,16 @@ def test_submission_page_groups_verdicts_by_exercise_beside_the_code(seeded):
         assert 'id="score"' in later and 'id="results-json"' in later
 
 
+def test_a_file_too_deep_for_pythons_parser_still_shows_its_page(course):
+    # a dead line summing 3,000 terms: ast.parse overflows its recursion; the page read it anyway
+    deep = PAGES_PRNG_BAD + "\n_dead = " + " + ".join(["1"] * 3000) + "\n"
+    sub = seed_submission(course, "ada", {"prng": deep}, seeded_result("prng", {"derive_keys:correct": "wrong keys"}))
+    course.serve()
+    with closing(page_login(course, course.token("ada"))) as ada:
+        page = ada.get(f"/submissions/{sub}")
+        assert page.status_code == 200 and 'href="#src-prng-1"' in page.text  # the failing function still linked
+
+
 def test_diff_of_one_students_submissions_and_not_across_students(seeded):
     course, first, second, bob = seeded
     with closing(page_login(course, course.token("ada"))) as ada:
