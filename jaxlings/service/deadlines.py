@@ -66,8 +66,13 @@ def refusal(
 ) -> str | None:
     """Why a submission of `topics` received `now` is not taken (a topic not open yet, or
     closed for this student), in one sentence naming each; None when it is taken."""
-    problems = closed(course, granted, student_id, topics, now)
-    return "; ".join(problems.values()) + " (no submission of it is taken now)" if problems else None
+    return refused(closed(course, granted, student_id, topics, now))
+
+
+def refused(why: dict[str, str]) -> str | None:
+    """The refusal of a submission whose topics `why` says are not open (`closed`), in one
+    sentence naming each; None when `why` is empty."""
+    return "; ".join(why.values()) + " (no submission of it is taken now)" if why else None
 
 
 def status_lines(

@@ -65,7 +65,7 @@ def _open_only(
     left_out = deadlines.closed(course, deadlines.extensions(session, [student_id]), student_id, topics, utcnow())
     kept = [t for t in topics if t not in left_out]
     if not kept:
-        raise HTTPException(403, "; ".join(left_out.values()) + " (no submission of it is taken now)")
+        raise HTTPException(403, deadlines.refused(left_out))
     return ",".join(kept), left_out
 
 
