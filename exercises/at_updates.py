@@ -30,10 +30,10 @@ def scatter_ops(x, idx, vals):
       - correct (2): make `set`, `add`, `min` and `max` equal the reference's¹, called as
         written on 1 edge case ("the docstring's example"; graded on other inputs of each kind)
         and 4 random cases.
-      - jit (1): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes); at most 200 operations (no Python loop
-        unrolled into it).
+      - jit (1): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes); at most 200
+        operations (no Python loop unrolled into it).
       ¹ rtol 1e-6, atol 1e-6 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("scatter_ops: your code here")
@@ -52,10 +52,10 @@ def histogram(x, nbins):
       - correct (2): make the output equal the reference's¹, called as written on 2 edge cases
         ("the docstring's example", "all values equal"; graded on other inputs of each kind) and
         4 random cases.
-      - jit (1): make it work jitted by the grader (with `nbins` static): the same outputs as
-        un-jitted, on the same cases; in its exported program: no host callbacks; no re-tracing
-        (one program, exported from the shapes, for new values of those shapes); a `scatter-add`
-        (an `.at[...].add`).
+      - jit (1): make it work jitted by the grader (with `nbins` static) once it is correct: the
+        reference's outputs on the same cases; in its exported program: no host callbacks; no
+        re-tracing (one program, exported from the shapes, for new values of those shapes); a
+        `scatter-add` (an `.at[...].add`).
       - speed (2): be about as fast as the reference²: jitted by the grader (with `nbins`
         static; as written if it fails `jit`), timed on `x` int32[2**20], `nbins` = 256 (`x`
         int32[2**24] on a GPU).
@@ -81,9 +81,9 @@ def mask_fill(x, threshold, fill):
       - correct (1): make the output equal the reference's¹, called as written on 2 edge cases
         ("the tutorial's mask example", "ties are not greater"; graded on other inputs of each
         kind) and 4 random cases.
-      - jit (2): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes).
+      - jit (2): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes).
       ¹ rtol 1e-6, atol 1e-6 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("mask_fill: your code here")
@@ -104,10 +104,10 @@ def lookup_and_clamp(x, idx, vals, fill):
     Graded (3 points):
       - correct (2): make `looked_up` and `clamped` equal the reference's¹, called as written on
         1 edge case ("n = 1"; graded on other inputs of each kind) and 4 random cases.
-      - jit (1): make it work jitted by the grader (with `fill` static): the same outputs as
-        un-jitted, on the same cases; in its exported program: no host callbacks; no re-tracing
-        (one program, exported from the shapes, for new values of those shapes); at most 200
-        operations (no Python loop unrolled into it).
+      - jit (1): make it work jitted by the grader (with `fill` static) once it is correct: the
+        reference's outputs on the same cases; in its exported program: no host callbacks; no
+        re-tracing (one program, exported from the shapes, for new values of those shapes); at
+        most 200 operations (no Python loop unrolled into it).
       ¹ rtol 1e-6, atol 1e-6 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("lookup_and_clamp: your code here")

@@ -70,9 +70,9 @@ def loss_and_grads(w, b, X, y):
       - correct (2): make the output equal the reference's¹, called as written on 2 edge cases
         ("the docstring's example", "one example, one feature"; graded on other inputs of each
         kind) and 4 random cases.
-      - jit (1): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes).
+      - jit (1): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes).
       ¹ rtol 1e-5, atol 1e-5 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("loss_and_grads: your code here")
@@ -102,10 +102,11 @@ def tall_jacobian(W1, b1, W2, x):
     Graded (3 points):
       - correct (1): make the output equal the reference's¹, called as written on 1 edge case
         ("the docstring's example"; graded on other inputs of each kind) and 3 random cases.
-      - jit (2): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes); XLA's FLOP count at most about the
-        reference's²; no `while` loop (`lax.fori_loop`, `lax.scan`, `lax.while_loop`).
+      - jit (2): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes); XLA's FLOP count at
+        most about the reference's²; no `while` loop (`lax.fori_loop`, `lax.scan`,
+        `lax.while_loop`).
       ¹ rtol 1e-5, atol 1e-5 for float outputs; integers, booleans and keys exactly. ² at most
       x2 + 2000 the reference's on the same inputs.
     """
@@ -142,10 +143,11 @@ def hvp(w, X, y, v):
       - correct (1): make the output equal the reference's¹, called as written on 2 edge cases
         ("the docstring's example: w = 0", "saturated logits: a tiny curvature"; graded on other
         inputs of each kind) and 4 random cases.
-      - jit (2): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes); XLA's FLOP count at most about the
-        reference's²; no `while` loop (`lax.fori_loop`, `lax.scan`, `lax.while_loop`).
+      - jit (2): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes); XLA's FLOP count at
+        most about the reference's²; no `while` loop (`lax.fori_loop`, `lax.scan`,
+        `lax.while_loop`).
       ¹ rtol 1e-5, atol 1e-5 for float outputs; integers, booleans and keys exactly. ² at most
       x2 + 2000 the reference's on the same inputs.
     """
@@ -179,9 +181,9 @@ def pair_energy(pos):
       - correct (1): make the output equal the reference's¹, called as written on 4 edge cases
         ("the docstring's example", "a single point", "two coinciding points"; graded on other
         inputs of each kind; 1 more hidden) and 4 random cases.
-      - jit (1): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes).
+      - jit (1): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes).
       - grad (3): make `jax.grad` with respect to `pos` equal the reference's gradient² on every
         case.
       ¹ rtol 1e-5, atol 1e-5 for float outputs; integers, booleans and keys exactly. ² rtol
@@ -212,9 +214,9 @@ def td_loss(w, s, r, s_next, gamma):
       - correct (1): make the output equal the reference's¹, called as written on 2 edge cases
         ("the docstring's example: on target", "the docstring's example: off target"; graded on
         other inputs of each kind) and 4 random cases.
-      - jit (1): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes).
+      - jit (1): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes).
       - grad (3): make `jax.grad` with respect to `w` equal the reference's gradient² on every
         case.
       ¹ rtol 1e-5, atol 1e-5 for float outputs; integers, booleans and keys exactly. ² rtol
@@ -252,9 +254,9 @@ def maml_loss(w, X_tr, y_tr, X_te, y_te, lr):
     Graded (5 points):
       - correct (1): make the output equal the reference's¹, called as written on 1 edge case
         ("the docstring's example"; graded on other inputs of each kind) and 4 random cases.
-      - jit (1): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes).
+      - jit (1): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes).
       - grad (3): make `jax.grad` with respect to `w` equal the reference's gradient² on every
         case.
       ¹ rtol 1e-5, atol 1e-5 for float outputs; integers, booleans and keys exactly. ² rtol
@@ -296,11 +298,11 @@ def per_example_grads(params, X, y):
       - correct (1): make the output equal the reference's¹, called as written on 2 edge cases
         ("the docstring's example: W1 = 0, b1 = 0", "one example"; graded on other inputs of
         each kind) and 4 random cases.
-      - jit (2): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes); it does not grow with the input²; no
-        `while` loop (`lax.fori_loop`, `lax.scan`, `lax.while_loop`); XLA's FLOP count at most
-        about the reference's³.
+      - jit (2): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes); it does not grow
+        with the input²; no `while` loop (`lax.fori_loop`, `lax.scan`, `lax.while_loop`); XLA's
+        FLOP count at most about the reference's³.
       ¹ rtol 1e-5, atol 1e-5 for float outputs; integers, booleans and keys exactly. ² at the
       largest case at most x3 + 20 the operations of the smallest: a loop stays a loop, a Python
       loop is unrolled. ³ at most x2 + 2000 the reference's on the same inputs.
@@ -356,11 +358,11 @@ def remat_grad(params, x):
       - correct (1): make `loss` and `grads` equal the reference's¹, called as written on 3 edge
         cases ("the docstring's example: W1 = 0, b1 = 0", "one layer", "one example"; graded on
         other inputs of each kind) and 4 random cases.
-      - jit (2): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes); XLA's count of temporary bytes for the
-        compiled program (its intermediates, not its arguments or outputs) at most about the
-        reference's².
+      - jit (2): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes); XLA's count of
+        temporary bytes for the compiled program (its intermediates, not its arguments or
+        outputs) at most about the reference's².
       ¹ rtol 1e-4, atol 1e-7 for float outputs; integers, booleans and keys exactly. ² at most
       x3 + 65536 the reference's on the same inputs.
     """

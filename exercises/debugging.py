@@ -91,10 +91,10 @@ def normalize_rows(x, debug):
       - correct (1): make the output equal the reference's¹, called as written on 3 edge cases
         ("the docstring's example, debug on", "all rows zero, debug off", "one row"; graded on
         other inputs of each kind) and 4 random cases.
-      - jit (1): make it work jitted by the grader (with `debug` static): the same outputs as
-        un-jitted, on the same cases; in its exported program (exported with `debug` = False):
-        no host callbacks; no re-tracing (one program, exported from the shapes, for new values
-        of those shapes).
+      - jit (1): make it work jitted by the grader (with `debug` static) once it is correct: the
+        reference's outputs on the same cases; in its exported program (exported with `debug` =
+        False): no host callbacks; no re-tracing (one program, exported from the shapes, for new
+        values of those shapes).
       - prints (2): make every call print exactly what the reference prints on that call (read
         from your process's stdout): jitted once by the grader (with `debug` static) and called
         on a stream of 12 inputs from cold caches.
@@ -162,9 +162,10 @@ def first_nan_step(h0, a, c):
       - correct (2): make the output equal the reference's¹, called as written on 4 edge cases
         ("the docstring's example: step 1", "the docstring's example: no NaN", "a NaN in h0";
         graded on other inputs of each kind; 1 more hidden) and 4 random cases.
-      - jit (2): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes); it does not grow with the input².
+      - jit (2): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes); it does not grow
+        with the input².
       ¹ rtol 1e-6, atol 1e-6 for float outputs; integers, booleans and keys exactly. ² at the
       largest case at most x3 + 20 the operations of the smallest: a loop stays a loop, a Python
       loop is unrolled.
@@ -205,9 +206,10 @@ def first_nan_grad(w0, x, y):
         NaN", "NaN at step 0", "NaN at the last step", "an outlier at the last step: no NaN",
         "no outlier: the weights slide to 0"; graded on other inputs of each kind) and 4 random
         cases.
-      - jit (2): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes); it does not grow with the input².
+      - jit (2): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes); it does not grow
+        with the input².
       ¹ rtol 1e-6, atol 1e-6 for float outputs; integers, booleans and keys exactly. ² at the
       largest case at most x3 + 20 the operations of the smallest: a loop stays a loop, a Python
       loop is unrolled.
@@ -233,12 +235,12 @@ def scoped_mlp(x, W1, b1, W2, b2):
       - correct (1): make the output equal the reference's¹, called as written on 1 edge case
         ("the docstring's example: W1 = 0, b1 = 0"; graded on other inputs of each kind) and 4
         random cases.
-      - jit (2): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes); a `dot_general` in the named scope
-        `hidden` itself (that exact path: not inside another scope of yours, nor in one of yours
-        nested in it); a `dot_general` in the named scope `readout` itself (that exact path: not
-        inside another scope of yours, nor in one of yours nested in it).
+      - jit (2): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes); a `dot_general` in
+        the named scope `hidden` itself (that exact path: not inside another scope of yours, nor
+        in one of yours nested in it); a `dot_general` in the named scope `readout` itself (that
+        exact path: not inside another scope of yours, nor in one of yours nested in it).
       ¹ rtol 1e-5, atol 1e-5 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("scoped_mlp: your code here")

@@ -56,9 +56,9 @@ def clip_by_norm(g, max_norm):
       - correct (1): make the output equal the reference's¹, called as written on 4 edge cases
         ("the docstring's example, clipped", "the docstring's example, unchanged", "norm equal
         to max_norm", "all zeros"; graded on other inputs of each kind) and 4 random cases.
-      - jit (2): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes).
+      - jit (2): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes).
       ¹ rtol 1e-5, atol 1e-6 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("clip_by_norm: your code here")
@@ -89,9 +89,9 @@ def logged_softmax(x):
       - correct (1): make the output equal the reference's¹, called as written on 2 edge cases
         ("large entries (exp would overflow)", "three dimensions, all equal"; graded on other
         inputs of each kind) and 4 random cases.
-      - jit (1): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes).
+      - jit (1): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes).
       - prints (2): make every call print exactly what the reference prints on that call (read
         from your process's stdout): jitted once by the grader and called on a stream of 12
         inputs from cold caches.
@@ -124,9 +124,9 @@ def ema_update(count, avg, x, decay):
       - correct (2): make `count`, `new_avg` and `debiased` equal the reference's¹, called as
         written on 2 edge cases ("the first update: debiased is x, to rounding", "a long run, a
         scalar"; graded on other inputs of each kind) and 4 random cases.
-      - jit (1): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes).
+      - jit (1): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes).
       ¹ rtol 1e-5, atol 1e-6 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("ema_update: your code here")
@@ -156,10 +156,10 @@ def regularized_loss(W, X, Y, l2):
       - correct (1): make the output equal the reference's¹, called as written on 2 edge cases
         ("the docstring's example: W = I", "l2 = 0, small"; graded on other inputs of each kind)
         and 4 random cases.
-      - jit (2): make it work jitted by the grader (with `l2` static): the same outputs as
-        un-jitted, on the same cases; in its exported program: no host callbacks; no re-tracing
-        (one program, exported from the shapes, for new values of those shapes); XLA's FLOP
-        count at most about the reference's².
+      - jit (2): make it work jitted by the grader (with `l2` static) once it is correct: the
+        reference's outputs on the same cases; in its exported program: no host callbacks; no
+        re-tracing (one program, exported from the shapes, for new values of those shapes);
+        XLA's FLOP count at most about the reference's².
       ¹ rtol 1e-5, atol 1e-5 for float outputs; integers, booleans and keys exactly. ² at most
       x1.5 + 100 the reference's on the same inputs.
     """
@@ -193,9 +193,9 @@ def bce_fast(z, y):
       - correct (1): make the output equal the reference's¹, called as written on 1 edge case
         ("large logits (exp would overflow)"; graded on other inputs of each kind) and 4 random
         cases.
-      - jit (1): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes).
+      - jit (1): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes).
       - compiles (1): compile at most 4 times² on a stream of 12 calls, called as written, with
         the reference's outputs (a function whose operations compile one by one, without jit,
         fails).
@@ -230,9 +230,9 @@ def affine(x, W, b):
     Graded (3 points):
       - correct (1): make the output equal the reference's¹, called as written on 4 random
         cases.
-      - jit (1): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes).
+      - jit (1): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes).
       - speed (1): be about as fast as the reference²: called as written, timed on `x`
         float32[384, 1536], `W` float32[1536, 384], `b` float32[384] (`x` float32[2**10, 2**12],
         `W` float32[2**12, 2**10], `b` float32[2**10] on a GPU; `x` float32[3072, 12288], `W`

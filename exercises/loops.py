@@ -58,12 +58,12 @@ def power_iteration(A, x0, n_iters):
       - correct (2): make `x` and `lam` equal the reference's¹, called as written on 3 edge
         cases ("the docstring's example", "the docstring's example, converged", "no iterations:
         the normalised start"; graded on other inputs of each kind) and 4 random cases.
-      - jit (2): make it work jitted by the grader (with `n_iters` static): the same outputs as
-        un-jitted, on the same cases; in its exported program: no host callbacks; no re-tracing
-        (one program, exported from the shapes, for new values of those shapes); a `while` loop
-        (`lax.fori_loop`, `lax.scan`, `lax.while_loop`); it does not grow with the input²;
-        compiled HLO of at most about the reference's lines³; it compiles in at most about the
-        reference's compile time⁴.
+      - jit (2): make it work jitted by the grader (with `n_iters` static) once it is correct:
+        the reference's outputs on the same cases; in its exported program: no host callbacks;
+        no re-tracing (one program, exported from the shapes, for new values of those shapes); a
+        `while` loop (`lax.fori_loop`, `lax.scan`, `lax.while_loop`); it does not grow with the
+        input²; compiled HLO of at most about the reference's lines³; it compiles in at most
+        about the reference's compile time⁴.
       ¹ rtol 1e-5, atol 1e-5 for float outputs; integers, booleans and keys exactly. ² at the
       largest case at most x3 + 20 the operations of the smallest: a loop stays a loop, a Python
       loop is unrolled. ³ at most x4 + 300 the reference's lines. ⁴ at most x4 + 1 s the
@@ -86,12 +86,12 @@ def ema(xs, alpha):
       - correct (2): make the output equal the reference's¹, called as written on 3 edge cases
         ("the docstring's example", "alpha = 1 follows the signal", "one step"; graded on other
         inputs of each kind) and 4 random cases.
-      - jit (2): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes); a `while` loop (`lax.fori_loop`,
-        `lax.scan`, `lax.while_loop`); it does not grow with the input²; compiled HLO of at most
-        about the reference's lines³; it compiles in at most about the reference's compile
-        time⁴.
+      - jit (2): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes); a `while` loop
+        (`lax.fori_loop`, `lax.scan`, `lax.while_loop`); it does not grow with the input²;
+        compiled HLO of at most about the reference's lines³; it compiles in at most about the
+        reference's compile time⁴.
       ¹ rtol 1e-5, atol 1e-5 for float outputs; integers, booleans and keys exactly. ² at the
       largest case at most x3 + 20 the operations of the smallest: a loop stays a loop, a Python
       loop is unrolled. ³ at most x4 + 300 the reference's lines. ⁴ at most x4 + 1 s the
@@ -117,10 +117,10 @@ def newton_sqrt(a, tol):
       - correct (2): make `x` and `k` equal the reference's¹, called as written on 3 edge cases
         ("the docstring's example", "a tolerance never reached: the cap stops it", "already
         converged: no update"; graded on other inputs of each kind) and 4 random cases.
-      - jit (2): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes); a loop whose number of steps depends
-        on the data (a `while` whose trip count XLA cannot know).
+      - jit (2): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes); a loop whose number
+        of steps depends on the data (a `while` whose trip count XLA cannot know).
       ¹ rtol 1e-5, atol 1e-6 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("newton_sqrt: your code here")
@@ -144,12 +144,12 @@ def rnn_loss(W, xs):
       - correct (1): make the output equal the reference's¹, called as written on 2 edge cases
         ("the docstring's example", "two steps"; graded on other inputs of each kind) and 4
         random cases.
-      - jit (1): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes); a `while` loop (`lax.fori_loop`,
-        `lax.scan`, `lax.while_loop`); it does not grow with the input²; compiled HLO of at most
-        about the reference's lines³; it compiles in at most about the reference's compile
-        time⁴.
+      - jit (1): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes); a `while` loop
+        (`lax.fori_loop`, `lax.scan`, `lax.while_loop`); it does not grow with the input²;
+        compiled HLO of at most about the reference's lines³; it compiles in at most about the
+        reference's compile time⁴.
       - grad (2): make `jax.grad` with respect to `W` equal the reference's gradient⁵ on every
         case.
       ¹ rtol 1e-5, atol 1e-6 for float outputs; integers, booleans and keys exactly. ² at the

@@ -78,10 +78,10 @@ def multiply_add(x, y, z):
       - correct (2): make the output equal the reference's¹, called as written on 3 edge cases
         ("the docstring's example", "0-d operands", "float32 operands stay float32"; graded on
         other inputs of each kind) and 3 random cases.
-      - jit (2): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes); (advice, no points: the jaxpr binds
-        `multiply_add`).
+      - jit (2): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes); (advice, no points:
+        the jaxpr binds `multiply_add`).
       ¹ rtol 1e-6, atol 1e-6 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("multiply_add: your code here")
@@ -114,10 +114,10 @@ def poly_eval(coeffs, x):
       - correct (1): make the output equal the reference's¹, called as written on 3 edge cases
         ("the docstring's example", "a constant polynomial", "at x = 0"; graded on other inputs
         of each kind) and 3 random cases.
-      - jit (1): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes); (advice, no points: the jaxpr binds
-        `multiply_add`).
+      - jit (1): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes); (advice, no points:
+        the jaxpr binds `multiply_add`).
       - grad (3): make `jax.grad` with respect to `coeffs` and `x` equal the reference's
         gradient¹ on every case.
       ¹ rtol 1e-9, atol 1e-9 for float outputs; integers, booleans and keys exactly.
@@ -145,10 +145,10 @@ def axpy(alpha, x, y):
     Graded (5 points):
       - correct (1): make the output equal the reference's¹, called as written on 1 edge case
         ("the docstring's example"; graded on other inputs of each kind) and 3 random cases.
-      - jit (1): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes); (advice, no points: the jaxpr binds
-        `multiply_add`).
+      - jit (1): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes); (advice, no points:
+        the jaxpr binds `multiply_add`).
       - vmap (3): make `jax.vmap(axpy, in_axes=(0, 1, None))` over a batch of 8 cases equal the
         reference's¹; the batched program, jitted: no `while` loop (`lax.fori_loop`, `lax.scan`,
         `lax.while_loop`); at most 40 operations (no Python loop unrolled into it); (advice, no
@@ -179,10 +179,10 @@ def safe_norm(x):
       - correct (1): make the output equal the reference's¹, called as written on 3 edge cases
         ("the docstring's example", "the zero vector", "one zero entry"; graded on other inputs
         of each kind) and 3 random cases.
-      - jit (1): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes); (advice, no points: the jaxpr binds
-        `custom_jvp_call` or `custom_vjp_call`).
+      - jit (1): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes); (advice, no points:
+        the jaxpr binds `custom_jvp_call` or `custom_vjp_call`).
       - grad (3): make `jax.grad` with respect to `x` equal the reference's gradient¹ on every
         case.
       ¹ rtol 1e-9, atol 1e-9 for float outputs; integers, booleans and keys exactly.

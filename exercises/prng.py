@@ -46,10 +46,10 @@ def derive_keys(key, n):
     Graded (4 points):
       - correct (3): make `init_key` and `step_keys` equal the reference's¹, called as written
         on 4 random cases.
-      - jit (1): make it work jitted by the grader (with `n` static): the same outputs as
-        un-jitted, on the same cases; in its exported program: no host callbacks; no re-tracing
-        (one program, exported from the shapes, for new values of those shapes); it does not
-        grow with the input²; compiled HLO of at most about the reference's lines³.
+      - jit (1): make it work jitted by the grader (with `n` static) once it is correct: the
+        reference's outputs on the same cases; in its exported program: no host callbacks; no
+        re-tracing (one program, exported from the shapes, for new values of those shapes); it
+        does not grow with the input²; compiled HLO of at most about the reference's lines³.
       - key_reuse (advice, no points): use each key once and keep keys typed: called directly
         and under `jax.jit` with `jax.debug_key_reuse(True)`, no key may be consumed twice, nor
         unwrapped to raw data (no `random_unwrap` or `random_wrap` in the jaxpr).
@@ -73,9 +73,9 @@ def dropout(key, x, rate):
       - correct (3): make the output equal the reference's¹, called as written on 2 edge cases
         ("rate 0 keeps everything", "rate 0.5, small"; graded on other inputs of each kind) and
         4 random cases.
-      - jit (1): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes).
+      - jit (1): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes).
       - speed (1): be about as fast as the reference²: jitted by the grader (as written if it
         fails `jit`), timed on `x` float32[2**20] (`x` float32[2**25] on a GPU; `x`
         float32[2**27] on a TPU).
@@ -103,11 +103,11 @@ def monte_carlo_pi(key, n_trials, n_samples):
     Graded (5 points):
       - correct (3): make the output equal the reference's¹, called as written on 3 random
         cases.
-      - jit (1): make it work jitted by the grader (with `n_trials` and `n_samples` static): the
-        same outputs as un-jitted, on the same cases; in its exported program: no host
-        callbacks; no re-tracing (one program, exported from the shapes, for new values of those
-        shapes); it does not grow with the input²; compiled HLO of at most about the reference's
-        lines³.
+      - jit (1): make it work jitted by the grader (with `n_trials` and `n_samples` static) once
+        it is correct: the reference's outputs on the same cases; in its exported program: no
+        host callbacks; no re-tracing (one program, exported from the shapes, for new values of
+        those shapes); it does not grow with the input²; compiled HLO of at most about the
+        reference's lines³.
       - speed (1): be about as fast as the reference⁴: jitted by the grader (with `n_trials` and
         `n_samples` static; as written if it fails `jit`), timed on `n_trials` = 256,
         `n_samples` = 16384 (`n_trials` = 4096, `n_samples` = 262144 on a GPU; `n_trials` =
@@ -139,10 +139,10 @@ def noisy_walk(key, x0, n_steps, sigma):
     Graded (5 points):
       - correct (3): make the output equal the reference's¹, called as written on 3 random
         cases.
-      - jit (1): make it work jitted by the grader (with `n_steps` static): the same outputs as
-        un-jitted, on the same cases; in its exported program: no host callbacks; no re-tracing
-        (one program, exported from the shapes, for new values of those shapes); it does not
-        grow with the input²; compiled HLO of at most about the reference's lines³.
+      - jit (1): make it work jitted by the grader (with `n_steps` static) once it is correct:
+        the reference's outputs on the same cases; in its exported program: no host callbacks;
+        no re-tracing (one program, exported from the shapes, for new values of those shapes);
+        it does not grow with the input²; compiled HLO of at most about the reference's lines³.
       - speed (1): be about as fast as the reference⁴: jitted by the grader (with `n_steps`
         static; as written if it fails `jit`), timed on `x0` float32[512, 3], `n_steps` = 2048
         (`x0` float32[2**11, 3], `n_steps` = 8192 on a GPU).

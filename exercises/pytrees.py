@@ -62,9 +62,9 @@ def tree_arith(x, y, alpha):
       - correct (2): make `total`, `scaled` and `dot` equal the reference's¹, called as written
         on 2 edge cases ("the docstring's example", "a tuple holding a dict and a list"; graded
         on other inputs of each kind) and 4 random cases.
-      - jit (1): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes).
+      - jit (1): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes).
       ¹ rtol 1e-5, atol 1e-5 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("tree_arith: your code here")
@@ -85,9 +85,9 @@ def global_norm(tree):
     Graded (3 points):
       - correct (1): make the output equal the reference's¹, called as written on 1 edge case
         ("the docstring's example"; graded on other inputs of each kind) and 4 random cases.
-      - jit (1): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes).
+      - jit (1): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes).
       - grad (1): make `jax.grad` with respect to `tree` equal the reference's gradient¹ on
         every case.
       ¹ rtol 1e-5, atol 1e-5 for float outputs; integers, booleans and keys exactly.
@@ -123,9 +123,10 @@ def dense_grad(w, b, x, y, activation):
     Graded (4 points):
       - correct (2): make the output equal the reference's¹, called as written on 1 edge case
         ("the docstring's example"; graded on other inputs of each kind) and 3 random cases.
-      - jit (1): make it work jitted by the grader (with `activation` static): the same outputs
-        as un-jitted, on the same cases; in its exported program: no host callbacks; no
-        re-tracing (one program, exported from the shapes, for new values of those shapes).
+      - jit (1): make it work jitted by the grader (with `activation` static) once it is
+        correct: the reference's outputs on the same cases; in its exported program: no host
+        callbacks; no re-tracing (one program, exported from the shapes, for new values of those
+        shapes).
       - vmap (1): make `jax.vmap(dense_grad, in_axes=(None, None, 0, 0, None))` over a batch of
         5 cases equal the reference's¹.
       ¹ rtol 1e-5, atol 1e-5 for float outputs; integers, booleans and keys exactly.
@@ -149,9 +150,9 @@ def weight_decay(params, rate):
     Graded (3 points):
       - correct (2): make the output equal the reference's¹, called as written on 1 edge case
         ("the docstring's example"; graded on other inputs of each kind) and 4 random cases.
-      - jit (1): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes).
+      - jit (1): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes).
       ¹ rtol 1e-5, atol 1e-6 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("weight_decay: your code here")
@@ -176,9 +177,9 @@ def param_counts(params):
     Graded (3 points):
       - correct (2): make the output equal the reference's¹, called as written on 1 edge case
         ("the docstring's example"; graded on other inputs of each kind) and 4 random cases.
-      - jit (1): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes).
+      - jit (1): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes).
       ¹ rtol 1e-6, atol 1e-6 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("param_counts: your code here")
@@ -199,9 +200,9 @@ def stack_trees(trees):
       - correct (2): make the output equal the reference's¹, called as written on 2 edge cases
         ("the docstring's example", "a list of one tree"; graded on other inputs of each kind)
         and 4 random cases.
-      - jit (1): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes).
+      - jit (1): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes).
       ¹ rtol 1e-6, atol 1e-6 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("stack_trees: your code here")
@@ -221,9 +222,9 @@ def unstack_tree(tree):
       - correct (2): make the output equal the reference's¹, called as written on 2 edge cases
         ("the docstring's example", "k = 1"; graded on other inputs of each kind) and 4 random
         cases.
-      - jit (1): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes).
+      - jit (1): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes).
       ¹ rtol 1e-6, atol 1e-6 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("unstack_tree: your code here")

@@ -56,9 +56,9 @@ def create_filled(value, shape):
       - correct (1): make the output equal the reference's¹, called as written on 3 edge cases
         ("the docstring's example", "a 0-d array", "an empty array"; graded on other inputs of
         each kind) and 2 random cases.
-      - jit (1): make it work jitted by the grader (with `shape` static): the same outputs as
-        un-jitted, on the same cases; in its exported program: no host callbacks; no re-tracing
-        (one program, exported from the shapes, for new values of those shapes).
+      - jit (1): make it work jitted by the grader (with `shape` static) once it is correct: the
+        reference's outputs on the same cases; in its exported program: no host callbacks; no
+        re-tracing (one program, exported from the shapes, for new values of those shapes).
       - compiles (2): compile at most 3 times² on a stream of 24 calls, jitted once by the
         grader (with `shape` static), with the reference's outputs (a function whose operations
         compile one by one, without jit, fails).
@@ -90,10 +90,11 @@ def conditional_fn(x, normalize):
       - correct (1): make the output equal the reference's¹, called as written on 3 edge cases
         ("the docstring's example", "the flag off", "zero rows stay zero"; graded on other
         inputs of each kind) and 2 random cases.
-      - jit (2): make it work jitted by the grader (with `normalize` static): the same outputs
-        as un-jitted, on the same cases; in its exported program: no host callbacks; no
-        re-tracing (one program, exported from the shapes, for new values of those shapes); no
-        `case` (a `lax.cond` or `lax.switch`) and no `select` (a `jnp.where` or `lax.select`).
+      - jit (2): make it work jitted by the grader (with `normalize` static) once it is correct:
+        the reference's outputs on the same cases; in its exported program: no host callbacks;
+        no re-tracing (one program, exported from the shapes, for new values of those shapes);
+        no `case` (a `lax.cond` or `lax.switch`) and no `select` (a `jnp.where` or
+        `lax.select`).
       ¹ rtol 1e-5, atol 1e-6 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("conditional_fn: your code here")
@@ -120,10 +121,10 @@ def cached_solve(A, b, x_cached, tol):
     Graded (5 points):
       - correct (1): make the output equal the reference's¹, called as written on 2 edge cases
         ("a cache hit", "a cache miss"; graded on other inputs of each kind) and 2 random cases.
-      - jit (2): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes); a `case` (a `lax.cond` or
-        `lax.switch`).
+      - jit (2): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes); a `case` (a
+        `lax.cond` or `lax.switch`).
       - speed (2): be about as fast as the reference²: jitted by the grader (as written if it
         fails `jit`), timed on `A` float32[2**11, 2**11], `b` float32[2**11], `x_cached`
         float32[2**11] (`A` float32[2**12, 2**12], `b` float32[2**12], `x_cached` float32[2**12]

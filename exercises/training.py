@@ -86,9 +86,9 @@ def mse_loss(params, x, y):
       - correct (1): make the output equal the reference's¹, called as written on 1 edge case
         ("zero parameters: the loss is mean(y**2)"; graded on other inputs of each kind) and 4
         random cases.
-      - jit (1): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes).
+      - jit (1): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes).
       ¹ rtol 1e-5, atol 1e-6 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("mse_loss: your code here")
@@ -255,9 +255,9 @@ def classify(params, batch_stats, x, key, train):
         written on 3 edge cases ("train mode from fresh statistics", "train mode: the running
         averages move", "eval mode: running averages, no dropout"; graded on other inputs of
         each kind) and 4 random cases.
-      - jit (1): make it work jitted by the grader (with `train` static): the same outputs as
-        un-jitted, on the same cases; in its exported program: no host callbacks; no re-tracing
-        (one program, exported from the shapes, for new values of those shapes).
+      - jit (1): make it work jitted by the grader (with `train` static) once it is correct: the
+        reference's outputs on the same cases; in its exported program: no host callbacks; no
+        re-tracing (one program, exported from the shapes, for new values of those shapes).
       ¹ rtol 1e-5, atol 1e-5 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("classify: your code here")
@@ -280,9 +280,9 @@ def eval_step(params, batch_stats, x, labels):
       - correct (1): make the output equal the reference's¹, called as written on 1 edge case
         ("a constant classifier: every row predicts the readout bias's argmax"; graded on other
         inputs of each kind) and 4 random cases.
-      - jit (1): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes).
+      - jit (1): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes).
       ¹ rtol 1e-5, atol 1e-6 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("eval_step: your code here")
@@ -321,9 +321,9 @@ def adamw_step(params, grads, learning_rate, weight_decay):
       - correct (2): make `new_params` and `opt_state` equal the reference's¹, called as written
         on 1 edge case ("zero gradients: only the kernels move, by the decay"; graded on other
         inputs of each kind) and 4 random cases.
-      - jit (1): make it work jitted by the grader: the same outputs as un-jitted, on the same
-        cases; in its exported program: no host callbacks; no re-tracing (one program, exported
-        from the shapes, for new values of those shapes).
+      - jit (1): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes).
       ¹ rtol 1e-5, atol 1e-6 for float outputs; integers, booleans and keys exactly.
     """
     raise NotImplementedError("adamw_step: your code here")

@@ -67,8 +67,6 @@ class Findings:
     """What the checks of one exercise hand each other, as declared fields.
 
     `passed`: each check's verdict so far (the engine's: `requires` and `speed` read it).
-    `outputs`: the student's own outputs per case index as `correct` judged them, which `jit`
-    compares its jitted outputs with, so that jit-ability is judged apart from correctness.
     `traced`: the trusted facts of the student's and the reference's jitted function (`jit`'s,
     reused by `key_reuse`). `key_probe`: the calls under the key-reuse checker (`key_reuse`'s,
     made early by a failing `correct` to say why it fails); `probed` says they were made.
@@ -77,7 +75,6 @@ class Findings:
     """
 
     passed: dict[str, bool] = field(default_factory=dict)
-    outputs: dict[int, Output] = field(default_factory=dict)
     traced: tuple[Facts, Facts] | None = None
     key_probe: KeyProbe | None = None
     probed: bool = False
@@ -302,13 +299,9 @@ class CheckContext:
 
     # -- trusted analysis of exported programs -------------------------------------------------
 
-    def traced_facts(
-        self, request: dict[str, Any], rtol: float, atol: float, verify_against_reference: bool = True
-    ) -> tuple[Facts, Facts]:
+    def traced_facts(self, request: dict[str, Any], rtol: float, atol: float) -> tuple[Facts, Facts]:
         """Trusted facts of the student's and the reference's jitted call (`jaxlings.grading.structure`)."""
-        return structure.traced_facts(
-            self._session, request, rtol, atol, verify_against_reference=verify_against_reference
-        )
+        return structure.traced_facts(self._session, request, rtol, atol)
 
     def program_layouts(
         self, fn: str, args: tuple, *, static_argnums: tuple[int, ...], rtol: float, atol: float

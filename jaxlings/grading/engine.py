@@ -22,9 +22,10 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from jaxlings.grading import draws, source, stubs, words
 from jaxlings.grading.answers import Live, Prefetched
@@ -37,6 +38,7 @@ from jaxlings.grading.results import Outcome, Result, TestResult
 from jaxlings.grading.session import GraderError, StudentError, TopicSession, format_error
 from jaxlings.grading.spares import Spares
 from jaxlings.grading.spec import Exercise, Topic
+from jaxlings.grading.watchdog import GRACE, Piece, Watch, run_all
 from jaxlings.isolation import Limits
 
 log = logging.getLogger(__name__)  # silent unless configured: each check's start and seconds, for an operator
@@ -46,6 +48,7 @@ PUBLIC_SEED = draws.PUBLIC_SEED
 VISIBILITY = "visible"
 Listener = Callable[[TestResult], None]
 AnswersFor = Callable[[str], Live]
+Graded = tuple[list[TestResult], dict, dict]  # a topic's (or part's) tests, platform and summary
 
 
 def default_jobs() -> int:
@@ -72,6 +75,7 @@ def grade(
     jobs: int = 1,
     spares: Spares | None = None,
     device: Device | None = None,
+    grace: float = GRACE,
 ) -> Result:
     """Grade the `<topic>.py` files found in `submission`.
 
@@ -88,7 +92,10 @@ def grade(
     public, unsandboxed runs only (`TopicSession`). `device` is the grading machine's accelerator
     (`jaxlings.grading.device.resolve`; None: the CPU): the topics whose spec runs there are graded in
     one process on it at a time (`jaxlings.grading.device_grading`), the others beside them on the
-    host's CPU; the result's `extra_data["device"]` records each process that held it.
+    host's CPU; the result's `extra_data["device"]` records each process that held it. Each topic
+    (or part of one) runs under an outside deadline, its time limit plus `grace` seconds
+    (`jaxlings.grading.watchdog`): past it its workers are stopped, its tests fail with the
+    reason, and the run goes on.
     """
     started = time.monotonic()
     seed = PUBLIC_SEED if public and seed is None else (seed if seed is not None else draws.new_seed())
@@ -102,7 +109,7 @@ def grade(
     on_device = [t for t in topics if device is not None and t.platform == "accelerator"]
     cpu_env = off_device_env(device)
 
-    def one(topic: Topic, run: DeviceRun | None = None) -> tuple[list[TestResult], dict, dict]:
+    def one(topic: Topic, watch: Watch, run: DeviceRun | None = None) -> Graded:
         """A topic, or a part of one (`plan`); on the device's shared worker where `run` is given."""
         t0 = time.monotonic()
         module = Path(submission) / f"{topic.name}.py"
@@ -128,6 +135,7 @@ def grade(
                     spares=None if run is not None else spares,
                     device=run,
                     cpu_env=cpu_env,
+                    watch=watch,
                 )
             except GraderError:
                 raise
@@ -146,33 +154,54 @@ def grade(
             return answers(topic.name)
         return Prefetched(run.store.get(topic.name, {})) if run is not None else None
 
-    def on_the_device() -> dict[str, tuple[list[TestResult], dict, dict]]:
+    def on_the_device(watch: Watch) -> dict[str, Graded]:
         """The topics graded on the device, one after another: the reference's phase there
         first (hidden grading), then the student's shared process (`device_grading`)."""
         assert device is not None
         modules = [Path(submission) / f"{t.name}.py" for t in on_device]
         run = DeviceRun(device, isolate=isolate, limits=limits, student_modules=[m for m in modules if m.is_file()])
+        watch.guard(run.close)
         try:
             if answers is None and reference_dir is not None:
                 reference_phase(
                     run, device_work(on_device, Path(submission), Path(reference_dir)), seed, limits=limits, gate=gate
                 )
-            return {topic.name: one(topic, run) for topic in on_device}
+            return {topic.name: one(topic, watch, run) for topic in on_device}
         finally:
             run.close()
 
+    def abandoned(topic: Topic, seconds: float) -> Graded:
+        """A topic (or part) stopped from outside: every test failed with the reason."""
+        tests = failed_topic(
+            topic,
+            f"grading {topic.name}.py was stopped after {seconds:.0f} s, past its {topic.time_limit:g} s time "
+            "limit; its workers were stopped and its checks not finished",
+        )
+        return tests, {}, topic_summary(tests, round(seconds, 2), {}, {})
+
     parts = plan([t for t in topics if t not in on_device], jobs, Path(submission))
-    with ThreadPoolExecutor(max(1, min(jobs, len(parts) + bool(on_device))), thread_name_prefix="topic") as pool:
-        device_future = pool.submit(on_the_device) if on_device else None
-        by_cost = sorted(parts, key=lambda part: part.cost, reverse=True)
-        futures = {id(part): pool.submit(one, part.topic) for part in by_cost}
-        on_device_graded = device_future.result() if device_future is not None else {}
-        graded = [
-            on_device_graded[topic.name]
-            if topic.name in on_device_graded
-            else merged(topic, [futures[id(p)].result() for p in parts if p.name == topic.name])
-            for topic in topics
-        ]
+    pieces: list[Piece[Any]] = []
+    if on_device:
+        pieces.append(
+            Piece(
+                "device",
+                on_the_device,
+                sum(t.time_limit + grace for t in on_device),
+                lambda seconds: {t.name: abandoned(t, seconds) for t in on_device},
+            )
+        )
+    for part in sorted(parts, key=lambda part: part.cost, reverse=True):
+        pieces.append(
+            Piece(id(part), partial(one, part.topic), part.topic.time_limit + grace, partial(abandoned, part.topic))
+        )
+    done = run_all(pieces, min(jobs, len(pieces)))
+    on_device_graded: dict[str, Graded] = done.get("device", {})
+    graded: list[Graded] = [
+        on_device_graded[topic.name]
+        if topic.name in on_device_graded
+        else merged(topic, [done[id(p)] for p in parts if p.name == topic.name])
+        for topic in topics
+    ]
     tests = [t for topic_tests, _, _ in graded for t in topic_tests]
     platform: dict = next((p for _, p, _ in on_device_graded.values() if p), {}) or next(
         (p for _, p, _ in reversed(graded) if p), {}
@@ -354,6 +383,7 @@ def grade_topic(
     spares: Spares | None = None,
     device: DeviceRun | None = None,
     cpu_env: dict[str, str] | None = None,
+    watch: Watch | None = None,
 ) -> tuple[list[TestResult], dict]:
     """All tests of one topic, from a private copy of the student's module. `timings` (when
     given) receives where the time went: the workers' start, per exercise the reference's
@@ -361,7 +391,8 @@ def grade_topic(
     reports it (see `benchmarks/bench.py`). `gate` is shared by the topics graded side by side.
     `device`: the grading's device side, whose shared worker runs the student's functions
     (`jaxlings.grading.device_grading`); `cpu_env`: the variables that keep the other workers on
-    the host's CPU, where the machine has an accelerator."""
+    the host's CPU, where the machine has an accelerator. `watch`: the topic's outside deadline
+    (`jaxlings.grading.watchdog`), told how to stop its workers."""
     timings = {} if timings is None else timings
     gate = gate or ClockGate()
     with tempfile.TemporaryDirectory(prefix=f"jaxlings-{topic.name}-") as tmp:
@@ -389,6 +420,8 @@ def grade_topic(
                 device=device,
                 cpu_env=cpu_env,
             )
+        if watch is not None:
+            watch.guard(session.abandon)
         with session:
             timings["start"] = round(time.monotonic() - t0, 3)
             if session.load_error:

@@ -204,16 +204,18 @@ class TopicSession:
         """How large the student's reply to `op` on `fn` may be: twice the largest reply the
         reference gave to the same kind of request (live, or as recorded) plus 1 MiB; None (the
         absolute cap) before the reference answered one. Every student request goes through it
-        (`WorkerProcess.request`), so no check keeps more than that per reply it holds. Only replies
-        that carry outputs are bounded so: an exported program (`trace`) may rightly be much
-        larger than the reference's (a loop unrolled), and has the absolute cap."""
-        if op not in REPLY_BOUND_OPS:
+        (`WorkerProcess.request`), so no check keeps more than that per reply it holds. Exported
+        programs (`trace`) may rightly be much larger than the reference's (a loop unrolled):
+        `ReplyBound.program`, 64 times plus 16 MiB (the reference's trace is live only: replaying,
+        the recording holds its facts, not its programs, and the absolute cap holds)."""
+        if op not in (*REPLY_BOUND_OPS, "trace"):
             return None
         sizes = [self._answer_sizes.get((op, fn)), self._ref.reply_sizes.get((op, fn)) if self._ref else None]
         seen = [s for s in sizes if s is not None]
         if not seen:
             return None
-        return ReplyBound.after(max(f for f, _ in seen), max(h for _, h in seen), self.limits)
+        bound = ReplyBound.program if op == "trace" else ReplyBound.after
+        return bound(max(f for f, _ in seen), max(h for _, h in seen), self.limits)
 
     def _note_answer(self, kind: str, request: Any, value: Any) -> None:
         """Record the size of a reference's answer as its reply would weigh (`reply_bound`):
@@ -244,6 +246,7 @@ class TopicSession:
         return self._ref
 
     _analyser: WorkerProcess | None = None
+    abandoned = False  # stopped from outside (`abandon`): no worker starts again
 
     @property
     def analyser(self) -> WorkerProcess:
@@ -254,6 +257,8 @@ class TopicSession:
         if self.answers.mode == "replay":
             return self.ref
         if self._analyser is None or not self._analyser.alive:
+            if self.abandoned:
+                raise StudentError("not run: the topic was stopped past its time limit")
             self._analyser = self._start_analyser()
         return self._analyser
 
@@ -377,6 +382,16 @@ class TopicSession:
             if reply["ok"]:
                 stats[side] = {"compilations": reply["compilations"], "seconds": round(reply["compile_seconds"], 3)}
         return stats
+
+    def abandon(self) -> None:
+        """Stop this topic from outside, from another thread (`jaxlings.grading.watchdog`): its time
+        is up and its own workers are killed, so that a request waiting on one fails at once and the
+        topic winds down (its thread then closes them, their cgroups and files with them); no
+        worker starts again. A device's shared worker is left to its run."""
+        self.deadline, self.abandoned = 0.0, True
+        for w in (self._ref, self._stu, self._analyser):
+            if w is not None and not getattr(w, "shared", False):
+                w.kill("the topic ran past its outside deadline")
 
     def close(self) -> None:
         for w in (self._ref, self._stu, self._analyser):

@@ -99,10 +99,9 @@ def trace_request(request: dict[str, Any]) -> dict[str, Any]:
     return {"fn": request["fn"], "specs": specs, "static_argnums": static, "transforms": request.get("transforms", [])}
 
 
-def traced_facts(
-    session: TopicSession, request: dict[str, Any], rtol: float, atol: float, verify_against_reference: bool = True
-) -> tuple[Facts, Facts]:
-    """(student's facts, reference's facts) for one `trace` request, the student's verified.
+def traced_facts(session: TopicSession, request: dict[str, Any], rtol: float, atol: float) -> tuple[Facts, Facts]:
+    """(student's facts, reference's facts) for one `trace` request, the student's verified:
+    its programs must give the reference's outputs on the trusted samples.
 
     `request` holds `fn`, the trusted samples `args`, optional `args_again` (same shapes and
     static arguments) and `args_other`, `static_argnums` and `transforms`; only their specs
@@ -113,11 +112,10 @@ def traced_facts(
     ref, ref_outs, ref_seconds = reference_facts(session, request)
     stu_trace = session.call_student("trace", **trace_request(request), **session.export_for())
     programs = stu_trace["programs"]
-    expected = ref_outs if verify_against_reference else _own_jitted_outputs(session, request)
     facts, outs, _ = _analysed(session, programs, request, student=True, reference_seconds=ref_seconds)
     facts["advisory"] = stu_trace.get("advisory", {})
     for name, out in outs.items():
-        _verify(expected[name], out, rtol, atol, again=name == "again")
+        _verify(ref_outs[name], out, rtol, atol, again=name == "again")
     if "again" in outs:
         facts["runs_again"] = True
     return facts, ref
@@ -277,22 +275,3 @@ def _analyse(
             raise GraderError(f"the reference's exported program was refused: {message}")
         raise StudentError(f"the exported jitted program was refused: {message}")
     return reply
-
-
-def _own_jitted_outputs(session: TopicSession, request: dict[str, Any]) -> dict[str, Any]:
-    """The function's own jitted outputs on each trusted sample of the request, for a function
-    that fails `correct` (its programs must still compute what it computes). Asked only after
-    its programs were received: the samples reach the student's process after its programs are
-    fixed."""
-    outs = {}
-    for run, _, inputs in RUNS:
-        if request.get(inputs) is not None:
-            outs[run] = session.call_student(
-                "call",
-                fn=request["fn"],
-                args=request[inputs],
-                jit=True,
-                static_argnums=request.get("static_argnums", ()),
-                transforms=request.get("transforms", []),
-            )["out"]
-    return outs

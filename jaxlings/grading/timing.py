@@ -74,7 +74,7 @@ def timed_request(
     reply does not fit the schema of `op` (the worker is then stopped: it may be out of step).
     """
     region = getattr(worker, "region", None)
-    cpu0 = worker.cpu_seconds()
+    cpu0 = worker.cpu_seconds(settled=True)
     t0 = time.perf_counter()  # before writing the inputs: the window covers every moment the worker may see them
     placed = region.place(inputs) if region is not None and inputs is not None else None
     if placed is not None and region is not None:
@@ -84,31 +84,51 @@ def timed_request(
     reply = worker.request(op, timeout, **fields)
     try:
         if placed is not None and region is not None:
-            _take_outputs(region, placed[1], reply)
+            _copy_out(worker, op, fields.get("fn"), region, placed[1], reply)
         replies.check(op, reply)
     except (replies.MalformedReply, shm.Malformed) as exc:
         worker.kill(f"sent a malformed reply ({exc})")
         raise CallFailed(f"the worker's reply was malformed: {exc}") from None
     seconds = time.perf_counter() - t0
-    cpu1 = worker.cpu_seconds()
+    cpu1 = worker.cpu_seconds(settled=True)
     if not reply["ok"]:
         err = reply["error"]
         raise CallFailed(f"{err['type']}: {err['message']}", err)
     return reply, seconds, None if cpu0 is None or cpu1 is None else cpu1 - cpu0
 
 
-def _take_outputs(region: shm.Region, start: int, reply: Any) -> None:
+def _copy_out(worker: WorkerProcess, op: str, fn: Any, region: shm.Region, start: int, reply: Any) -> None:
+    """Copy a reply's outputs out of the region (`_take_outputs`), at most as many bytes as the
+    worker's reply to `op` on `fn` may weigh (`WorkerProcess.bound_for`: for a student, twice
+    the reference's, plus 1 MiB), and record the bytes copied as the reply's weight: the
+    reference's copies set the student's bound, as its inline replies do."""
+    bound = worker.bound_for(op, fn) if worker.bound_for is not None else None
+    copied = _take_outputs(region, start, reply, None if bound is None else bound.frame)
+    frame, header = worker.reply_sizes.get((op, fn), (0, 0))
+    worker.reply_sizes[(op, fn)] = (max(frame, copied), header)
+
+
+def _take_outputs(region: shm.Region, start: int, reply: Any, max_bytes: int | None = None) -> int:
     """Replace every output leaf's reference into the region by a copy of its bytes (the
-    grader's own, which the worker cannot change after). The references must follow one
-    another without overlap, from `start` on, so the copies total at most the region's size;
-    one that does not raises `shm.Malformed`, anything else malformed is left for
-    `replies.check` to reject."""
+    grader's own, which the worker cannot change after), and return the bytes copied. Every
+    reference is read (bounds, dtype, shape) before anything is copied: they must follow one
+    another without overlap, from `start` on, and total at most `max_bytes` (else the region's
+    size); one that does not raises `shm.Malformed` and nothing is copied. Anything else
+    malformed is left for `replies.check` to reject."""
+    refs = []
     outs = reply.get("outs") if isinstance(reply, dict) else None
     for out in outs if isinstance(outs, list) else ():
         leaves = out.get("leaves") if isinstance(out, dict) else None
         for leaf in leaves if isinstance(leaves, list) else ():
             if isinstance(leaf, dict) and isinstance(leaf.get("data"), dict):
-                leaf["data"], start = region.take(leaf["data"], start)
+                refs.append(leaf)
+    spans = region.spans([leaf["data"] for leaf in refs], start)
+    total = sum(nbytes for _, nbytes in spans)
+    if max_bytes is not None and total > max_bytes:
+        raise shm.Malformed(f"outputs of {total} bytes in the shared region, past the {max_bytes} bytes allowed")
+    for leaf in refs:
+        leaf["data"] = region.copy(leaf["data"])
+    return total
 
 
 def timed_call(
@@ -176,7 +196,7 @@ def outputs(worker: WorkerProcess, op: str, timeout: float, **fields: Any) -> di
     reply = worker.request(op, timeout, **fields)
     try:
         if region is not None:
-            _take_outputs(region, 0, reply)
+            _copy_out(worker, op, fields.get("fn"), region, 0, reply)
         replies.check(op, reply)
     except (replies.MalformedReply, shm.Malformed) as exc:
         worker.kill(f"sent a malformed reply ({exc})")

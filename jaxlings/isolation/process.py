@@ -59,6 +59,8 @@ class WorkerDied(Exception):
 
 REPLY_SLACK = 1 << 20  # bytes a student's reply may exceed twice the reference's by
 HEADER_SLACK = 256 << 10
+PROGRAM_FACTOR = 64  # times the reference's exported programs a student's may weigh (`ReplyBound.program`)
+PROGRAM_SLACK = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,18 @@ class ReplyBound:
             min(limits.reply_bytes, 2 * frame + REPLY_SLACK),
             min(limits.header_bytes, 2 * header + HEADER_SLACK),
             ": twice the reference's reply to the same request, plus 1 MiB",
+        )
+
+    @classmethod
+    def program(cls, frame: int, header: int, limits: Limits) -> ReplyBound:
+        """For exported programs (`trace`): PROGRAM_FACTOR times the reference's reply to the
+        same request plus 16 MiB, never past the absolute cap. A program may rightly be much
+        larger than the reference's (a loop unrolled), but not without bound: one far larger
+        fails its requirements anyway."""
+        return cls(
+            min(limits.reply_bytes, PROGRAM_FACTOR * frame + PROGRAM_SLACK),
+            min(limits.header_bytes, 2 * header + HEADER_SLACK),
+            f": {PROGRAM_FACTOR} times the reference's exported programs, plus 16 MiB",
         )
 
 
@@ -410,20 +424,28 @@ class WorkerProcess:
             if frozen and group is not None:
                 group.set_frozen(False)
 
-    def cpu_seconds(self) -> float | None:
+    def cpu_seconds(self, settled: bool = False) -> float | None:
         """CPU time used so far by everything the worker ran, or None where that is not
         measurable (the "process" fallback: callers then use the wall clock).
 
         The kernel's count for the worker's cgroup (`cpuacct.usage`, nanoseconds), read by the
         grader: every thread and process of the worker, those that already ended included; the
         student's process cannot fake it. After `close()`, the last reading.
+
+        `settled` reads it with the group frozen (then thawed; `paused`), as a timed window's
+        clocks do at both ends. The kernel charges a running thread's time to the group when
+        the thread stops running (it blocks, is preempted, or at a scheduler tick, about 4 ms),
+        so a worker whose thread never sleeps (it busy-polls its pipe) kept up to a tick of work
+        off each reading, and its best round read 0 ms; frozen, every task has stopped and been
+        charged. Where the group has no freezer the reading is taken as it is.
         """
         if self._cgroup is None:
             return None
-        try:
-            return self._cgroup.cpu_ns() / 1e9
-        except (OSError, ValueError):
-            return self._cpu_final
+        with self.paused() if settled else contextlib.nullcontext():
+            try:
+                return self._cgroup.cpu_ns() / 1e9
+            except (OSError, ValueError):
+                return self._cpu_final
 
     @property
     def alive(self) -> bool:

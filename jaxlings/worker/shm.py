@@ -142,15 +142,23 @@ class Region:
         placed = swap(tree)
         return placed, offset
 
-    def take(self, ref: Any, start: int) -> tuple[np.ndarray, int]:
-        """A copy of the array a worker's reply refers to, which must lie in [start, size)
-        (Malformed if not), and where the next one may start: so the outputs never overlap
-        and their copies total at most the region's size."""
-        offset, dt, shape = self._parse(ref)
-        if offset < start:
-            raise Malformed("an output outside the output area, or overlapping another")
-        view = self._view(offset, dt, shape)
-        return view.copy(), offset + view.nbytes
+    def spans(self, refs: list[Any], start: int) -> list[tuple[int, int]]:
+        """(offset, bytes) of each array a worker's reply refers to, read without touching the
+        region: each must lie in [start, size) after the one before it (Malformed if not), so
+        that the outputs never overlap and total at most the region's size."""
+        spans = []
+        for ref in refs:
+            offset, dt, shape = self._parse(ref)
+            if offset < start:
+                raise Malformed("an output outside the output area, or overlapping another")
+            nbytes = int(np.prod(shape, dtype=object)) * dt.itemsize
+            spans.append((offset, nbytes))
+            start = offset + nbytes
+        return spans
+
+    def copy(self, ref: Any) -> np.ndarray:
+        """A copy of the array a reference names (checked by `spans` first)."""
+        return self._view(*self._parse(ref)).copy()
 
     # -- worker side -----------------------------------------------------------------------
 

@@ -199,3 +199,60 @@ def test_a_worker_that_stalls_or_lies_about_its_compilations_changes_no_verdict(
         result = grade_dir(folder, ["at_updates.mask_fill"])
         assert verdicts(result) == verdicts(honest), name
         assert set(result.extra_data["topics"]["at_updates"]["timings"]["compile"]) == {"reference"}, name
+
+
+WRONG_ONE_LINERS = {
+    "jit_basics": """
+        import jax.numpy as jnp
+        from jax import lax
+
+        def clip_by_norm(g, max_norm):
+            return g * 0.5
+
+        def logged_softmax(x):
+            return lax.fori_loop(0, 3, lambda i, c: c[..., ::-1], x)  # only reverses its carry
+
+        def ema_update(count, avg, x, decay):
+            return count, avg, x
+
+        def regularized_loss(W, X, Y, l2):
+            return jnp.sum(W) * 0.0
+
+        def bce_with_logits(z, y):
+            return jnp.mean(jnp.maximum(z, 0.0) - z * y + jnp.log1p(jnp.exp(-jnp.abs(z))))
+
+        def bce_fast(z, y):
+            return jnp.mean(z) * 0.0
+
+        def affine(x, W, b):
+            return x @ W
+    """,
+    "at_updates": """
+        import jax.numpy as jnp
+
+        def scatter_ops(x, idx, vals):
+            zeros = x.at[idx].add(0.0)  # a scatter-add of zeros
+            return zeros, zeros, zeros, zeros
+
+        def histogram(x, nbins):
+            return jnp.zeros((nbins,), jnp.int32).at[jnp.asarray(x, jnp.int32) % nbins].add(0)
+
+        def mask_fill(x, threshold, fill):
+            return jnp.where(x > threshold, x, fill)
+
+        def lookup_and_clamp(x, idx, vals, fill):
+            return x[jnp.clip(idx, 0, x.shape[0] - 1)] * 0.0, x
+    """,
+}
+
+
+@pytest.mark.slow  # two whole topics: ~90 s on a 2-core CPU
+def test_a_module_of_wrong_one_liners_scores_nothing(tmp_path):
+    """Points rest on work: a function that computes the wrong thing earns nothing for its
+    structure, however well it jits (a loop, a scatter, every requirement's structure)."""
+    folder = write_submission(tmp_path, WRONG_ONE_LINERS)
+    result = grade_dir(folder, ["jit_basics", "at_updates"], jobs=2)
+    scored = {name: v for name, v in verdicts(result).items() if v[0] > 0}
+    assert not scored, scored
+    jit = {name: v for name, v in verdicts(result).items() if name.endswith(":jit")}
+    assert len(jit) >= 8 and all("not judged until the function is correct" in v[2] for v in jit.values()), jit

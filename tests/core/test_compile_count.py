@@ -117,3 +117,25 @@ def test_a_replay_slowed_to_match_hides_no_weight():
 def test_no_replay_takes_more_than_half_a_compilation_off_a_call_s_weight(first, replay):
     w = weighed([first], {0: replay}, counted([first], {0: replay}, DROP, STEADY), STEADY, REFERENCE)
     assert w[0] >= (first - STEADY) / REF_COMPILE[0] - 1e-9
+
+
+def test_a_public_run_reports_the_weight_and_judges_only_the_counts():
+    """The recording timed the reference on another machine: a public run weighs, says the
+    weight is judged on submission, and still fails a count past its allowance."""
+    from jaxlings.grading.checks.compiles import Compiles
+    from jaxlings.grading.spec import Case
+
+    check = Compiles(1, make=lambda rng, n: [], max_compiles=2)
+    cases = [Case((i,)) for i in range(6)]
+    eager = {
+        "seconds": [340 * MS, 0.3 * MS, 0.2 * MS, 330 * MS, 0.2 * MS, 0.3 * MS],
+        "replay": {0: 1.4 * MS, 3: 1.3 * MS},
+    }
+    got = {**eager, "counts": [[0, 0]] * 6, "replay_compiles": 0, "clock": "cpu"}
+    hidden = check.verdict(cases, REFERENCE, got, DROP, STEADY)
+    public = check.verdict(cases, REFERENCE, got, DROP, STEADY, weigh=False)
+    assert hidden.fraction == 0 and "of the reference's compilations" in hidden.message
+    assert public.fraction == 1 and "weighed against the reference's on submission" in public.message
+    assert public.data["weight"] == hidden.data["weight"] > budget(2, 1)
+    reported = {**got, "counts": [[1, 1]] * 3 + [[0, 0]] * 3}  # JAX's events: 3 compilations of 2 allowed
+    assert check.verdict(cases, REFERENCE, reported, DROP, STEADY, weigh=False).fraction == 0

@@ -144,9 +144,9 @@ def _crosses_the_region(tmp_path, isolate: bool) -> None:
         region = worker.region
         assert region is not None
         placed, taken = [], []
-        place, take = region.place, region.take
+        place, copy = region.place, region.copy
         region.place = lambda tree: placed.append(tree) or place(tree)
-        region.take = lambda ref, start: taken.append(ref) or take(ref, start)
+        region.copy = lambda ref: taken.append(ref) or copy(ref)
         for seed in range(3):
             case = ex.sample(np.random.default_rng(seed), 64)
             timed = timed_call(worker, "affine", [case], jit=False, static_argnums=(), timeout=60.0)
@@ -229,3 +229,53 @@ def test_output_references_may_not_overlap():
             timing._take_outputs(region, 8192, reply(first))
     finally:
         region.close()
+
+
+def test_outputs_are_bounded_by_the_reference_s_before_anything_is_copied():
+    """A reply that names more bytes than allowed (the rest of the region, never written) is
+    refused on the references alone: no leaf is copied, nothing of the region is read."""
+    from jaxlings.grading import timing
+    from jaxlings.worker import shm
+
+    region = shm.Region.create(64 << 20)
+    try:
+        arr = np.arange(64, dtype=np.float32)
+        ref, _ = region.put(arr, 4096, region.size)
+        rest = {"$shm": [4096, "uint8", [region.size - 4096]]}
+        reply = {"ok": True, "outs": [{"treedef": "*", "leaves": [{"kind": "array", "data": dict(rest)}]}]}
+        with pytest.raises(shm.Malformed, match="past the 1024 bytes allowed"):
+            timing._take_outputs(region, 4096, reply, max_bytes=1024)
+        assert reply["outs"][0]["leaves"][0]["data"] == rest  # refused before any copy
+        fine = {"ok": True, "outs": [{"treedef": "*", "leaves": [{"kind": "array", "data": dict(ref)}]}]}
+        assert timing._take_outputs(region, 4096, fine, max_bytes=arr.nbytes) == arr.nbytes
+    finally:
+        region.close()
+
+
+def test_a_reply_naming_the_rest_of_the_region_fails_the_speed_check_and_is_not_copied(tmp_path):
+    """The shared region is 1 GiB of address space: a student's output reference spanning the rest
+    of it once made the grader copy it all (2 GiB peak, outside every cgroup). The student's copies
+    are bounded by twice the reference's, plus 1 MiB: the check fails, its honest twin passes."""
+    import resource
+
+    module = SOLUTION + dedent("""
+
+        from jaxlings.worker import shm as _shm
+
+        _honest_put = _shm.Region.put
+
+
+        def _put(self, arr, offset, end):
+            ref, after = _honest_put(self, arr, offset, end)
+            return {"$shm": [offset, "uint8", [self.size - offset]]}, self.size
+
+
+        _shm.Region.put = _put
+    """)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    test = speed_result(write_submission(tmp_path / "attack", {"jit_basics": module}), "jit_basics.affine")
+    assert test.score == 0 and "bytes allowed" in test.output, test.output
+    grew = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak  # KiB; the copy would have been ~1 GiB
+    assert grew < 512 << 10, grew
+    honest = speed_result(write_submission(tmp_path / "honest", {"jit_basics": SOLUTION}), "jit_basics.affine")
+    assert "malformed" not in honest.output and honest.extra_data.get("ratio") is not None, honest.output

@@ -33,7 +33,9 @@ module it grades (tests/submissions/...__attack_*.py):
      replaced: the call replies while XLA still computes.
 2. CPU time the clock does not see: cpu_in_vanished_thread_or_child
    (at_updates__attack_hidden_cpu): the work runs in a thread, or in a child forked by a
-   helper process, that has ended when the grader reads the CPU clock.
+   helper process, that has ended when the grader reads the CPU clock; and
+   never_sleeping_worker (at_updates__attack_busy_poll): the worker's thread busy-polls its
+   pipe, so the kernel charges its time only at scheduler ticks.
 3. Forged structural facts.
    - posing_jit_hides_a_callback (at_updates__attack_fake_jit): an object with `lower`/`trace`
      shows a clean (slow) program while its calls run a fast `pure_callback`; its twin, the
@@ -168,6 +170,15 @@ def test_replying_before_the_device_is_done_gains_nothing(tmp_path):
 def test_cpu_time_of_a_vanished_thread_or_child_counts(tmp_path, via):
     attack, honest = attack_and_twin(tmp_path, "at_updates__attack_hidden_cpu", HISTOGRAM, VIA=via)
     assert_gains_nothing(attack, honest, HISTOGRAM)
+
+
+def test_a_worker_that_never_sleeps_is_charged_its_work(tmp_path):
+    """Read without freezing the group, a busy-polling worker doing twice the reference's work read
+    0 ms of CPU and took full marks (issue 41, class 7); each reading now freezes the group."""
+    attack, honest = attack_and_twin(tmp_path, "at_updates__attack_busy_poll", HISTOGRAM)
+    assert_gains_nothing(attack, honest, HISTOGRAM)
+    speed = next(t for t in attack.tests if t.check == "speed")
+    assert speed.extra_data["clock"] != "cpu" or speed.extra_data["ratio"] > 1.0, speed.extra_data
 
 
 # -- 3. forged structural facts -------------------------------------------------------------

@@ -118,7 +118,7 @@ def test_grade_cells_show_html_boxes_in_a_real_kernel_and_browser(tmp_path):
     shown = [o for c in nb.cells for o in c.outputs if o.output_type == "display_data"]
     assert not [o for c in nb.cells for o in c.outputs if o.output_type == "error" or o.get("name") == "stderr"]
     kinds = [o.data["text/html"].split('class="jaxlings-check jaxlings-')[1].split('"')[0] for o in shown]
-    assert kinds == ["hint", "fail", "fail", "pass", "pass", "pending", "advice"], kinds
+    assert kinds == ["hint", "fail", "waits", "pass", "pass", "pending", "advice"], kinds
     plain = [o.data["text/plain"] for o in shown]
     assert plain[2].endswith("not implemented yet: see `correct` above")  # one cause, said once
     assert plain[0].startswith("HINT at_updates.histogram hint 1/")
@@ -138,12 +138,12 @@ def test_grade_cells_show_html_boxes_in_a_real_kernel_and_browser(tmp_path):
     with headless_chromium() as browser:
         tab = browser.new_page(viewport={"width": 900, "height": 700})
         tab.goto(page.as_uri())
-        for kind in ("hint", "fail", "pass", "pending", "advice"):
+        for kind in ("hint", "fail", "waits", "pass", "pending", "advice"):
             assert tab.locator(f".jaxlings-check.jaxlings-{kind}").count() >= 1, kind
         bands = tab.evaluate(
             "() => [...document.querySelectorAll('.jaxlings-check')].map(e => getComputedStyle(e).borderLeftColor)"
         )
-        assert len(set(bands)) == 5  # hint, fail, pass, pending, advice: each distinct
+        assert len(set(bands)) == 6  # hint, fail, waits, pass, pending, advice: each distinct
         SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
         tab.screenshot(path=str(SCREENSHOT), full_page=True)
     png = Path(SCREENSHOT).read_bytes()

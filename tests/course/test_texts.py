@@ -103,8 +103,8 @@ def test_a_notebooks_grading_note_names_the_topics_own_checks():
     """A notebook changes only with its own topic's checks: its note names those that wait for
     `correct` among them, not the course's."""
     prng, sharding = (graded.notebook_note(topics.load(name)) for name in ("prng", "sharding"))
-    assert "`speed` counts only once `correct` passes" in prng and "`sharding`" not in prng
-    assert "`sharding` counts only once `correct` passes" in sharding and "`speed`" not in sharding
+    assert "`jit` and `speed` count only once `correct` passes" in prng and "`sharding`" not in prng
+    assert "`sharding` count only once `correct` passes" in sharding and "`speed`" not in sharding
 
 
 def test_the_readmes_topic_table_lists_the_specs_topics_and_exercises_in_order():

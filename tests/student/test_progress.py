@@ -68,28 +68,22 @@ def test_checks_that_wait_for_correct_fold_into_one_row():
         "dropout",
         {
             "correct": Outcome.fail("2 of 6 cases differ"),
-            "jit": Outcome.ok("jits"),
             "key_reuse": Outcome.fail("not judged until the function is correct", advisory=True),
         },
     )
     rows = progress.rows(tests)
     assert [(r.check, r.kind, r.points, r.message) for r in rows] == [
         ("correct", "fail", "0/3", "2 of 6 cases differ"),
-        ("jit", "pass", "1/1", "jits"),
-        ("speed, key_reuse", "waits", "0/1", "waits for correct"),
+        ("jit, speed, key_reuse", "waits", "0/2", "waits for correct"),
     ]
-    assert progress.tally(tests) == progress.Counts(passed=1, failed=2)
+    assert progress.tally(tests) == progress.Counts(failed=3)
 
 
 def test_a_waiting_message_without_the_flag_still_folds():
     """An older results.json (or a check that says so itself) has only the message."""
-    tests = judged("at_updates", "histogram", {"correct": Outcome.fail("differs"), "jit": Outcome.fail("no jit")})
+    tests = judged("at_updates", "histogram", {"correct": Outcome.fail("differs")})
     plain = [results.TestResult(**{**t.__dict__, "extra_data": {}}) for t in tests]
-    assert [(r.check, r.kind) for r in progress.rows(plain)] == [
-        ("correct", "fail"),
-        ("jit", "fail"),
-        ("speed", "waits"),
-    ]
+    assert [(r.check, r.kind) for r in progress.rows(plain)] == [("correct", "fail"), ("jit, speed", "waits")]
 
 
 def test_pending_is_pending_and_advisory_apart():

@@ -7,6 +7,8 @@ a grader that reads replies whole reads it too. VARIANT says what the junk is:
   array   a uint8 array of JUNK_BYTES (raw bytes after the JSON header)
   header  JUNK_BYTES of JSON, `[[], [], ...]`, in the header, which Python decodes into list
           objects some 20 times its size
+  program a uint8 array of JUNK_BYTES beside the exported programs of every `trace` reply
+          (its outputs' replies are left alone)
 The functions are right; with ATTACK = False this is the honest twin. The grader must read no
 more than twice the reference's reply (plus 1 MiB) per reply, fail the checks whose replies
 were too large with their size, and complete the run.
@@ -52,7 +54,8 @@ def _install():
             continue
 
         def write_frame(fd, tree, *args, _real=real, **kwargs):
-            if isinstance(tree, dict) and tree.get("ok") is True and ("out" in tree or "outs" in tree):
+            carries = ("programs",) if VARIANT == "program" else ("out", "outs")
+            if isinstance(tree, dict) and tree.get("ok") is True and any(k in tree for k in carries):
                 tree = {**tree, "junk": _junk()}
             return _real(fd, tree, *args, **kwargs)
 

@@ -1,7 +1,7 @@
 """For every check kind, a submission that deserves to fail it fails it, and only it.
 
-Checks that count only once `correct` passes (`speed`) show "not judged" when the function is
-wrong, and so does `key_reuse` when it finds no reused key; that is part of "only it" for a
+Checks that count only once `correct` passes (`jit`, `speed`, ...) show "not judged" when the
+function is wrong, and so does `key_reuse` when it finds no reused key; that is part of "only it" for a
 wrong answer. `key_reuse` is advisory (0 points: its facts come from the student's own
 process), so its verdict is read from the test's status, and the exercise keeps every point.
 """
@@ -24,12 +24,12 @@ def at_faults(tmp_path_factory):
 
 
 @pytest.mark.slow  # prng_faults and at_faults grade two whole topics: ~110 s on a 2-core CPU
-def test_wrong_values_fail_correct_only(prng_faults, at_faults):
+def test_wrong_values_fail_correct_and_nothing_else_is_judged(prng_faults, at_faults):
     for result, ex in ((prng_faults, "prng.derive_keys"), (at_faults, "at_updates.scatter_ops")):
         v = verdicts(result)
         assert v[f"{ex}:correct"][0] == 0
         assert "differ" in v[f"{ex}:correct"][2] or "off" in v[f"{ex}:correct"][2]
-        assert v[f"{ex}:jit"][0] == v[f"{ex}:jit"][1], v[f"{ex}:jit"]
+        assert v[f"{ex}:jit"][0] == 0 and "not judged until the function is correct" in v[f"{ex}:jit"][2]
     assert "not judged" in verdicts(prng_faults)["prng.derive_keys:key_reuse"][2]
 
 

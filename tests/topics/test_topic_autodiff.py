@@ -90,9 +90,9 @@ def test_reference_per_example_program_does_not_grow(reference):
 
 
 def test_wrong_argnums_fails_correct_only(one_fault_each, more_faults):
-    assert failed(one_fault_each, "loss_and_grads") == {"correct"}
+    assert failed(one_fault_each, "loss_and_grads") == {"correct", "jit"}
     assert "`output[1]` is an array, expected a pair of arrays" in message(one_fault_each, "loss_and_grads", "correct")
-    assert failed(more_faults, "loss_and_grads") == {"correct"}
+    assert failed(more_faults, "loss_and_grads") == {"correct", "jit"}
 
 
 def test_reverse_mode_for_a_tall_jacobian_fails_jit_on_flops(one_fault_each):
@@ -202,9 +202,9 @@ def test_loop_over_a_jitted_helper_still_grows(hostile):
     assert facts["n_ops"] > 10 * facts["n_ops_other"]
 
 
-def test_backpropagation_truncated_between_layers_fails_correct_only(hostile):
-    # checkpointed, so within the memory budget; the gradient of every layer but the last is off
-    assert failed(hostile, "remat_grad") == {"correct"}
+def test_backpropagation_truncated_between_layers_fails_correct_and_nothing_else_is_judged(hostile):
+    # checkpointed, so within the memory budget; but the gradient of every layer but the last is
+    # off, and a wrong function earns nothing for its program
+    assert failed(hostile, "remat_grad") == {"correct", "jit"}
     assert "`grads['W1']`: " in message(hostile, "remat_grad", "correct")
-    facts = data(hostile, "remat_grad", "jit")
-    assert facts["temp_bytes"] <= facts["reference_temp_bytes"]
+    assert "not judged until the function is correct" in message(hostile, "remat_grad", "jit")

@@ -84,7 +84,7 @@ def test_python_for_loop_fails_jit_only(faults):
 
 
 def test_wrong_values_fail_correct_only(faults):
-    assert mine(faults, "ema") == {"loops.ema:correct"}
+    assert mine(faults, "ema") == {"loops.ema:correct", "loops.ema:jit"}
     assert "values are off" in verdicts(faults)["loops.ema:correct"][2]
 
 

@@ -60,13 +60,13 @@ def test_control_passes(faults):
 
 
 def test_list_for_tuple_fails_correct_only(faults):
-    assert mine(faults, "tree_arith") == {"pytrees.tree_arith:correct"}
+    assert mine(faults, "tree_arith") == {"pytrees.tree_arith:correct", "pytrees.tree_arith:jit"}
     message = verdicts(faults)["pytrees.tree_arith:correct"][2]
     assert "the output is a list of three, expected a tuple of three (of the same entries)" in message, message
 
 
 def test_tuple_for_list_fails_correct_only(faults):
-    assert mine(faults, "unstack_tree") == {"pytrees.unstack_tree:correct"}
+    assert mine(faults, "unstack_tree") == {"pytrees.unstack_tree:correct", "pytrees.unstack_tree:jit"}
     message = verdicts(faults)["pytrees.unstack_tree:correct"][2]
     # as many dicts as the case has rows (drawn afresh each run), in words: two in a tuple are a pair
     found = re.search(
@@ -78,7 +78,7 @@ def test_tuple_for_list_fails_correct_only(faults):
 
 
 def test_wrong_leaf_shapes_fail_correct_only(faults):
-    assert mine(faults, "stack_trees") == {"pytrees.stack_trees:correct"}
+    assert mine(faults, "stack_trees") == {"pytrees.stack_trees:correct", "pytrees.stack_trees:jit"}
     assert "expected shape" in verdicts(faults)["pytrees.stack_trees:correct"][2]
 
 
@@ -99,18 +99,18 @@ def test_init_checks_on_leaves_fail_vmap_only(faults):
 
 def test_lost_aux_data_fails_correct_only(crafted):
     result = grade_dir(crafted(pytrees="lost_aux"), [f"{TOPIC}.dense_grad"])
-    assert failing(result) == {"pytrees.dense_grad:correct", "pytrees.dense_grad:vmap"}
+    assert failing(result) == {"pytrees.dense_grad:correct", "pytrees.dense_grad:jit", "pytrees.dense_grad:vmap"}
     message = verdicts(result)["pytrees.dense_grad:correct"][2]
     assert "an instance of `Dense` whose static fields (its parts that are not arrays) differ" in message, message
     assert "not judged" in verdicts(result)["pytrees.dense_grad:vmap"][2]
 
 
-def test_unregistered_class_fails_correct_and_jit(crafted):
+def test_unregistered_class_fails_correct_and_nothing_else_is_judged(crafted):
     result = grade_dir(crafted(pytrees="unregistered"), [f"{TOPIC}.dense_grad"])
     assert result.score == 0
     v = verdicts(result)
     assert "not a valid JAX type" in v["pytrees.dense_grad:correct"][2]
-    assert "not a valid JAX type" in v["pytrees.dense_grad:jit"][2]
+    assert "not judged until the function is correct" in v["pytrees.dense_grad:jit"][2]
     assert "not judged" in v["pytrees.dense_grad:vmap"][2]
 
 
@@ -185,7 +185,7 @@ def test_numpy_inside_and_shape_based_mask(tmp_path):
         },
     )
     result = grade_dir(folder, [f"{TOPIC}.tree_arith", f"{TOPIC}.weight_decay"])
-    assert failing(result) == {"pytrees.tree_arith:jit", "pytrees.weight_decay:correct"}
+    assert failing(result) == {"pytrees.tree_arith:jit", "pytrees.weight_decay:correct", "pytrees.weight_decay:jit"}
     assert "TracerArrayConversionError" in verdicts(result)["pytrees.tree_arith:jit"][2]
     assert "values are off" in verdicts(result)["pytrees.weight_decay:correct"][2]
 

@@ -168,6 +168,18 @@ def test_a_huge_reply_costs_its_check_never_the_grader_s_memory(tmp_path):
 
 @pytest.mark.slow
 @needs_bwrap
+def test_an_exported_program_is_bounded_by_the_reference_s(tmp_path):
+    # Before: two 250 MB "programs" took the grader from 62 to 1,062 MB (issue 41, class 5).
+    names = ["at_updates.mask_fill"]
+    attack = measure("at_updates__attack_huge_reply", names, VARIANT="program", JUNK_BYTES=250_000_000)
+    assert attack["points"] == {"at_updates.mask_fill:correct": 1.0, "at_updates.mask_fill:jit": 0.0}, attack
+    message = attack["messages"]["at_updates.mask_fill:jit"]
+    assert "the reply was 250 MB" in message and "times the reference's exported programs" in message, message
+    assert attack["vm_hwm_mb_after"] - attack["vm_hwm_mb_before"] < 150, attack
+
+
+@pytest.mark.slow
+@needs_bwrap
 def test_a_bloated_json_header_is_refused_by_its_own_bound(tmp_path):
     names = ["at_updates.mask_fill"]
     source = module_source("at_updates__attack_huge_reply", VARIANT="header", JUNK_BYTES=600_000)

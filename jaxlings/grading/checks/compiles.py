@@ -49,6 +49,15 @@ Three counts, one verdict.
   be moved into a replay, where `steady` and `weighed` (the whole first run counts where the
   replay exceeds `steady`) take it.
 Any count past its allowance fails the check.
+
+A public run (`grade check`) judges the two counts and reports the weight without judging it:
+the recording timed the reference's compilations on the machine that built the package, and
+one compilation's cost differs between machines, and between runs of one recording, by more
+than the weight's slack (measured: `static_args.create_filled`'s recorded reference compiled
+its calls in 41, 23 and 23 ms, where the same calls cost 44-46 ms each on the machine that
+replayed it, and the solution weighed 4.9 of 4.25). A right function's counts hold on any
+machine (a compilation costs tens of times a cached call); the weight is judged on submission,
+where both sides run on the grading machine.
 """
 
 from __future__ import annotations
@@ -255,10 +264,13 @@ class Compiles(Check):
             return Outcome.fail(f"a stream of {len(cases)} calls: {exc}")
         if isinstance(got, str):
             return Outcome.fail(got)
-        return self.verdict(cases, ref, got, drop, steady)
+        return self.verdict(cases, ref, got, drop, steady, weigh=not ctx.public)
 
-    def verdict(self, cases: list[Case], ref: dict, got: dict, drop: float, steady: float) -> Outcome:
-        """The three counts against their allowances (see the module docstring)."""
+    def verdict(
+        self, cases: list[Case], ref: dict, got: dict, drop: float, steady: float, *, weigh: bool = True
+    ) -> Outcome:
+        """The three counts against their allowances (see the module docstring); `weigh=False`
+        (a public run) reports the weight without judging it."""
         replay = got["replay"]
         compiling = counted(got["seconds"], replay, drop, steady)
         reported = sum(c for c, _ in got["counts"])
@@ -306,7 +318,7 @@ class Compiles(Check):
                 "allowed, whether or not JAX's events count them",
                 **data,
             )
-        if weight > allowed:
+        if weigh and weight > allowed:
             heaviest = max(weights, key=lambda i: weights[i])
             return Outcome.fail(
                 f"the {len(compiling)} calls that took a compilation's time spent as long compiling "
@@ -316,8 +328,11 @@ class Compiles(Check):
                 "whether or not JAX's events count them",
                 **data,
             )
+        weighed_later = (
+            "" if weigh else "; the time they spent compiling is weighed against the reference's on submission"
+        )
         return Outcome.ok(
             f"{len(cases)} calls, {reported} compilations (at most {self.max_compiles}); "
-            f"{len(compiling)} calls took a compilation's time",
+            f"{len(compiling)} calls took a compilation's time{weighed_later}",
             **data,
         )

@@ -45,12 +45,11 @@ class Correct(Check):
     def run(self, ctx: CheckContext) -> Outcome:
         ex = ctx.exercise
         first_problem = None
-        for i, (case, expected) in enumerate(zip(ctx.cases, ctx.expected)):
+        for case, expected in zip(ctx.cases, ctx.expected):
             try:
                 got = ctx.student_output("correct", case.args, expected, ex.rtol, ex.atol)
             except StudentError as exc:
                 return Outcome.fail(f"{case.label} {shapes(case.args)}: {exc}")
-            ctx.findings.outputs[i] = got
             if first_problem is None and (problem := mismatch(expected, got, ex.rtol, ex.atol, ex.outputs)) is not None:
                 first_problem = f"{case.label} {shapes(case.args)}: {problem}"
         if first_problem:

@@ -1,9 +1,10 @@
 """`jit`: the function runs under `jax.jit` (with the exercise's static arguments), gives what
 it gives without jit, and has the structure the exercise requires.
 
-Jitted outputs are compared with the reference's, or, where the function is wrong, with the
-student's own un-jitted outputs: jit-ability is judged apart from correctness, so a wrong
-answer costs `correct` and a jit failure costs `jit`. Structure is judged from trusted facts
+`jit` is judged only once the function is `correct` (`requires`): a program that computes
+the wrong thing earns nothing for its structure (a loop that only reverses its input, a
+scatter of zeros). Its jitted outputs are compared with the reference's, on `correct`'s cases
+and on the trusted samples its exported programs run on. Structure is judged from trusted facts
 (`jaxlings.grading.structure`): the jitted call exported as a program from the arguments' shapes
 only, analysed and run by a trusted worker on fresh samples, and shown there to compute the
 function. Requirements (`Jit.requirements`, after the defaults) marked advisory
@@ -63,17 +64,17 @@ class Jit(Check):
 
     name = "jit"
     summary = (
-        "runs under jax.jit, gives the same values, and has the required structure (no host callbacks, no "
-        "re-tracing, ...)."
+        "once correct, runs under jax.jit, gives the reference's values, and has the required structure (no "
+        "host callbacks, no re-tracing, ...)."
     )
-    after = ("correct",)
+    requires = ("correct",)
     analyses = True
 
     def describe(self, ex: Exercise, words: Words) -> str:
         head = (
             "keep it right under its own `jax.jit` (the decorator the task gives it, as called for `correct`)"
             if words.decorated
-            else f"make it work {words.jitted(True)}: the same outputs as un-jitted, on the same cases"
+            else f"make it work {words.jitted(True)} once it is correct: the reference's outputs on the same cases"
         )
         exported = "in its exported program"
         if self.static_values:
@@ -92,7 +93,7 @@ class Jit(Check):
 
     def run(self, ctx: CheckContext) -> Outcome:
         ex = ctx.exercise
-        for i, (case, expected) in enumerate(zip(ctx.cases, ctx.expected)):
+        for case, expected in zip(ctx.cases, ctx.expected):
             where = f"under jax.jit, {case.label} {shapes(case.args)}"
             try:
                 got = ctx.student.call("call", fn=ex.name, args=case.args, jit=True, static_argnums=ex.static_argnums)[
@@ -100,11 +101,7 @@ class Jit(Check):
                 ]
             except StudentError as exc:
                 return Outcome.fail(f"{where}: {exc}")
-            problem = mismatch(expected, got, ex.rtol, ex.atol, ex.outputs)
-            if problem is not None and i in ctx.findings.outputs:
-                own = mismatch(ctx.findings.outputs[i], got, ex.rtol, ex.atol, ex.outputs)
-                problem = None if own is None else f"the jitted output differs from the un-jitted one: {own}"
-            if problem is not None:
+            if (problem := mismatch(expected, got, ex.rtol, ex.atol, ex.outputs)) is not None:
                 return Outcome.fail(f"{where}: {problem}")
         try:
             facts, ref = trace_facts(ctx)
@@ -176,9 +173,7 @@ def trace_facts(ctx: CheckContext) -> tuple[Facts, Facts]:
     `Findings.traced`)."""
     if ctx.findings.traced is None:
         ex = ctx.exercise
-        ctx.findings.traced = ctx.traced_facts(
-            trace_request(ctx), ex.rtol, ex.atol, verify_against_reference=ctx.findings.passed.get("correct", True)
-        )
+        ctx.findings.traced = ctx.traced_facts(trace_request(ctx), ex.rtol, ex.atol)
     return ctx.findings.traced
 
 
