@@ -78,11 +78,11 @@ def friendly(fn: Callable) -> Callable:
             )
             raise typer.Exit(2) from None
         except Exception as exc:
-            if not _database_down(exc):
+            problem = _database_problem(exc)
+            if problem is None:
                 raise
             console.print(
-                f"[red]error:[/] cannot reach the database at {escape(_database_named(kwargs))}: "
-                f"{escape(_reason(exc))}",
+                f"[red]error:[/] {problem} the database at {escape(_database_named(kwargs))}: {escape(_reason(exc))}",
                 highlight=False,
                 soft_wrap=True,
             )
@@ -91,11 +91,20 @@ def friendly(fn: Callable) -> Callable:
     return wrapper
 
 
-def _database_down(exc: BaseException) -> bool:
-    """Whether `exc` says the database cannot be reached (SQLAlchemy's classes, looked up only if
-    SQLAlchemy was imported: this module ships in the student package, without it)."""
+def _database_problem(exc: BaseException) -> str | None:
+    """What `exc` says of the database, as the start of a sentence: "cannot reach" (it does not
+    answer), "cannot use" (a URL or an option that SQLAlchemy or the driver refuses: an unknown
+    scheme, a bad connection option), or None when it is about something else. SQLAlchemy's
+    classes are looked up only if it was imported: this module ships in the student package,
+    without it."""
     errors = sys.modules.get("sqlalchemy.exc")
-    return errors is not None and isinstance(exc, (errors.OperationalError, errors.InterfaceError))
+    if errors is None:
+        return None
+    if isinstance(exc, (errors.OperationalError, errors.InterfaceError)):
+        return "cannot reach"
+    if isinstance(exc, (errors.ArgumentError, errors.DBAPIError)):
+        return "cannot use"
+    return None
 
 
 def _database_named(flags: dict) -> str:
@@ -110,9 +119,10 @@ def _database_named(flags: dict) -> str:
 
 
 def _reason(exc: BaseException) -> str:
-    """The driver's words for a database error, on one line."""
+    """The driver's words for a database error, on one line (SQLAlchemy's link to its docs left out)."""
     words = str(getattr(exc, "orig", None) or exc)
-    return " ".join(line.strip() for line in words.splitlines() if line.strip()) or type(exc).__name__
+    lines = [line.strip() for line in words.splitlines() if line.strip() and not line.strip().startswith("(Background")]
+    return " ".join(lines) or type(exc).__name__
 
 
 def settings_from(**flags):
@@ -193,6 +203,7 @@ def _show(api: client.Client, state: dict, json_path: Path | None = None) -> Non
         return
     doc = api.results(state["id"])
     report.result_tables(client.result_of(doc), console)
+    console.print(_received(state), highlight=False)
     if json_path:
         json_path.write_text(json.dumps(doc, indent=2))
         console.print(f"wrote {json_path}")
@@ -207,9 +218,29 @@ def submissions() -> None:
     for col in ("id", "submitted (UTC)", "topics", "status", "score"):
         table.add_column(col)
     for s in client.Client(client.connection()).submissions():
-        score = f"{s['score']:g} / {s['max_score']:g}" if s.get("score") is not None else ""
-        table.add_row(str(s["id"]), s["created_at"][:19].replace("T", " "), ", ".join(s["topics"]), s["status"], score)
+        table.add_row(
+            str(s["id"]), s["created_at"][:19].replace("T", " "), ", ".join(s["topics"]), s["status"], _score(s)
+        )
     console.print(table)
+
+
+def _score(state: dict) -> str:
+    """A submission's score as it counts, "14.25 / 19 (late: prng keeps 75%; 19 before)", or ""."""
+    if state.get("score") is None:
+        return ""
+    counted = state.get("counted_score", state["score"])
+    text = f"{counted:g} / {state['max_score']:g}"
+    if late := state.get("late"):
+        kept = ", ".join(f"{topic} keeps {factor:.0%}" for topic, factor in late.items())
+        text += f" (late: {kept}; {state['score']:g} before)"
+    return text
+
+
+def _received(state: dict) -> str:
+    """When the server received a submission, whether it was late, and the score that counts."""
+    when = (state.get("created_at") or "")[:19].replace("T", " ")
+    on_time = "" if state.get("late") else ", on time"
+    return f"received {when} UTC{on_time}; counts {_score(state)}"
 
 
 @friendly

@@ -148,9 +148,10 @@ class Exercise:
             raise SpecError(f"{self.name}: option {found[0]!r} {found[1]}")
         if len(self.hints) < 2:
             raise SpecError(f"{self.name}: give at least two progressive hints")
-        if unknown := set(self.accelerator_tolerance) - {"tpu", "gpu"}:
+        if unknown := set(self.accelerator_tolerance) - set(device.TOLERANCE):
             raise SpecError(
-                f"{self.name}: `accelerator_tolerance` names {sorted(unknown)}; its kinds are 'tpu' and 'gpu'"
+                f"{self.name}: `accelerator_tolerance` names {sorted(unknown)}; its kinds are "
+                f"{' and '.join(repr(kind) for kind in device.TOLERANCE)}"
             )
         names = [c.name for c in self.checks]
         if len(set(names)) != len(names):

@@ -83,6 +83,11 @@ class SubmissionView(BaseModel):
     attempts: int
     score: float | None
     max_score: float | None
+    counted_score: float | None = None
+    """The score that counts: `score` after the course's late policy, at the time received
+    (`created_at`); equal to `score` when every topic was on time."""
+    late: dict[str, float] = {}
+    """Each topic received after its due time, with the factor of its score it keeps."""
     error: str
     results_url: str | None
     page_url: str

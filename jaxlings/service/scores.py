@@ -25,12 +25,15 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jaxlings.grading import rules
 from jaxlings.grading.results import measured_ratio
 from jaxlings.service import deadlines
 from jaxlings.service.db import Student, Submission
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
 Keeps = Callable[[str, dt.datetime], float]
 """(topic, time received) -> the fraction of its score a submission keeps under the late policy."""
@@ -175,6 +178,38 @@ def counted(submissions: Iterable[Submission], keeps: Keeps | None = None) -> di
 def keeps_for(course: rules.CourseRules, granted: deadlines.Extensions, student_id: int) -> Keeps:
     """What one student's submissions keep under the course's late policy, their extensions applied."""
     return lambda topic, at: deadlines.window(course, granted, student_id, topic).factor(deadlines.aware(at))
+
+
+@dataclass(frozen=True)
+class Counted:
+    """One submission as it counts: its score after the late policy (`score`, None before its first
+    result) beside the raw one, and the factor each late topic keeps (`late`: topic -> factor,
+    only where it is under 1). Every view of one submission shows these (page, API, CLI)."""
+
+    score: float | None
+    raw_score: float | None
+    late: dict[str, float]
+
+    def late_words(self) -> str:
+        """ "on time", or "late: prng keeps 75%, loops keeps 50%"."""
+        if not self.late:
+            return "on time"
+        return "late: " + ", ".join(f"{t} keeps {factor:.0%}" for t, factor in self.late.items())
+
+
+def counted_for(session: Session, course: rules.CourseRules, sub: Submission) -> Counted:
+    """`sub` under the course's late policy, its student's extensions applied."""
+    granted = deadlines.extensions(session, [sub.student_id])
+    return counted_one(sub, keeps_for(course, granted, sub.student_id))
+
+
+def counted_one(sub: Submission, keeps: Keeps) -> Counted:
+    """`sub` under the late policy `keeps` (`keeps_for` its student), at the time it was received."""
+    kept = {t: r.kept(keeps(t, sub.created_at)) for t, r in topic_results(sub).items()}
+    if sub.score is None:
+        return Counted(None, None, {})
+    taken = sum(r.raw_score - r.score for r in kept.values())
+    return Counted(round(sub.score - taken, 4), sub.score, {t: r.factor for t, r in kept.items() if r.late})
 
 
 @dataclass

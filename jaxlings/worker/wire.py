@@ -111,6 +111,12 @@ def _header_tree(x: Any, array: Callable[[np.ndarray], int]) -> Any:
 
 def encode(tree: Any) -> bytes:
     """Serialize a message tree into one frame payload."""
+    header, arrays = _parts(tree)
+    return b"".join([struct.pack("<I", len(header)), header, *(a.tobytes() for a in arrays)])
+
+
+def _parts(tree: Any) -> tuple[bytes, list[np.ndarray]]:
+    """A message's JSON header and its arrays (C-contiguous), in the order the payload holds them."""
     arrays: list[np.ndarray] = []
 
     def file(a: np.ndarray) -> int:
@@ -119,8 +125,7 @@ def encode(tree: Any) -> bytes:
 
     body = _header_tree(tree, file)
     meta = [[a.dtype.name, list(a.shape)] for a in arrays]
-    header = json.dumps({"tree": body, "arrays": meta}).encode()
-    return b"".join([struct.pack("<I", len(header)), header, *(a.tobytes() for a in arrays)])
+    return json.dumps({"tree": body, "arrays": meta}).encode(), arrays
 
 
 def decode(
@@ -209,9 +214,18 @@ def _dict_key(k: Any) -> Any:
 
 
 def write_frame(fd: int, tree: Any) -> None:
-    """Send one message."""
-    data = encode(tree)
-    view = memoryview(struct.pack("<Q", len(data)) + data)
+    """Send one message (the frame `encode` makes), each array written from its own buffer:
+    nothing is joined or copied whole, so a large message (a program forwarded to the analyser,
+    a workload's inputs) is never held twice."""
+    header, arrays = _parts(tree)
+    size = 4 + len(header) + sum(a.nbytes for a in arrays)
+    _write_all(fd, memoryview(struct.pack("<QI", size, len(header)) + header))
+    for a in arrays:
+        if a.nbytes:
+            _write_all(fd, a.reshape(-1).view(np.uint8).data)
+
+
+def _write_all(fd: int, view: memoryview) -> None:
     while view:
         n = os.write(fd, view)
         view = view[n:]

@@ -174,7 +174,7 @@ def test_a_late_score_counts_with_the_penalty_everywhere_and_the_student_sees_wh
     token = course.token("carol")
     graded = seeded_result("prng")
     raw = json.loads(graded)["extra_data"]["topics"]["prng"]["score"]
-    seed_submission(course, "carol", {"prng": FILE}, graded)  # received now: 20 hours late, keeps 75%
+    sid = seed_submission(course, "carol", {"prng": FILE}, graded)  # received now: 20 hours late, keeps 75%
     prof = api(course, course.instructor())
 
     [row] = list(csv.DictReader(io.StringIO(prof.get("/api/gradebook.csv").text)))
@@ -210,6 +210,22 @@ def test_a_late_score_counts_with_the_penalty_everywhere_and_the_student_sees_wh
     with closing(page_login(course, token)) as pages:
         me = pages.get("/me").text
         assert "Europe/Zurich" in me and "due in 2 days" in me and "closed since" in me and "late: " in me
+
+    # every view of the one submission: the time received, the late mark, the score that counts
+    counted, total = round(raw * 0.75, 4), json.loads(graded)["max_score"]
+    shown = student.get(f"/api/submissions/{sid}").json()
+    assert (shown["counted_score"], shown["score"], shown["late"]) == (counted, raw, {"prng": 0.75}), shown
+    assert [s["counted_score"] for s in student.get("/api/submissions").json()] == [counted]
+    env = {"JAXLINGS_SERVER": course.url, "JAXLINGS_TOKEN": token, "JAXLINGS_CONFIG": str(course.data_dir / "c.json")}
+    listed = " ".join(grade(["submissions"], course, COLUMNS="200", **env).stdout.split())
+    assert f"{counted:g} / {total:g} (late: prng keeps 75%; {raw:g} before)" in listed, listed
+    one = " ".join(grade(["result", str(sid)], course, COLUMNS="200", **env).stdout.split())
+    assert "received " in one and f"; counts {counted:g} / {total:g} (late: prng keeps 75%" in one, one
+    with closing(page_login(course, token)) as pages:
+        history = pages.get("/me").text.split('id="history"')[1]
+        assert f"{counted:g} / {total:g}" in history and "late: prng keeps 75%" in history
+        page = pages.get(f"/submissions/{sid}").text
+        assert 'id="received"' in page and "late: prng keeps 75%" in page and f"{raw:g} before the late policy" in page
 
 
 @pytest.mark.slow

@@ -308,6 +308,25 @@ def test_a_database_that_does_not_answer_at_start_is_one_line_and_exit_2(tmp_pat
     assert "s3cret-pw" not in out and "Connection refused" in out
 
 
+@pytest.mark.parametrize("command", ["worker", "serve"])
+@pytest.mark.parametrize(
+    "url, says",
+    [
+        ("postgress://grader:s3cret-pw@127.0.0.1/course", "Can't load plugin: sqlalchemy.dialects:postgress"),
+        ("postgresql+psycopg://grader:s3cret-pw@127.0.0.1/course?bogus_option=1", "bogus_option"),
+    ],
+)
+def test_a_database_url_the_driver_refuses_is_one_line_and_exit_2(tmp_path, command, url, says):
+    env = {**os.environ, "JAXLINGS_DATA_DIR": str(tmp_path / "data"), "JAXLINGS_DATABASE_URL": url, "COLUMNS": "80"}
+    env["JAXLINGS_PORT"] = str(free_port())
+    done = subprocess.run(GRADE + [command], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    out = (done.stdout + done.stderr).strip()
+    assert done.returncode == 2, out
+    assert out.count("\n") == 0 and "Traceback" not in out and "sqlalche.me" not in out, out
+    assert out.startswith(f"error: cannot use the database at {url.split(':')[0]}"), out
+    assert says in out and "s3cret-pw" not in out, out
+
+
 @pytest.mark.slow
 def test_a_database_that_answers_at_start_lets_the_worker_run(tmp_path):
     """The honest case of the above: the same command with a database that answers keeps running."""

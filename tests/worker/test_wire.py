@@ -54,6 +54,31 @@ def test_roundtrip(tree):
     assert _same(wire.decode(wire.encode(tree)), tree)
 
 
+@given(trees, st.booleans())
+def test_a_frame_is_written_as_encode_makes_it_and_read_back(tree, transposed):
+    """`write_frame` streams each array from its own buffer (no whole copy of the frame): its
+    bytes are `encode`'s, prefixed by their length, and `read_frame` gives the tree back."""
+    import os
+
+    if transposed and isinstance(tree, np.ndarray):  # a view that is not C-contiguous
+        tree = tree.T
+    r, w = os.pipe()
+    try:
+        wire.write_frame(w, tree)  # small trees: within the pipe's buffer
+        os.close(w)
+        w = -1
+        data = b""
+        while chunk := os.read(r, 1 << 16):
+            data += chunk
+    finally:
+        os.close(r)
+        if w >= 0:
+            os.close(w)
+    payload = wire.encode(tree)
+    assert data == struct.pack("<Q", len(payload)) + payload
+    assert _same(wire.decode(data[8:]), tree)
+
+
 def test_bfloat16_roundtrips():
     import ml_dtypes
 

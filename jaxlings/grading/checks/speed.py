@@ -250,7 +250,8 @@ class Speed(Check):
                     ) from None
                 seconds.append(t.seconds)
                 cpu.append(t.cpu_seconds)
-                warm = warm if len(seconds) > 1 else time.monotonic()
+                if len(seconds) == 1:  # the warm-up round: the budget counts from its end
+                    warm = time.monotonic()
             log.info(
                 "reference %s.%s: %d rounds, their windows %.3f s of %.3f s",
                 ctx.topic_name,

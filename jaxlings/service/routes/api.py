@@ -59,8 +59,9 @@ REFUSALS: dict[int | str, dict[str, Any]] = {
 
 
 def view(request: Request, session: Session, row: Submission, duplicate: bool | None = None) -> SubmissionView:
-    """A submission as the API shows it."""
+    """A submission as the API shows it, its score as it counts under the course's late policy."""
     base = request.app.state.settings.base_path
+    counts = scores.counted_for(session, request.app.state.rules, row)
     return SubmissionView(
         id=row.id,
         student=row.student.login,
@@ -75,6 +76,8 @@ def view(request: Request, session: Session, row: Submission, duplicate: bool | 
         attempts=row.attempts,
         score=row.score,
         max_score=row.max_score,
+        counted_score=counts.score,
+        late=counts.late,
         error=row.error,
         results_url=f"{base}/api/submissions/{row.id}/results.json" if row.result_json else None,
         page_url=f"{base}/submissions/{row.id}",

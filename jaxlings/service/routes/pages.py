@@ -223,6 +223,7 @@ def router() -> APIRouter:
             result=result,
             topics=views.grouped(sub, files),
             left_out=_left_out(request, session, sub, files),
+            counts=scores.counted_for(session, request.app.state.rules, sub),
             previous=_previous(session, sub),
             code_css=views.code_css(),
             position=jobs.position(session, sub),
@@ -493,6 +494,7 @@ def _student_page(
     )
     course, student = request.app.state.rules, who.student_id if who.student_id is not None else -1
     granted = deadlines.extensions(session, [student])
+    keeps = scores.keeps_for(course, granted, student)
     zone = deadlines.zone_for(session, course, who.student_id)
     now = dt.datetime.now(dt.UTC)
     return render(
@@ -502,7 +504,8 @@ def _student_page(
         who=who,
         csrf=row.csrf,
         submissions=subs,
-        best=scores.counted(subs, scores.keeps_for(course, granted, student)),
+        best=scores.counted(subs, keeps),
+        counts={s.id: scores.counted_one(s, keeps) for s in subs},
         dates=deadlines.status_lines(course, granted, student, request.app.state.topics, now, zone),
         timezone=zone.key,
         course_timezone=course.timezone,
