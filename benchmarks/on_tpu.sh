@@ -4,6 +4,8 @@
 #   bash benchmarks/on_tpu.sh course     # the solutions graded whole, hidden: score, time, leases
 #   bash benchmarks/on_tpu.sh survey     # sizes of the named exercises, then the tolerance survey
 #   bash benchmarks/on_tpu.sh verdicts   # speed verdicts of the reference and of twice its work
+# With TOPICS=a,b the course step grades those topics only; with PROFILE=1 every Python process
+# is sampled (benchmarks/sampler/sitecustomize.py: $OUT/samples/<pid>.txt).
 # Each line of progress goes to a file in $OUT as it is said: a step cut at its limit keeps them.
 set -u
 step=${1:?a step: course, survey or verdicts}
@@ -21,6 +23,9 @@ fi
 python3 -c 'import jax, netket, flax, optax, jaxlings; print("on", jax.devices()[0].device_kind, "jax", jax.__version__)' \
   >> "$OUT/install.log" 2>&1 || { tail -c 3000 "$OUT/install.log"; exit 1; }
 date -u +"start %T" > "$OUT/$step.times"
+if [ -n "${PROFILE:-}" ]; then  # every Python process sampled (benchmarks/sampler): where the time goes
+  export PROFILE_SAMPLES=$OUT/samples PYTHONPATH=$PWD/benchmarks/sampler:$PYTHONPATH
+fi
 case $step in
   course)
     # the engine's log (each check's start and seconds) in course.steps: where a long run spends its time

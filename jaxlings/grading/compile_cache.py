@@ -16,6 +16,11 @@ What never uses it (`Policy.ops`):
   that the process using it writes; the student's process never writes one that a trusted
   process reads, and the sandbox does not show the grader's cache (`hidden_paths`).
   It reads one, though: `reference_view` (see "The student's view" below).
+The grader's own programs do, whatever the op (`worker.harness.PersistentCache.for_grader`): a
+device round's generator (`grading.workloads`) and the digest of its outputs (`worker.commit`).
+They are the same programs in every run, built by the grader's code, and compiled in the round
+that is never counted (the warm-up); on a TPU each took 2-5 s to compile, most of a speed check's
+time there. A student's worker loads them only from what it may read (its `View`), as below.
 The trusted side's analyses (`analyse`) do use it: the reference's own exported programs repeat
 from one submission to the next. A student's program lands there too, but an entry is only ever
 loaded for a program identical to the one it was compiled from (JAX keys it by the whole
@@ -38,11 +43,14 @@ exact program (`docs/grading.md`, "What is trusted"). The same ops as the truste
 (`CACHED_OPS`): timed ops and streams still compile. (A module may switch the cache back on for
 them in its own process; what it could load there it could already have from a cache of its
 own in its private /tmp: a program it compiled once, loaded again. No timed op of the reference
-writes an entry, and the speed check's first, compiling round is never counted.)
+writes an entry there, and the speed check's first, compiling round is never counted: the
+reference's rounds on an accelerator are cached in a directory of their own, `reference_device`,
+never viewed.)
 
 Where: `JAXLINGS_COMPILE_CACHE` (a directory; `off` for none), by default
 `$XDG_CACHE_HOME/jaxlings/xla` (`~/.cache/jaxlings/xla`), with one subdirectory per side
-(`reference` for the grader's trusted workers, `student` for a student's own public checks)
+(`reference` for the grader's trusted workers, `reference-device` for its worker on an
+accelerator, `student` for a student's own public checks)
 and per JAX version. Entries are evicted, oldest first, past `MAX_BYTES` per directory.
 """
 
@@ -59,8 +67,9 @@ from pathlib import Path
 MAX_BYTES = 1 << 30
 """Per cache directory (JAX evicts the least recently used entries past it)."""
 
-CACHED_OPS = frozenset({"call", "trace", "analyse"})
-"""Worker ops whose compilations may be loaded from the cache: none of them is timed."""
+CACHED_OPS = frozenset({"call", "trace", "analyse", "round"})
+"""Worker ops whose compilations may be loaded from the cache: none of them is timed (`round`:
+the reference's untimed round on the CPU that a device round is verified against)."""
 
 PUBLIC_OPS = CACHED_OPS | {"timed"}
 """A student's own public checks may cache more: their times decide nothing (speed and the VMC's
@@ -200,6 +209,16 @@ def _side(name: str, ops: frozenset[str]) -> Policy:
 def reference() -> Policy:
     """The grader's trusted workers (the reference live): its calls and traces."""
     return _side("reference", CACHED_OPS)
+
+
+def reference_device() -> Policy:
+    """The reference's one trusted worker on an accelerator (`device_grading.reference_phase`):
+    its timed rounds too, in a directory of its own that no student's `View` is ever taken of.
+    Its timed ops are speed rounds only (no VMC there; streams are `prepare`/`step`, never
+    cached), whose first round, the one that compiles, is never counted; on a TPU compiling a
+    function for its speed workload took 5-40 s (benchmarks/results/2026-12-06-tpu-v5e-grading-4.md),
+    the same every run."""
+    return _side("reference-device", CACHED_OPS | {"timed"})
 
 
 def reference_view() -> Policy:

@@ -198,7 +198,7 @@ def reference_phase(
     if not work:
         return
     trusted = SharedWorker(
-        run.device, "reference", [ref for _, ref, _ in work], limits=limits, cache=compile_cache.reference()
+        run.device, "reference", [ref for _, ref, _ in work], limits=limits, cache=compile_cache.reference_device()
     )
     try:
         for topic, ref, exercises in work:

@@ -219,3 +219,51 @@ def test_a_view_links_the_entries_into_a_directory_that_cannot_be_listed(tmp_pat
     view.remove()
     assert not any((tmp_path / "views").iterdir())
     assert (policy.directory / "jit_f-abc-cache").exists()
+
+
+def _round(worker: WorkerProcess, work, seed: int) -> dict:
+    """One device-style round of `f` on a generated workload (`grading.workloads`), committed to."""
+    key = np.array([seed, 7], np.uint32)
+    return worker.request("timed", 60, fn="f", jit=True, static_argnums=(), commit=seed, generate=work.request(key))
+
+
+def test_the_graders_own_programs_load_from_the_cache_in_a_timed_round(tmp_path):
+    """A round's generator and its outputs' digest are the grader's programs, the same in every
+    run: a second process loads them (TPU: 2-5 s of compiling each), while the function under
+    test, in the same timed op, still compiles (no hit beyond the grader's two)."""
+    from jaxlings.grading import workloads
+
+    def generate(key, size):
+        return (workloads.uniform(key, (size,), -1.0, 1.0),)
+
+    work = workloads.export(generate, 64, ("cpu",))
+    cache = Policy(tmp_path / "cache")
+    with _worker(tmp_path, cache) as first:
+        digest = _round(first, work, 1)["digest"]
+        assert first.request("stats", 60)["cache_hits"] == 0
+    with _worker(tmp_path, cache) as second:
+        before = second.request("stats", 60)
+        assert _round(second, work, 1)["digest"] == digest
+        after = second.request("stats", 60)
+        assert after["cache_hits"] - before["cache_hits"] == 2  # the generator and the digest
+        assert after["compilations"] > before["compilations"]  # `f` itself: compiled, never loaded
+    with _worker(tmp_path, compile_cache.NONE) as uncached:  # no policy, no cache: everything compiles
+        assert _round(uncached, work, 1)["digest"] == digest
+        assert uncached.request("stats", 60)["cache_hits"] == 0
+
+
+def test_the_references_device_rounds_cache_apart_from_what_students_see(tmp_path, monkeypatch):
+    """The reference's worker on an accelerator caches its timed rounds (their first round, the
+    compiling one, is never counted) in a directory no student's view is taken of."""
+    monkeypatch.setenv("JAXLINGS_COMPILE_CACHE", str(tmp_path / "xla"))
+    device, viewed = compile_cache.reference_device(), compile_cache.reference_view()
+    assert "timed" in device.ops and "timed" not in viewed.ops
+    assert device.directory is not None and viewed.directory is not None
+    assert device.directory.parent.name == "reference-device" and viewed.directory.parent.name == "reference"
+    x = np.ones(11, np.float32)
+    for _ in range(2):
+        with _worker(tmp_path, device) as w:
+            assert w.request("timed", 60, fn="f", jit=True, static_argnums=(), commit=3, cases=[(x,)])["ok"]
+            hits = w.request("stats", 60)["cache_hits"]
+    assert hits == 2  # the second process loaded `f` and the digest in its timed round
+    assert not _entries(viewed.directory)
