@@ -349,9 +349,18 @@ def _commute(fn: Functions, masks: Mapping[str, str]) -> None:
                 node.left, node.comparators[0] = node.comparators[0], node.left
 
 
+MAX_REORDERED = 64
+"""Statements of a block put in canonical order; a longer block is compared as written. Ordering
+a run costs about the square of its block's statements (each statement's key reads the whole
+block), and a 2,000-statement function took 74 s; an exercise's function has 3-30."""
+
+
 def _reorder(fn: Functions, masks: Mapping[str, str]) -> None:
-    """Put every run of simple statements of every block of `fn` in canonical order, in place."""
+    """Put every run of simple statements of every block of `fn` (of at most `MAX_REORDERED`
+    statements) in canonical order, in place."""
     for block in list(_blocks(fn)):
+        if len(block) > MAX_REORDERED:
+            continue
         out: list[ast.stmt] = []
         run: list[ast.stmt] = []
         for stmt in [*block, None]:
@@ -456,25 +465,31 @@ Read = tuple[str, int, str, tuple[tuple[str, int], ...]]
 READS_KEPT = 4096
 """Functions read and normalised that are remembered (a report is worked out on every view, over
 the same stored files), from topic files of at most `READ_CACHED_BYTES`."""
-READ_CACHED_BYTES = 64 << 10
-_READS: OrderedDict[tuple[str, str], Read | None] = OrderedDict()
+READS_KEPT_BYTES = 64 << 20
+"""And at most this many bytes of them (their text, normalised code and n-grams): a read of any
+file is kept, so that a large one costs its reading once, not at every view."""
+_READS: OrderedDict[tuple[str, str], tuple[Read | None, int]] = OrderedDict()
 _READS_LOCK = threading.Lock()
+_reads_bytes = 0
 
 
 def _read(text: str, exercise: str) -> Read | None:
     """(written, start, canonical, n-grams) of a topic file's function, remembered by the file's
-    hash (the last `READS_KEPT`, of files up to `READ_CACHED_BYTES`: memory stays bounded)."""
+    hash (the last `READS_KEPT`, `READS_KEPT_BYTES` at most: memory stays bounded)."""
+    global _reads_bytes
     key = (hashlib.sha256(text.encode("utf-8", "replace")).hexdigest(), exercise)
     with _READS_LOCK:
         if key in _READS:
             _READS.move_to_end(key)
-            return _READS[key]
+            return _READS[key][0]
     found = _read_now(text, exercise)
-    if len(text) <= READ_CACHED_BYTES:
-        with _READS_LOCK:
-            _READS[key] = found
-            while len(_READS) > READS_KEPT:
-                _READS.popitem(last=False)
+    size = 0 if found is None else len(found[0]) + len(found[2]) + sum(len(g) + 16 for g, _ in found[3])
+    with _READS_LOCK:
+        if key not in _READS:
+            _READS[key] = (found, size)
+            _reads_bytes += size
+        while _READS and (len(_READS) > READS_KEPT or _reads_bytes > READS_KEPT_BYTES):
+            _reads_bytes -= _READS.popitem(last=False)[1][1]
     return found
 
 

@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import ast
 import difflib
+import hashlib
 import io
 import re
+import threading
 import zipfile
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
-from markupsafe import Markup
+from markupsafe import Markup, escape
 from pygments import highlight  # type: ignore[import-untyped]
 from pygments.formatters import HtmlFormatter  # type: ignore[import-untyped]
 from pygments.lexers import DiffLexer, PythonLexer  # type: ignore[import-untyped]
@@ -32,6 +36,15 @@ from jaxlings.service.storage import ZIP_ERRORS
 from jaxlings.student import progress
 
 MAX_SOURCE = 512 << 10  # bytes of one topic file shown (the upload limit bounds it already)
+MAX_HIGHLIGHT = 192 << 10
+"""Bytes of a file highlighted (Pygments); a larger one is shown as plain numbered lines. A
+topic file as written is 10-40 KiB; the bound keeps a view's cost a student controls small."""
+MAX_DIFF_LINES = 6000
+"""Lines of either file compared on the diff page; past it the page says the files are too
+large to compare there (difflib's matching grows faster than linearly with the lines)."""
+RENDERED = 128
+"""Renders kept (highlighted files, diffs), by their content's digest: a page viewed again
+costs a lookup."""
 LABELS = {
     "pass": "passed",
     "fail": "failed",
@@ -181,7 +194,41 @@ def anchor(topic: str, line: int) -> str:
 
 
 def highlighted(topic: str, source: str, marked: list[int]) -> Markup:
-    """A topic file highlighted, numbered, each line a span with its id (`anchor`), `marked` lines lit."""
+    """A topic file highlighted, numbered, each line a span with its id (`anchor`), `marked` lines
+    lit; past `MAX_HIGHLIGHT` bytes, plain numbered lines with the same ids. Kept by content."""
+    return _highlighted(topic, _digest(source), source, tuple(marked))
+
+
+def _digest(text: str | None) -> str:
+    return "" if text is None else hashlib.sha256(text.encode("utf-8", errors="replace")).hexdigest()
+
+
+_renders: OrderedDict[tuple, Any] = OrderedDict()
+_renders_lock = threading.Lock()  # pages render in a pool of threads
+
+
+def _kept(key: tuple, render: Callable[[], Any]) -> Any:
+    """`render()`, kept under `key` (digests, not the texts: `RENDERED` renders at most), the
+    least recently used dropped first."""
+    with _renders_lock:
+        if key in _renders:
+            _renders.move_to_end(key)
+            return _renders[key]
+    value = render()
+    with _renders_lock:
+        _renders[key] = value
+        while len(_renders) > RENDERED:
+            _renders.popitem(last=False)
+    return value
+
+
+def _highlighted(topic: str, digest: str, source: str, marked: tuple[int, ...]) -> Markup:
+    return _kept(("source", topic, digest, marked), partial(_render_source, topic, source, marked))
+
+
+def _render_source(topic: str, source: str, marked: tuple[int, ...]) -> Markup:
+    if len(source) > MAX_HIGHLIGHT:
+        return _plain(topic, source, marked)
     formatter = HtmlFormatter(
         linenos="table",
         linespans=f"src-{topic}",
@@ -192,6 +239,21 @@ def highlighted(topic: str, source: str, marked: list[int]) -> Markup:
         wrapcode=True,
     )
     return Markup(highlight(source, PythonLexer(), formatter))  # Pygments escapes the source
+
+
+def _plain(topic: str, source: str, marked: tuple[int, ...]) -> Markup:
+    """A file too large to highlight: its lines escaped, numbered, each a span with its `anchor`."""
+    lit = set(marked)
+    rows = [
+        Markup('<span id="{}"{}>{:>5}  {}</span>').format(
+            anchor(topic, number), Markup(' class="hll"') if number in lit else "", number, line
+        )
+        for number, line in enumerate(source.splitlines(), 1)
+    ]
+    note = escape(f"{len(source) >> 10} KiB: too large to highlight here; shown as plain text")
+    return Markup('<p class="too-large">{}</p><div class="code"><pre>{}</pre></div>').format(
+        note, Markup("\n").join(rows)
+    )
 
 
 @cache
@@ -206,36 +268,43 @@ class FileDiff:
     """One topic file compared between two submissions."""
 
     topic: str
-    state: str  # "changed", "same", "added", "removed"
+    state: str  # "changed", "same", "added", "removed", "too large"
     html: Markup | None
     added: int = 0
     removed: int = 0
+    lines: tuple[int, int] = (0, 0)  # each side's lines, where too large to compare
 
 
 def diff(older: dict[str, str], newer: dict[str, str], older_name: str, newer_name: str) -> list[FileDiff]:
-    """Per topic file in either submission, a unified diff (highlighted by Pygments' diff lexer)."""
+    """Per topic file in either submission, a unified diff (highlighted by Pygments' diff lexer);
+    "too large" past `MAX_DIFF_LINES` lines on either side. Each file's diff is kept by content."""
     out = []
     for topic in sorted(set(older) | set(newer)):
         a, b = older.get(topic), newer.get(topic)
         if a == b:
             out.append(FileDiff(topic, "same", None))
             continue
-        lines = list(
-            difflib.unified_diff(
-                (a or "").splitlines(keepends=True),
-                (b or "").splitlines(keepends=True),
-                f"{older_name}/{topic}.py",
-                f"{newer_name}/{topic}.py",
-                n=3,
-            )
-        )
-        text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
-        added = sum(1 for line in lines[2:] if line.startswith("+"))
-        removed = sum(1 for line in lines[2:] if line.startswith("-"))
-        state = "added" if a is None else "removed" if b is None else "changed"
-        html = Markup(highlight(text, DiffLexer(), HtmlFormatter(cssclass="code diff")))
-        out.append(FileDiff(topic, state, html, added, removed))
+        names = f"{older_name}/{topic}.py", f"{newer_name}/{topic}.py"
+        out.append(_kept(("diff", topic, _digest(a), _digest(b), names), partial(_file_diff, topic, a, b, *names)))
     return out
+
+
+def _file_diff(topic: str, a: str | None, b: str | None, a_name: str, b_name: str) -> FileDiff:
+    """One file's `diff` (see there)."""
+    sizes = len((a or "").splitlines()), len((b or "").splitlines())
+    if max(sizes) > MAX_DIFF_LINES:
+        return FileDiff(topic, "too large", None, lines=sizes)
+    lines = list(
+        difflib.unified_diff(
+            (a or "").splitlines(keepends=True), (b or "").splitlines(keepends=True), a_name, b_name, n=3
+        )
+    )
+    text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    added = sum(1 for line in lines[2:] if line.startswith("+"))
+    removed = sum(1 for line in lines[2:] if line.startswith("-"))
+    state = "added" if a is None else "removed" if b is None else "changed"
+    html = Markup(highlight(text, DiffLexer(), HtmlFormatter(cssclass="code diff")))
+    return FileDiff(topic, state, html, added, removed)
 
 
 @dataclass(frozen=True)

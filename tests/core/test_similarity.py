@@ -109,6 +109,29 @@ def test_reordering_keeps_dependencies():
     assert "v1 = v0\n    v1 = 2 * v1" in canonical(loop, "f")  # an overwrite stays after what it overwrites
 
 
+def test_a_long_function_is_compared_as_written_and_read_once():
+    """Past `MAX_REORDERED` statements a block keeps its order (ordering costs about the square of
+    the block: 2,000 statements took 74 s a read), and a large file's read is kept, whatever its size."""
+
+    def body(order):
+        return "".join(f"    a{i} = x * {i}\n" for i in order)
+
+    def fn(order):
+        return f"def f(x):\n{body(order)}    return [x, {', '.join(f'a{i}' for i in sorted(order))}]\n"
+
+    n = similarity.MAX_REORDERED
+    same = [canonical(fn(o), "f") for o in (range(n - 1), [1, 0, *range(2, n - 1)])]
+    assert same[0] == same[1]  # a block of n statements: reordered
+    kept = [canonical(fn(o), "f") for o in (range(n + 5), [1, 0, *range(2, n + 5)])]
+    assert kept[0] != kept[1]  # past the bound: as written
+    big = fn(range(4000))
+    assert len(big) > 64 << 10
+    similarity._READS.clear()
+    first = similarity.read("s", 1, big, "f")
+    assert first is not None and len(similarity._READS) == 1
+    assert similarity.read("s", 2, big, "f").canonical == first.canonical and len(similarity._READS) == 1
+
+
 def test_stubs_missing_functions_and_unreadable_files_are_not_compared():
     stub = (paths.exercises_dir() / "at_updates.py").read_text()
     assert similarity.read("s", 1, stub, "histogram") is None

@@ -153,3 +153,41 @@ def test_bulk_regrade_asks_first_then_queues_and_says_so(seeded):
         assert 'class="results-json"' in student and "a regrade is under way" in student
         refused = ada.post("/gradebook/regrade", data={"what": "all", "confirm": "yes", "csrf": form_csrf(student)})
         assert is_page(refused, 403)
+
+
+def test_a_student_cannot_make_the_diff_or_the_code_view_costly(course):
+    """Files past the bounds: the diff page says they are too large to compare there (no
+    difflib), the submission page shows plain numbered lines (no Pygments) with the same anchors;
+    their honest twins (the seeded files above) are compared and highlighted."""
+    from jaxlings.service import views
+
+    filler = "".join(f"_v{i} = {i}  # <i>{i}</i> and some words\n" for i in range(views.MAX_DIFF_LINES + 1))
+    assert len(filler) > views.MAX_HIGHLIGHT
+    first = seed_submission(course, "ada", {"prng": PAGES_PRNG_BAD + filler}, seeded_result("prng"))
+    second = seed_submission(course, "ada", {"prng": PAGES_PRNG_OK + filler[::-1]}, seeded_result("prng"))
+    course.serve()
+    with closing(page_login(course, course.token("ada"))) as ada:
+        diff = ada.get(f"/submissions/{first}/diff/{second}")
+        assert diff.status_code == 200 and "too large to compare here" in diff.text
+        page = ada.get(f"/submissions/{first}")
+        assert page.status_code == 200 and "too large to highlight here" in page.text
+        assert 'id="src-prng-1"' in page.text and "&lt;i&gt;" in page.text and "<i>" not in page.text
+
+
+def test_renders_are_kept_by_content_and_bounded():
+    from jaxlings.service import views
+
+    small_a, small_b = "x = 1\ny = 2\n", "x = 1\ny = 3\n"
+    once = views.diff({"t": small_a}, {"t": small_b}, "#1", "#2")
+    assert once[0].state == "changed" and once[0].html is not None and (once[0].added, once[0].removed) == (1, 1)
+    assert views.diff({"t": small_a}, {"t": small_b}, "#1", "#2")[0] is once[0]  # kept, not diffed again
+    assert views.highlighted("t", small_a, [1]) is views.highlighted("t", small_a, [1])
+    assert views.highlighted("t", small_a, [1]) is not views.highlighted("t", small_b, [1])
+    big = "z = 0\n" * (views.MAX_DIFF_LINES + 1)
+    too_large = views.diff({"t": small_a}, {"t": big}, "#1", "#2")[0]
+    assert (
+        too_large.state == "too large" and too_large.html is None and too_large.lines == (2, views.MAX_DIFF_LINES + 1)
+    )
+    for i in range(views.RENDERED + 5):
+        views.highlighted("t", f"a = {i}\n", [])
+    assert len(views._renders) <= views.RENDERED

@@ -254,6 +254,7 @@ def router() -> APIRouter:
             older_topics=scores.topic_results(older),
             newer_topics=scores.topic_results(newer),
             code_css=views.code_css(),
+            max_diff_lines=views.MAX_DIFF_LINES,
         )
 
     @routes.get("/submissions/{submission_id}/results.json")
