@@ -21,6 +21,7 @@ from functools import lru_cache
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from jaxlings.service import leaderboard
 from jaxlings.service.config import Settings
 from jaxlings.service.db import Student, Token, WebSession, student_by_login, utcnow
 
@@ -79,9 +80,11 @@ def add_student(session: Session, login: str, name: str = "", email: str = "") -
         student = Student(login=login, name=name.strip(), email=email.strip())
         session.add(student)
         session.flush()
+        leaderboard.release_clashes(session, student)
         return student, new_token(session, STUDENT, student=student)
     student.name = name.strip() or student.name
     student.email = email.strip() or student.email
+    leaderboard.release_clashes(session, student)
     return student, rotate(session, login=login)
 
 

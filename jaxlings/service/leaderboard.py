@@ -14,7 +14,13 @@ pseudonym, fastest first. Opt-in per course (`[leaderboard] enabled = true` in c
 - **Pseudonyms** (`clean`, `refusal`): 2 to 30 printable characters after Unicode NFKC
   normalisation, trimming and collapsing runs of spaces; unique whatever the letters' case
   (`key`, stored beside it with a unique constraint); never a login or a name on the roster (the
-  student's own included: the board keeps them anonymous, and nobody can pass as another).
+  student's own included: the board keeps them anonymous, and nobody can pass as another), nor
+  one that looks like any of them: names are compared by their confusable skeletons (`skeletons`:
+  Unicode's confusables, TR39, so "Аlice" with a Cyrillic А is "Alice"). Every unavailable name
+  gets the same refusal, and a student may try `TRIES` names an hour (`Tries`): a refusal tells
+  that a name is unavailable, not whose it is. The rule holds at every change: a student enrolled
+  or renamed (`auth.add_student`) to a name that looks like someone's pseudonym takes precedence,
+  and that pseudonym is cleared (`release_clashes`).
 
 Pure functions over rows, like `scores`, and the two writes that set or clear a pseudonym.
 """
@@ -23,6 +29,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
+import threading
+import time
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -35,6 +44,10 @@ from jaxlings.service.db import Student, Submission
 from jaxlings.service.scores import topic_results
 
 SHORTEST, LONGEST = 2, 30
+TRIES = 10
+"""Names a student may try an hour (each choice that reaches the availability check)."""
+UNAVAILABLE = "that pseudonym is taken; choose another"
+log = logging.getLogger(__name__)
 
 
 class PseudonymError(ValueError):
@@ -146,41 +159,123 @@ def clean(text: str) -> str:
 
 
 def key(pseudonym: str) -> str:
-    """What makes two pseudonyms the same: their case-folded NFKC form ("Ann" is "ANN")."""
+    """What makes two pseudonyms the same in storage: their case-folded NFKC form ("Ann" is "ANN")."""
     return unicodedata.normalize("NFKC", pseudonym).casefold()
+
+
+@cache
+def _prototypes() -> dict[str, str]:
+    """Each character Unicode lists as confusable (confusables.txt, through confusable_homoglyphs)
+    -> one representative of everything it can be mistaken for (the least code point of its
+    class: pairs joined transitively; single characters only)."""
+    from confusable_homoglyphs import utils  # type: ignore[import-untyped]
+
+    parent: dict[str, str] = {}
+
+    def root(c: str) -> str:
+        while parent.get(c, c) != c:
+            c = parent[c]
+        return c
+
+    for char, glyphs in utils.load("confusables.json").items():
+        for glyph in glyphs:
+            a, b = root(char), root(glyph["c"])
+            if len(char) == 1 and len(glyph["c"]) == 1 and a != b:
+                parent[max(a, b)] = min(a, b)
+    return {c: root(c) for c in parent}
+
+
+def skeletons(text: str) -> frozenset[str]:
+    """What a name looks like, in lower case and in upper case: NFKC, case folded (upper-cased),
+    each character as the representative of what it can be mistaken for (`_prototypes`), spaces
+    collapsed. Two names look alike where their skeletons meet: "Аlice" (Cyrillic А), "ALICE" and
+    "alice"; Greek "ΑΝΝ" and "ann" (in capitals; its small letters look like "avv"). Unicode
+    TR39's skeleton, compared whatever the case."""
+    protos = _prototypes()
+
+    def mapped(s: str) -> str:
+        return " ".join("".join(protos.get(c, c) for c in unicodedata.normalize("NFD", s)).split())
+
+    text = unicodedata.normalize("NFKC", text)
+    return frozenset({mapped(text.casefold()), mapped(text.upper())}) - {""}
 
 
 def refusal(name: str, me: Student, roster: Iterable[Student]) -> PseudonymError | PseudonymTaken | None:
     """Why `me` may not take the clean pseudonym `name`, given everyone on the roster (dropped
-    students too: they may come back); None when they may."""
-    wanted = key(name)
+    students too: they may come back); None when they may. Names are compared by `skeleton`; every
+    unavailable one gets the same refusal (`UNAVAILABLE`)."""
+    wanted = skeletons(name)
+    others = []
     for other in roster:
         if other.id == me.id:
-            if wanted in (key(other.login), key(other.name or "")):
+            if wanted & (skeletons(other.login) | skeletons(other.name or "")):
                 return PseudonymError(
                     "a pseudonym keeps you anonymous on the board: choose one that is not your login or name"
                 )
-            continue
-        if other.pseudonym_key == wanted or (other.pseudonym and key(other.pseudonym) == wanted):
-            return PseudonymTaken("that pseudonym is taken; choose another")
-        if wanted in (key(other.login), key(other.name or "")):
-            return PseudonymTaken("that pseudonym is a login or name on the roster; choose another")
+        else:
+            others.append(other)
+    for other in others:
+        if wanted & (skeletons(other.login) | skeletons(other.name or "") | skeletons(other.pseudonym or "")):
+            return PseudonymTaken(UNAVAILABLE)
     return None
 
 
+class Tries:
+    """How many names each student tried in the last hour (this process's count: a server with
+    several processes allows as many times `TRIES`); past `TRIES`, a 429."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._times: dict[int, list[float]] = {}
+
+    def take(self, student_id: int) -> None:
+        """Count one try, or raise PseudonymTooOften (nothing counted) where the hour's are spent."""
+        now = time.monotonic()
+        with self._lock:
+            recent = [t for t in self._times.get(student_id, []) if now - t < 3600]
+            if len(recent) >= TRIES:
+                wait = int(3600 - (now - recent[0])) + 1
+                raise PseudonymTooOften(f"{TRIES} pseudonyms tried in the last hour; try again in {wait // 60 + 1} min")
+            self._times[student_id] = [*recent, now]
+
+
+class PseudonymTooOften(ValueError):
+    """A student past `TRIES` names an hour (a 429)."""
+
+
+TRIED = Tries()
+
+
 def choose(session: Session, student_id: int, text: str) -> str:
-    """Set the student's pseudonym to `text` (cleaned) and return it; PseudonymError or
-    PseudonymTaken when it may not be theirs. The caller commits (a race to the same pseudonym
-    ends at the unique constraint: IntegrityError)."""
+    """Set the student's pseudonym to `text` (cleaned) and return it; PseudonymError,
+    PseudonymTaken or PseudonymTooOften when it may not be theirs (now). The caller commits (a
+    race to the same pseudonym ends at the unique constraint: IntegrityError)."""
     name = clean(text)
     me = session.get(Student, student_id)
     if me is None:
         raise PseudonymError("only a student on the roster has a pseudonym")
+    if me.pseudonym is not None and key(me.pseudonym) == key(name):
+        return me.pseudonym  # keeping one's own: nothing asked of anyone else
+    TRIED.take(student_id)
     problem = refusal(name, me, session.scalars(select(Student)))
     if problem is not None:
         raise problem
     me.pseudonym, me.pseudonym_key = name, key(name)
     return name
+
+
+def release_clashes(session: Session, student: Student) -> list[str]:
+    """After `student`'s login or name was set: the pseudonyms that now look like it (another's,
+    or their own) are cleared, since a name on the roster comes first; the logins whose pseudonym
+    was cleared."""
+    names = skeletons(student.login) | skeletons(student.name or "")
+    cleared = []
+    for other in session.scalars(select(Student).where(Student.pseudonym.is_not(None))):
+        if skeletons(other.pseudonym or "") & names:
+            other.pseudonym = other.pseudonym_key = None
+            cleared.append(other.login)
+            log.warning("cleared %s's pseudonym: it looks like %s's login or name", other.login, student.login)
+    return cleared
 
 
 def leave(session: Session, student_id: int) -> None:

@@ -158,6 +158,47 @@ def test_a_pseudonym_is_unique_whatever_the_case_and_never_a_login_or_name():
     assert leaderboard.refusal("Falcon", ann, roster) is None  # keeping one's own
 
 
+def test_a_pseudonym_that_looks_like_a_name_is_refused_with_the_one_refusal():
+    """Compared by confusable skeleton (Unicode's confusables): a Cyrillic А or о, Greek Ο, is the
+    Latin letter it looks like; every unavailable name gets the same words, whoever has it."""
+    ann, bob = student(1, "ann", "Falcon"), student(2, "bob", None)
+    ann.name, bob.name = "Alice Smith", "Bob Jones"
+    roster = [ann, bob, student(3, "oscar", "Speedy")]
+    for lookalike in ("Аlice Smith", "Fаlcon", "Οscar", "Spееdy", "ΑΝΝ"):
+        problem = leaderboard.refusal(lookalike, bob, roster)
+        assert isinstance(problem, leaderboard.PseudonymTaken) and str(problem) == leaderboard.UNAVAILABLE, lookalike
+    assert isinstance(leaderboard.refusal("Bоb Jones", bob, roster), leaderboard.PseudonymError)  # their own, disguised
+    for fine in ("Alice Smyth", "Falcons", "Hawk"):  # honest twins: other names
+        assert leaderboard.refusal(fine, bob, roster) is None, fine
+
+
+def test_a_student_tries_at_most_so_many_names_an_hour():
+    tries = leaderboard.Tries()
+    for _ in range(leaderboard.TRIES):
+        tries.take(7)
+    with pytest.raises(leaderboard.PseudonymTooOften, match="try again in"):
+        tries.take(7)
+    tries.take(8)  # another student's count is their own
+
+
+def test_enrolling_or_renaming_to_a_name_that_looks_like_a_pseudonym_clears_it(tmp_path):
+    """The rule holds at every change: the roster's name comes first, the look-alike pseudonym goes."""
+    from jaxlings.service import auth, db
+
+    url = f"sqlite:///{tmp_path / 'roster.db'}"
+    db.upgrade(url)
+    with db.sessions(url).begin() as session:
+        ann = auth.add_student(session, "ann")[0]
+        bob = auth.add_student(session, "bob")[0]
+        session.flush()
+        assert leaderboard.choose(session, ann.id, "Dаisy") == "Dаisy"  # nobody's name yet (Cyrillic а)
+        assert leaderboard.choose(session, bob.id, "Hawk") == "Hawk"
+        auth.add_student(session, "daisy", "Daisy Duck")  # a newcomer whose login looks like ann's pseudonym
+        assert (ann.pseudonym, ann.pseudonym_key) == (None, None) and bob.pseudonym == "Hawk"
+        auth.add_student(session, "bob", "Hawk")  # bob renamed to his own pseudonym: it would give him away
+        assert bob.pseudonym is None
+
+
 def test_two_students_racing_for_one_pseudonym_cannot_both_have_it(tmp_path):
     """Both pass the check before either commits: the unique key refuses the second (the API's 409)."""
     from sqlalchemy.exc import IntegrityError
@@ -313,7 +354,8 @@ def test_pseudonyms_that_may_not_be_taken_are_refused_and_change_nothing(course,
 
     refused(bob, {"pseudonym": "FALCON"}, 409, "taken")  # another's, in other letters' case
     refused(bob, {"pseudonym": "Ｆａｌｃｏｎ"}, 409, "taken")  # and in full-width letters
-    refused(bob, {"pseudonym": "ann"}, 409, "login or name on the roster")  # another student's login
+    refused(bob, {"pseudonym": "ann"}, 409, "taken")  # another student's login: the same refusal
+    refused(bob, {"pseudonym": "Fаlcon"}, 409, "taken")  # a look-alike (Cyrillic а)
     refused(bob, {"pseudonym": "Bob"}, 400, "not your login or name")  # their own: it would give them away
     refused(bob, {"pseudonym": "x"}, 400, "2 to 30 characters")
     refused(bob, {"pseudonym": "x" * 31}, 400, "2 to 30 characters")
@@ -335,6 +377,11 @@ def test_pseudonyms_that_may_not_be_taken_are_refused_and_change_nothing(course,
     assert ran.returncode == 2 and "409" in ran.stdout and "taken" in ran.stdout
     ran = grade_pseudonym(course, course.token("bob"), tmp_path)
     assert ran.returncode == 2 and "--leave" in ran.stdout
+    bob = api(course, course.token("bob"))  # a token of his own again (`course.token` rotates it)
+    statuses = [bob.put("/api/me/pseudonym", json={"pseudonym": f"Owl {i}"}) for i in range(leaderboard.TRIES)]
+    too_often = statuses[-1]  # bob's earlier tries count: the hour's are spent before these end
+    assert too_often.status_code == 429 and "try again in" in too_often.json()["detail"]
+    assert too_often.headers["retry-after"] == "3600"
 
 
 @pytest.mark.slow

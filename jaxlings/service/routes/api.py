@@ -458,7 +458,8 @@ def set_timezone(session: Session, who: Identity, name: str) -> None:
 
 def set_pseudonym(request: Request, session: Session, who: Identity, text: str | None) -> str | None:
     """Set (or with None clear) the caller's own pseudonym, committed; 404 without a leaderboard,
-    403 for an instructor, 400 for one that does not fit the rules, 409 for one that is taken."""
+    403 for an instructor, 400 for one that does not fit the rules, 409 for one that is taken (or
+    looks like a name on the roster), 429 past `leaderboard.TRIES` tries an hour."""
     require_leaderboard(request)
     if who.is_instructor or who.student_id is None:
         raise HTTPException(403, "pseudonyms are for students: instructors are not on the leaderboard")
@@ -473,6 +474,9 @@ def set_pseudonym(request: Request, session: Session, who: Identity, text: str |
     except leaderboard.PseudonymTaken as exc:
         session.rollback()
         raise HTTPException(409, str(exc)) from None
+    except leaderboard.PseudonymTooOften as exc:
+        session.rollback()
+        raise HTTPException(429, str(exc), headers={"Retry-After": "3600"}) from None
     except IntegrityError:  # another student took it between our check and the commit
         session.rollback()
         raise HTTPException(409, "that pseudonym was just taken; choose another") from None
