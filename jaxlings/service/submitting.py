@@ -119,12 +119,14 @@ def store(
 ) -> Submission:
     """Under the student's lock: check the course's dates (`course`: a topic not open yet or
     closed for this student is refused, 403), the limits, insert the upload (once per content)
-    and the submission row, and commit. The time that counts is the row's `created_at`, the
-    server's clock at this commit."""
+    and the submission row, and commit. The time that counts is the row's `created_at`: the one
+    moment, read once the student's lock is held, that its dates were checked against (an upload
+    accepted just inside a deadline is never stamped just past it)."""
     for _attempt in range(3):
         try:
             _lock_student(session, student_id)
-            _dates(session, course, student_id, topics)
+            now = utcnow()
+            _dates(session, course, student_id, topics, now)
             _rate_limit(session, settings, student_id, topics)
             _quota(
                 session, settings, student_id, 0 if _holds(session, student_id, checked.digest) else len(checked.data)
@@ -132,7 +134,7 @@ def store(
             if session.get(Upload, checked.digest) is None:
                 session.add(Upload(digest=checked.digest, data=checked.data, size=len(checked.data)))
                 session.flush()
-            row = Submission(student_id=student_id, digest=checked.digest, topics=topics)
+            row = Submission(student_id=student_id, digest=checked.digest, topics=topics, created_at=now)
             session.add(row)
             session.commit()
             return row
@@ -153,12 +155,12 @@ def _lock_student(session: Session, student_id: int | None) -> None:
     session.execute(update(Student).where(Student.id == student_id).values(last_submitted_at=utcnow()))
 
 
-def _dates(session: Session, course: rules.CourseRules, student_id: int | None, topics: str) -> None:
-    """403 naming each topic not open yet or closed for this student (their extensions applied)."""
+def _dates(session: Session, course: rules.CourseRules, student_id: int | None, topics: str, now: dt.datetime) -> None:
+    """403 naming each topic not open yet or closed for this student at `now` (their extensions applied)."""
     if not course.topics or student_id is None:
         return
     granted = deadlines.extensions(session, [student_id])
-    refused = deadlines.refusal(course, granted, student_id, topics.split(","), utcnow())
+    refused = deadlines.refusal(course, granted, student_id, topics.split(","), now)
     if refused:
         raise HTTPException(403, refused)
 

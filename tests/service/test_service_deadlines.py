@@ -342,3 +342,24 @@ def test_a_student_reads_the_dates_in_their_own_zone(course):
         forged = pages.post("/me/timezone", data={"timezone": "Asia/Tokyo", "csrf": "wrong"})
         assert forged.status_code == 403
     assert fay.get("/api/deadlines").json()["timezone"] == "Europe/Zurich"
+
+
+def test_a_submission_is_stamped_at_the_moment_its_dates_were_checked(tmp_path, monkeypatch):
+    """One clock reading decides both: accepted inside the window means counted inside it (the
+    stamp used to be the commit's, later than the check: just past a closing, counting 0)."""
+    from jaxlings.service import auth, config, storage, submitting
+
+    url = f"sqlite:///{tmp_path / 'stamp.db'}"
+    db.upgrade(url)
+    checked_at = T0 - dt.timedelta(seconds=1)  # one second before the topic closes (its late_until)
+    closing_rules = RULES.model_copy(
+        update={"topics": {AT: RULES.topics[AT].model_copy(update={"late_until": T0.replace(tzinfo=dt.UTC)})}}
+    )
+    monkeypatch.setattr(submitting, "utcnow", lambda: checked_at)
+    settings = config.from_env({"JAXLINGS_DB_URL": url, "JAXLINGS_DATA_DIR": str(tmp_path)})
+    upload = storage.Checked({f"{AT}.py": b"x = 1\n"}, b"zip", "digest-1")
+    with db.sessions(url)() as session:
+        student = auth.add_student(session, "ann")[0]
+        session.commit()
+        row = submitting.store(session, settings, student.id, upload, AT, closing_rules)
+        assert row.created_at == checked_at  # not the real clock's later (here: days later) commit time

@@ -81,6 +81,7 @@ def target(tmp_path_factory):
         JAXLINGS_MAX_UPLOAD_BYTES="200000",
         JAXLINGS_MAX_UNPACKED_BYTES="800000",
     )
+    (course.data_dir / "course.toml").write_text("[leaderboard]\nenabled = true\n")  # its routes fuzzed too
     course.serve()
     student, prof = course.token("fuzzed"), course.instructor()
     with api(course, student) as client:
@@ -364,6 +365,66 @@ def test_any_login_form_and_login_url(target):
                 headers["Origin"] = origin
             below_500(client.post("/login", data={"token": token, "csrf": csrf}, headers=headers))
             below_500(client.get("/login", params={"error": error}))
+
+        check()
+    alive(target)
+
+
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=40),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=10,
+)
+FIELDS = ["login", "topic", "days", "hours", "reason", "name", "email", "timezone", "pseudonym", "extra"]
+WORDS = st.sampled_from(
+    ["America", "Europe/Zurich", "UTC", "../etc", "prng", "fuzzed", "Аlice", "0", "1e308", "-1", "", " ", "\x00"]
+)
+BODIES = st.one_of(JSON, st.dictionaries(st.sampled_from(FIELDS), st.one_of(JSON, WORDS), max_size=6))
+
+
+def test_any_json_body_on_the_settings_and_roster_routes(target):
+    """Time zones, pseudonyms (their tries run out: 429), extensions, enrolments and drops, with
+    bodies of any shape and values of any type, on the student's and the instructor's routes."""
+    course = target["course"]
+    with api(course, target["student"]) as s, api(course, target["prof"]) as t:
+        routes = [
+            lambda body, _: s.put("/api/me/timezone", json=body),
+            lambda body, _: s.put("/api/me/pseudonym", json=body),
+            lambda body, _: s.delete("/api/me/pseudonym"),
+            lambda body, _: t.post("/api/extensions", json=body),
+            lambda body, _: t.post("/api/students", json=body),
+            lambda body, login: t.delete(f"/api/students/{quote(login, safe='')}"),
+            lambda body, login: t.post(f"/api/students/{quote(login, safe='')}/token"),
+        ]
+
+        @FUZZ
+        @given(body=BODIES, login=st.one_of(WORDS, st.text(min_size=1, max_size=30)), route=st.integers(0, 6))
+        def check(body: object, login: str, route: int) -> None:
+            if route >= 5 and login.strip() == "fuzzed":
+                return  # the fuzzing's own student stays on the roster, with their token
+            below_500(routes[route](body, login))
+
+        check()
+    alive(target)
+
+
+def test_any_settings_form(target):
+    course, page = target["course"], target["page"]
+    with plain(course) as client:
+
+        @FUZZ
+        @given(
+            path=st.sampled_from(["/me/timezone", "/me/pseudonym"]),
+            form=st.dictionaries(
+                st.sampled_from(["timezone", "pseudonym", "action", "x"]), WORDS | st.text(max_size=80)
+            ),
+        )
+        def check(path: str, form: dict[str, str]) -> None:
+            below_500(client.post(path, headers=page.headers(course.url), data={**form, "csrf": page.csrf}))
 
         check()
     alive(target)
