@@ -51,11 +51,12 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.sessions = db.sessions(settings.db_url)
     app.state.topics = settings.topics or _course_topics()
     app.state.rules = rules.load(settings.rules_path, app.state.topics)  # RulesError names what is wrong
+    from jaxlings.service import limits
+
+    app.state.costly = limits.PerCaller(settings.pages_at_once)  # views a caller may have in flight
     app.include_router(api.router(), prefix=f"{base}/api")
     app.include_router(pages.router(), prefix=base)
     errors.install(app)
-    from jaxlings.service import limits
-
     app.add_middleware(limits.BodyDeadline, seconds=settings.body_timeout)  # 408 past it (innermost of three)
     app.add_middleware(errors.Contain)  # the last added is the outermost:
     app.add_middleware(SecurityHeaders, docs_path=f"{base}/api/docs")  # a contained 500 gets the headers too

@@ -54,6 +54,7 @@ class Settings:
     keep_alive: int = 5  # an idle keep-alive connection is closed after this many seconds
     max_header_bytes: int = 16384  # request line + headers
     max_connections: int = 256  # open connections per API process; past it, 503
+    pages_at_once: int = 2  # costly views (code, diffs, similarity) one caller may have in flight; past it, 429
     quota_bytes: int = 32 << 20  # stored upload bytes per student (distinct uploads)
     session_hours: float = 12.0  # a page session's lifetime
     send_timeout: float = 3.0  # a broker send gives up after this; the sweep sends it later
@@ -83,6 +84,7 @@ class Settings:
             "keep_alive",
             "max_header_bytes",
             "max_connections",
+            "pages_at_once",
             "quota_bytes",
             "session_hours",
             "send_timeout",
@@ -168,6 +170,7 @@ ENV: dict[str, str] = {
     "keep_alive": "JAXLINGS_KEEP_ALIVE",
     "max_header_bytes": "JAXLINGS_MAX_HEADER_BYTES",
     "max_connections": "JAXLINGS_MAX_CONNECTIONS",
+    "pages_at_once": "JAXLINGS_PAGES_AT_ONCE",
     "quota_bytes": "JAXLINGS_QUOTA_BYTES",
     "session_hours": "JAXLINGS_SESSION_HOURS",
     "send_timeout": "JAXLINGS_SEND_TIMEOUT",

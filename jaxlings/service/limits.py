@@ -12,6 +12,9 @@ has no deadline at all. Here:
   seconds of the request's start, else 408 and the connection is closed.
 - `uvicorn_options(settings)`: every uvicorn.run argument these limits need, with the connection
   cap (`limit_concurrency`: past it, 503) and the keep-alive timeout.
+- `PerCaller`: the views whose cost grows with what students uploaded (a submission's code, a
+  diff, the similarity report) a caller may have in flight at once (`pages_at_once`); one more is
+  a 429, so one account cannot hold every worker thread of the server.
 
 The front (`grade serve --proxy`, front.py) sets the same limits in nginx; these hold without it.
 """
@@ -19,12 +22,16 @@ The front (`grade serve --proxy`, front.py) sets the same limits in nginx; these
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 import h11
+from fastapi import HTTPException
 from uvicorn.protocols.http.h11_impl import STATUS_PHRASES, H11Protocol, RequestResponseCycle
 
 from jaxlings.service.config import Settings
@@ -219,3 +226,31 @@ def uvicorn_options(settings: Settings, behind_front: bool = False) -> dict[str,
     if behind_front:
         options.update(proxy_headers=True, forwarded_allow_ips="*")
     return options
+
+
+class PerCaller:
+    """At most `at_once` costly views in flight per caller (in this process); one more is a 429
+    naming the wait, and nothing of it is computed."""
+
+    def __init__(self, at_once: int) -> None:
+        self.at_once = at_once
+        self._lock = threading.Lock()
+        self._held: dict[str, int] = {}
+
+    @contextlib.contextmanager
+    def held(self, caller: str) -> Iterator[None]:
+        with self._lock:
+            if self._held.get(caller, 0) >= self.at_once:
+                raise HTTPException(
+                    429,
+                    f"{self.at_once} of your pages are still being prepared; open this one again when they are",
+                    headers={"Retry-After": "5"},
+                )
+            self._held[caller] = self._held.get(caller, 0) + 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._held[caller] -= 1
+                if not self._held[caller]:
+                    del self._held[caller]

@@ -191,3 +191,47 @@ def test_renders_are_kept_by_content_and_bounded():
     for i in range(views.RENDERED + 5):
         views.highlighted("t", f"a = {i}\n", [])
     assert len(views._renders) <= views.RENDERED
+
+
+def test_a_caller_has_only_so_many_costly_views_in_flight(course):
+    """A submission's page, a diff and the similarity report are `costly`: with a caller's slots
+    all held (as by slow views in flight), their next one is a 429 and nothing of it is worked
+    out, while their cheap pages are served. The app in this
+    process (so that the test can hold the slots), on the course's database."""
+    from fastapi.testclient import TestClient
+
+    from jaxlings.service import app as service_app
+    from jaxlings.service import limits
+
+    first = seed_submission(course, "ada", {"prng": PAGES_PRNG_BAD}, seeded_result("prng"))
+    token = course.token("ada")
+    app = service_app.create_app(course.settings())
+    with TestClient(app, base_url=course.url, headers={"Origin": course.url}, follow_redirects=False) as client:
+        held = app.state.costly
+        assert isinstance(held, limits.PerCaller) and held.at_once == 2
+        login = client.post("/login", data={"token": token, "csrf": form_csrf(client.get("/login").text)})
+        assert login.status_code == 303, login.text
+        assert client.get(f"/submissions/{first}").status_code == 200  # a free slot: served
+        with held.held("student:ada"), held.held("student:ada"):
+            refused = client.get(f"/submissions/{first}")
+            assert refused.status_code == 429 and refused.headers["retry-after"] == "5"
+            assert "still being prepared" in refused.text
+            assert client.get("/me").status_code == 200  # a cheap page is not counted
+        assert client.get(f"/submissions/{first}").status_code == 200  # released: served again
+
+
+def test_per_caller_slots_are_each_callers_own():
+    from fastapi import HTTPException
+
+    from jaxlings.service import limits
+
+    slots = limits.PerCaller(1)
+    with slots.held("student:ada"):
+        with slots.held("student:bob"):  # another caller's
+            pass
+        with pytest.raises(HTTPException) as refused:
+            with slots.held("student:ada"):
+                pass
+        assert refused.value.status_code == 429
+    with slots.held("student:ada"):  # released
+        pass

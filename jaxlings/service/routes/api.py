@@ -264,7 +264,9 @@ def router() -> APIRouter:
         rows, course = standings(request, session)
         files = similarity.class_files(session, rows, topic)
         programs = similarity.class_programs(session, rows, topic)
-        return similarity.view(topic, similarity.report(topic, course.exercises[topic], files, programs), top)
+        with request.app.state.costly.held(f"{_who.role}:{_who.login}"):  # as the pages' (`pages.costly`)
+            report = similarity.report(topic, course.exercises[topic], files, programs)
+        return similarity.view(topic, report, top)
 
     @routes.get("/students")
     def students(session: SessionDep, _who: Instructor) -> list[RosterEntry]:

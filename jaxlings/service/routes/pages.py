@@ -9,6 +9,7 @@ rendered on the page, never taken from the URL.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 from collections.abc import Callable
@@ -77,6 +78,12 @@ def _similarity(
         exercises = [exercise]
     files = similarity.class_files(session, rows, topic)
     return similarity.report(topic, exercises, files, similarity.class_programs(session, rows, topic))
+
+
+def costly(request: Request, who: Identity) -> contextlib.AbstractContextManager:
+    """Held while a view whose cost grows with what students uploaded is worked out: at most
+    `pages_at_once` per caller (`limits.PerCaller`; past it, 429)."""
+    return request.app.state.costly.held(f"{who.role}:{who.login}")
 
 
 def check_form(request: Request, row: WebSession, csrf: Any) -> None:
@@ -214,6 +221,8 @@ def router() -> APIRouter:
         sub = visible(session, who, submission_id)
         result = json.loads(sub.result_json) if sub.result_json else None
         files = views.topic_files(session, sub)
+        with costly(request, who):
+            grouped = views.grouped(sub, files)
         return render(
             request,
             "submission.html",
@@ -221,7 +230,7 @@ def router() -> APIRouter:
             csrf=row.csrf,
             sub=sub,
             result=result,
-            topics=views.grouped(sub, files),
+            topics=grouped,
             left_out=_left_out(request, session, sub, files),
             counts=scores.counted_for(session, request.app.state.rules, sub),
             previous=_previous(session, sub),
@@ -240,9 +249,10 @@ def router() -> APIRouter:
         older, newer = visible(session, found[0], older_id), visible(session, found[0], newer_id)
         if older.student_id != newer.student_id:
             raise HTTPException(404, f"no submission {newer_id} of the student of submission {older_id}")
-        files = views.diff(
-            views.topic_files(session, older), views.topic_files(session, newer), f"#{older.id}", f"#{newer.id}"
-        )
+        with costly(request, found[0]):
+            files = views.diff(
+                views.topic_files(session, older), views.topic_files(session, newer), f"#{older.id}", f"#{newer.id}"
+            )
         return render(
             request,
             "diff.html",
@@ -346,7 +356,8 @@ def router() -> APIRouter:
         found = instructor_visitor(request, session)
         if found is None:
             return _to_login(request)
-        rankings = _similarity(request, session, topic)
+        with costly(request, found[0]):
+            rankings = _similarity(request, session, topic)
         return render(request, "similarity.html", who=found[0], topic=topic, rankings=rankings, top=SIMILAR_TOP)
 
     @routes.get("/gradebook/similarity/{topic}/{exercise}/{a}/{b}")
@@ -356,7 +367,8 @@ def router() -> APIRouter:
         found = instructor_visitor(request, session)
         if found is None:
             return _to_login(request)
-        [ranking] = _similarity(request, session, topic, exercise)
+        with costly(request, found[0]):
+            [ranking] = _similarity(request, session, topic, exercise)
         placed = similarity.pair_in(ranking, a, b)
         if placed is None:
             raise HTTPException(404, "these two submissions are not a pair of this exercise's report")
