@@ -270,6 +270,22 @@ def graded(client: httpx.Client, submission_id: int, timeout: float) -> dict:
     )
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def database_url(request, tmp_path):
+    """An upgraded, empty database on each configuration the service runs on: SQLite in a
+    temporary folder, and a fresh PostgreSQL database (skipped where PostgreSQL is not running)."""
+    from jaxlings.service import db
+
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'service.db'}"
+    else:
+        url = postgres_redis_env()["JAXLINGS_DATABASE_URL"]
+    db.upgrade(url)
+    yield url
+    if request.param == "postgres":
+        drop_database(url)
+
+
 @pytest.fixture
 def course(tmp_path):
     """A course on SQLite in a temporary folder; its processes are stopped afterwards.

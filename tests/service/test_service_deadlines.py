@@ -19,7 +19,17 @@ from contextlib import closing
 
 import pytest
 
-from helpers.service import api, course, grade, page_login, post_zip, seed_submission, seeded_result, zip_of  # noqa: F401
+from helpers.service import (  # noqa: F401
+    api,
+    course,
+    database_url,
+    grade,
+    page_login,
+    post_zip,
+    seed_submission,
+    seeded_result,
+    zip_of,
+)
 from jaxlings.grading import rules
 from jaxlings.service import db, scores
 from jaxlings.service.db import DONE, Student, Submission
@@ -344,13 +354,12 @@ def test_a_student_reads_the_dates_in_their_own_zone(course):
     assert fay.get("/api/deadlines").json()["timezone"] == "Europe/Zurich"
 
 
-def test_a_submission_is_stamped_at_the_moment_its_dates_were_checked(tmp_path, monkeypatch):
+def test_a_submission_is_stamped_at_the_moment_its_dates_were_checked(database_url, tmp_path, monkeypatch):
     """One clock reading decides both: accepted inside the window means counted inside it (the
     stamp used to be the commit's, later than the check: just past a closing, counting 0)."""
     from jaxlings.service import auth, config, storage, submitting
 
-    url = f"sqlite:///{tmp_path / 'stamp.db'}"
-    db.upgrade(url)
+    url = database_url
     checked_at = T0 - dt.timedelta(seconds=1)  # one second before the topic closes (its late_until)
     closing_rules = RULES.model_copy(
         update={"topics": {AT: RULES.topics[AT].model_copy(update={"late_until": T0.replace(tzinfo=dt.UTC)})}}

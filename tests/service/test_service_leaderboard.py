@@ -24,6 +24,7 @@ from helpers.service import (  # noqa: F401
     PAGES_PRNG_OK,
     api,
     course,
+    database_url,
     form_csrf,
     page_login,
     seed_submission,
@@ -181,13 +182,11 @@ def test_a_student_tries_at_most_so_many_names_an_hour():
     tries.take(8)  # another student's count is their own
 
 
-def test_enrolling_or_renaming_to_a_name_that_looks_like_a_pseudonym_clears_it(tmp_path):
+def test_enrolling_or_renaming_to_a_name_that_looks_like_a_pseudonym_clears_it(database_url):
     """The rule holds at every change: the roster's name comes first, the look-alike pseudonym goes."""
     from jaxlings.service import auth, db
 
-    url = f"sqlite:///{tmp_path / 'roster.db'}"
-    db.upgrade(url)
-    with db.sessions(url).begin() as session:
+    with db.sessions(database_url).begin() as session:
         ann = auth.add_student(session, "ann")[0]
         bob = auth.add_student(session, "bob")[0]
         session.flush()
@@ -199,15 +198,13 @@ def test_enrolling_or_renaming_to_a_name_that_looks_like_a_pseudonym_clears_it(t
         assert bob.pseudonym is None
 
 
-def test_two_students_racing_for_one_pseudonym_cannot_both_have_it(tmp_path):
+def test_two_students_racing_for_one_pseudonym_cannot_both_have_it(database_url):
     """Both pass the check before either commits: the unique key refuses the second (the API's 409)."""
     from sqlalchemy.exc import IntegrityError
 
     from jaxlings.service import auth, db
 
-    url = f"sqlite:///{tmp_path / 'race.db'}"
-    db.upgrade(url)
-    make = db.sessions(url)
+    make = db.sessions(database_url)
     with make.begin() as session:
         added = [auth.add_student(session, login)[0] for login in ("ann", "bob")]
         session.flush()
