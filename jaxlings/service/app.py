@@ -30,6 +30,7 @@ def create_app(settings: Settings) -> FastAPI:
         app.state.dispatcher.start()
         yield
         app.state.dispatcher.stop()
+        app.state.reports.close()
 
     if settings.hub_api_url:
         from jaxlings.service import auth
@@ -51,9 +52,10 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.sessions = db.sessions(settings.db_url)
     app.state.topics = settings.topics or _course_topics()
     app.state.rules = rules.load(settings.rules_path, app.state.topics)  # RulesError names what is wrong
-    from jaxlings.service import limits
+    from jaxlings.service import limits, reports
 
     app.state.costly = limits.PerCaller(settings.pages_at_once)  # views a caller may have in flight
+    app.state.reports = reports.Reports(settings.similarity_wait)  # similarity reports, off the request path
     app.include_router(api.router(), prefix=f"{base}/api")
     app.include_router(pages.router(), prefix=base)
     errors.install(app)

@@ -55,6 +55,7 @@ class Settings:
     max_header_bytes: int = 16384  # request line + headers
     max_connections: int = 256  # open connections per API process; past it, 503
     pages_at_once: int = 2  # costly views (code, diffs, similarity) one caller may have in flight; past it, 429
+    similarity_wait: float = 10.0  # seconds a view waits for a similarity report worked out off the request path
     quota_bytes: int = 32 << 20  # stored upload bytes per student (distinct uploads)
     session_hours: float = 12.0  # a page session's lifetime
     send_timeout: float = 3.0  # a broker send gives up after this; the sweep sends it later
@@ -71,6 +72,8 @@ class Settings:
             raise ValueError(f"accelerator must be one of tpu, gpu, exclusive or empty, not {self.accelerator!r}")
         if self.machine not in MACHINES:
             raise ValueError(f"machine must be one of cpu, tpu, gpu, exclusive or empty, not {self.machine!r}")
+        if self.similarity_wait < 0:
+            raise ValueError(f"similarity_wait must be 0 or more seconds, not {self.similarity_wait}")
         if self.base_path and (not self.base_path.startswith("/") or self.base_path.endswith("/")):
             raise ValueError(f"base path must start with / and not end with one: {self.base_path!r}")
         for name in (
@@ -171,6 +174,7 @@ ENV: dict[str, str] = {
     "max_header_bytes": "JAXLINGS_MAX_HEADER_BYTES",
     "max_connections": "JAXLINGS_MAX_CONNECTIONS",
     "pages_at_once": "JAXLINGS_PAGES_AT_ONCE",
+    "similarity_wait": "JAXLINGS_SIMILARITY_WAIT",
     "quota_bytes": "JAXLINGS_QUOTA_BYTES",
     "session_hours": "JAXLINGS_SESSION_HOURS",
     "send_timeout": "JAXLINGS_SEND_TIMEOUT",

@@ -142,3 +142,46 @@ def test_the_page_is_for_instructors_only(seeded):
     with closing(httpx.Client(base_url=course.url, timeout=30)) as nobody:
         reply = nobody.get("/gradebook/similarity/at_updates")
         assert reply.status_code == 303 and reply.headers["location"].endswith("/login")
+
+
+def _long_histogram(stub: str, n: int) -> str:
+    """The stub with a `histogram` of `n` live statements: reading it takes tenths of a second,
+    so that a report over it cannot be done the instant it is asked for."""
+    body = "".join(f"    a{i} = x * {i} + a{i - 1 if i else 0}\n" for i in range(n))
+    fn = f"def histogram(x, nbins):\n    a0 = x\n{body}    return jnp.zeros(nbins, jnp.int32).at[a{n - 1}].add(1)\n"
+    return corpus.with_function(stub, fn, "histogram")
+
+
+def test_a_report_not_ready_within_the_wait_is_said_so_and_worked_out_once(course):
+    """With no wait at all (JAXLINGS_SIMILARITY_WAIT=0) a view whose report is not done cannot
+    have it: the API answers 202 with Retry-After, the page says so and reloads itself; the work
+    goes on off the request path, a later view has it, and the same inputs are not worked out
+    again. The honest twin is every test above (a 10 s wait)."""
+    from helpers.service import wait_for
+
+    stub = (paths.exercises_dir() / "at_updates.py").read_text()
+    texts = corpus.variants("at_updates", "histogram")
+    seed_submission(course, "ada", {"at_updates": _long_histogram(stub, 2000)}, seeded_result("at_updates"))
+    bob = corpus.with_function(stub, texts["v3"], "histogram")
+    seed_submission(course, "bob", {"at_updates": bob}, seeded_result("at_updates"))
+    course.serve(JAXLINGS_SIMILARITY_WAIT="0")
+    prof = httpx.Client(base_url=course.url, headers={"Authorization": f"Bearer {course.instructor()}"}, timeout=60)
+    with closing(prof), closing(page_login(course, course.instructor())) as pages:
+        first = prof.get("/api/similarity/at_updates")
+        assert first.status_code == 202 and first.headers["retry-after"] == "5", first.text
+        assert "being worked out" in first.json()["detail"]
+        ready = wait_for(
+            lambda: (r := prof.get("/api/similarity/at_updates")).status_code == 200 and r, 60, "the report"
+        )
+        assert {histogram_pairs(ready.json())[0]["a"], histogram_pairs(ready.json())[0]["b"]} == {"ada", "bob"}
+        page = pages.get("/gradebook/similarity/at_updates")  # the same inputs: the report kept
+        assert page.status_code == 200 and 'id="pending"' not in page.text and 'id="sim-histogram"' in page.text
+        seed_submission(course, "cy", {"at_updates": _long_histogram(stub, 2001)}, seeded_result("at_updates"))
+        pending = pages.get("/gradebook/similarity/at_updates")  # a new counted submission: new inputs
+        assert pending.status_code == 202 and 'id="pending"' in pending.text
+        assert '<meta http-equiv="refresh" content="5">' in pending.text
+        wait_for(
+            lambda: (r := pages.get("/gradebook/similarity/at_updates")).status_code == 200 and "cy" in r.text,
+            60,
+            "the report with cy",
+        )

@@ -19,7 +19,18 @@ from starlette.concurrency import run_in_threadpool
 
 from jaxlings import __version__
 from jaxlings.grading import rules
-from jaxlings.service import deadlines, exports, jobs, leaderboard, roster, scores, similarity, storage, submitting
+from jaxlings.service import (
+    deadlines,
+    exports,
+    jobs,
+    leaderboard,
+    reports,
+    roster,
+    scores,
+    similarity,
+    storage,
+    submitting,
+)
 from jaxlings.service.auth import Identity
 from jaxlings.service.db import Student, Submission
 from jaxlings.service.deps import MAX_ID, Caller, Instructor, SessionDep, bearer, identify, visible
@@ -258,14 +269,25 @@ def router() -> APIRouter:
         top: Annotated[int, Query(ge=1, le=1000, description="Pairs shown per exercise.")] = 20,
     ) -> Similarity:
         """Per exercise of `topic`, the pairs of students whose counted submissions are most alike
-        (`similarity`: normalised source, the stub, hints and reference discounted)."""
+        (`similarity`: normalised source, the stub, hints and reference discounted). Worked out
+        off the request path (`reports`): 202 with Retry-After while it is not done."""
         if topic not in request.app.state.topics:
             raise HTTPException(404, f"no topic {topic!r} in this course (GET /api/topics lists them)")
         rows, course = standings(request, session)
         files = similarity.class_files(session, rows, topic)
         programs = similarity.class_programs(session, rows, topic)
+        exercises = list(course.exercises[topic])
         with request.app.state.costly.held(f"{_who.role}:{_who.login}"):  # as the pages' (`pages.costly`)
-            report = similarity.report(topic, course.exercises[topic], files, programs)
+            report = request.app.state.reports.get(
+                reports.key(topic, exercises, files, programs),
+                lambda: similarity.report(topic, exercises, files, programs),
+            )
+        if report is None:
+            return JSONResponse(  # type: ignore[return-value]  # documented below: 202 while it is worked out
+                {"detail": f"the report is being worked out; ask again in {reports.RETRY_SECONDS} seconds"},
+                status_code=202,
+                headers={"Retry-After": str(reports.RETRY_SECONDS)},
+            )
         return similarity.view(topic, report, top)
 
     @routes.get("/students")

@@ -24,7 +24,19 @@ from starlette.datastructures import UploadFile
 
 from jaxlings.grading.rules import dates as rules_line
 from jaxlings.grading.rules import length as rule_length
-from jaxlings.service import auth, deadlines, jobs, plots, scores, similarity, storage, submitting, views, websession
+from jaxlings.service import (
+    auth,
+    deadlines,
+    jobs,
+    plots,
+    reports,
+    scores,
+    similarity,
+    storage,
+    submitting,
+    views,
+    websession,
+)
 from jaxlings.service.auth import Identity
 from jaxlings.service.db import DONE, FAILED, Student, Submission, WebSession
 from jaxlings.service.deps import MAX_ID, SessionDep, visible
@@ -65,8 +77,9 @@ SIMILAR_TOP = 15
 
 def _similarity(
     request: Request, session: Session, topic: str, exercise: str | None = None
-) -> list[similarity.Ranking]:
-    """The similarity report of `topic` (one `exercise` of it, when given); 404 for a topic or
+) -> list[similarity.Ranking] | None:
+    """The similarity report of `topic` (one `exercise` of it, when given), worked out off the
+    request path (`reports`): None where it is not done within the wait; 404 for a topic or
     exercise the course does not have."""
     if topic not in request.app.state.topics:
         raise HTTPException(404, "no such topic in this course; the gradebook lists them")
@@ -77,7 +90,17 @@ def _similarity(
             raise HTTPException(404, f"no such exercise in {topic}")
         exercises = [exercise]
     files = similarity.class_files(session, rows, topic)
-    return similarity.report(topic, exercises, files, similarity.class_programs(session, rows, topic))
+    programs = similarity.class_programs(session, rows, topic)
+    return request.app.state.reports.get(
+        reports.key(topic, exercises, files, programs), lambda: similarity.report(topic, exercises, files, programs)
+    )
+
+
+def _report_pending(request: Request, who: Identity, topic: str) -> Response:
+    """The page said while a report is worked out: 202, reloading itself."""
+    return render(
+        request, "similarity.html", 202, who=who, topic=topic, rankings=None, top=0, retry=reports.RETRY_SECONDS
+    )
 
 
 def costly(request: Request, who: Identity) -> contextlib.AbstractContextManager:
@@ -358,6 +381,8 @@ def router() -> APIRouter:
             return _to_login(request)
         with costly(request, found[0]):
             rankings = _similarity(request, session, topic)
+        if rankings is None:
+            return _report_pending(request, found[0], topic)
         return render(request, "similarity.html", who=found[0], topic=topic, rankings=rankings, top=SIMILAR_TOP)
 
     @routes.get("/gradebook/similarity/{topic}/{exercise}/{a}/{b}")
@@ -368,7 +393,10 @@ def router() -> APIRouter:
         if found is None:
             return _to_login(request)
         with costly(request, found[0]):
-            [ranking] = _similarity(request, session, topic, exercise)
+            rankings = _similarity(request, session, topic, exercise)
+        if rankings is None:
+            return _report_pending(request, found[0], topic)
+        [ranking] = rankings
         placed = similarity.pair_in(ranking, a, b)
         if placed is None:
             raise HTTPException(404, "these two submissions are not a pair of this exercise's report")
