@@ -82,6 +82,19 @@ def test_diff_of_one_students_submissions_and_not_across_students(seeded):
         assert is_page(across, 404)
 
 
+def test_compare_with_the_previous_submission_of_the_same_topic(course):
+    """ada sent prng, then at_updates, then prng again: the last one compares with her first prng,
+    not with the at_updates in between; the at_updates one has nothing to compare with."""
+    first = seed_submission(course, "ada", {"prng": PAGES_PRNG_BAD}, seeded_result("prng"))
+    other = seed_submission(course, "ada", {"at_updates": "def histogram(x, nbins):\n    return x\n"}, None)
+    last = seed_submission(course, "ada", {"prng": PAGES_PRNG_OK}, seeded_result("prng"))
+    course.serve()
+    with closing(page_login(course, course.token("ada"))) as ada:
+        page = ada.get(f"/submissions/{last}").text
+        assert f"/submissions/{first}/diff/{last}" in page and f"/submissions/{other}/diff/{last}" not in page
+        assert "/diff/" not in ada.get(f"/submissions/{other}").text
+
+
 @pytest.mark.parametrize(
     "path",
     [

@@ -127,6 +127,11 @@ def test_the_page_lists_pairs_and_shows_two_functions_side_by_side_escaped(seede
         assert prof.get(f"/gradebook/similarity/at_updates/histogram/{ids['ada']}/999999").status_code == 404
         assert prof.get(f"/gradebook/similarity/at_updates/nonesuch/{ids['ada']}/{ids['bob']}").status_code == 404
         assert prof.get("/gradebook/similarity/nonesuch").status_code == 404
+        assert 'href="/gradebook/similarity/at_updates.json"' in page.text  # "as JSON", with the page's session
+        as_json = prof.get("/gradebook/similarity/at_updates.json", params={"top": 3})
+        assert as_json.status_code == 200 and as_json.headers["content-type"].startswith("application/json")
+        assert as_json.json()["topic"] == "at_updates" and len(histogram_pairs(as_json.json())) == 3
+        assert prof.get("/gradebook/similarity/nonesuch.json").status_code == 404
 
 
 def test_the_page_is_for_instructors_only(seeded):
@@ -134,6 +139,7 @@ def test_the_page_is_for_instructors_only(seeded):
     with closing(page_login(course, course.token("ada"))) as ada:
         for path in (
             "/gradebook/similarity/at_updates",
+            "/gradebook/similarity/at_updates.json",
             f"/gradebook/similarity/at_updates/histogram/{ids['ada']}/{ids['bob']}",
         ):
             refused = ada.get(path)

@@ -273,22 +273,7 @@ def router() -> APIRouter:
         off the request path (`reports`): 202 with Retry-After while it is not done."""
         if topic not in request.app.state.topics:
             raise HTTPException(404, f"no topic {topic!r} in this course (GET /api/topics lists them)")
-        rows, course = standings(request, session)
-        files = similarity.class_files(session, rows, topic)
-        programs = similarity.class_programs(session, rows, topic)
-        exercises = list(course.exercises[topic])
-        with request.app.state.costly.held(f"{_who.role}:{_who.login}"):  # as the pages' (`pages.costly`)
-            report = request.app.state.reports.get(
-                reports.key(topic, exercises, files, programs),
-                lambda: similarity.report(topic, exercises, files, programs),
-            )
-        if report is None:
-            return JSONResponse(  # type: ignore[return-value]  # documented below: 202 while it is worked out
-                {"detail": f"the report is being worked out; ask again in {reports.RETRY_SECONDS} seconds"},
-                status_code=202,
-                headers={"Retry-After": str(reports.RETRY_SECONDS)},
-            )
-        return similarity.view(topic, report, top)
+        return similarity_answer(topic, similarity_rankings(request, session, _who, topic), top)
 
     @routes.get("/students")
     def students(session: SessionDep, _who: Instructor) -> list[RosterEntry]:
@@ -478,6 +463,37 @@ def set_timezone(session: Session, who: Identity, name: str) -> None:
         raise HTTPException(404, "no such student on the roster")
     student.timezone = name
     session.commit()
+
+
+def similarity_rankings(
+    request: Request, session: Session, who: Identity, topic: str, exercise: str | None = None
+) -> list[similarity.Ranking] | None:
+    """The similarity report of `topic` (one `exercise` of it, when given; 404 for one it does
+    not have), worked out off the request path (`reports`): None where it is not done within the
+    wait. A costly view of `who`'s (`limits.PerCaller`)."""
+    rows, course = standings(request, session)
+    exercises = list(course.exercises[topic])
+    if exercise is not None:
+        if exercise not in exercises:
+            raise HTTPException(404, f"no such exercise in {topic}")
+        exercises = [exercise]
+    files = similarity.class_files(session, rows, topic)
+    programs = similarity.class_programs(session, rows, topic)
+    with request.app.state.costly.held(f"{who.role}:{who.login}"):
+        return request.app.state.reports.get(
+            reports.key(topic, exercises, files, programs), lambda: similarity.report(topic, exercises, files, programs)
+        )
+
+
+def similarity_answer(topic: str, rankings: list[similarity.Ranking] | None, top: int) -> Any:
+    """The report as JSON (`similarity.view`), or 202 with Retry-After while it is worked out."""
+    if rankings is None:
+        return JSONResponse(
+            {"detail": f"the report is being worked out; ask again in {reports.RETRY_SECONDS} seconds"},
+            status_code=202,
+            headers={"Retry-After": str(reports.RETRY_SECONDS)},
+        )
+    return similarity.view(topic, rankings, top)
 
 
 def set_pseudonym(request: Request, session: Session, who: Identity, text: str | None) -> str | None:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, HTTPException, Query, Request, Response
-from fastapi.responses import RedirectResponse
+from fastapi.responses import JSONResponse, RedirectResponse
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
@@ -50,6 +50,8 @@ from jaxlings.service.routes.api import (
     results_download,
     set_pseudonym,
     set_timezone,
+    similarity_answer,
+    similarity_rankings,
     standings,
 )
 from jaxlings.service.security import same_origin
@@ -76,24 +78,13 @@ SIMILAR_TOP = 15
 
 
 def _similarity(
-    request: Request, session: Session, topic: str, exercise: str | None = None
+    request: Request, session: Session, who: Identity, topic: str, exercise: str | None = None
 ) -> list[similarity.Ranking] | None:
-    """The similarity report of `topic` (one `exercise` of it, when given), worked out off the
-    request path (`reports`): None where it is not done within the wait; 404 for a topic or
-    exercise the course does not have."""
+    """The similarity report of `topic` (`api.similarity_rankings`); 404 for a topic the course
+    does not have."""
     if topic not in request.app.state.topics:
         raise HTTPException(404, "no such topic in this course; the gradebook lists them")
-    rows, course = standings(request, session)
-    exercises = list(course.exercises[topic])
-    if exercise is not None:
-        if exercise not in exercises:
-            raise HTTPException(404, f"no such exercise in {topic}")
-        exercises = [exercise]
-    files = similarity.class_files(session, rows, topic)
-    programs = similarity.class_programs(session, rows, topic)
-    return request.app.state.reports.get(
-        reports.key(topic, exercises, files, programs), lambda: similarity.report(topic, exercises, files, programs)
-    )
+    return similarity_rankings(request, session, who, topic, exercise)
 
 
 def _report_pending(request: Request, who: Identity, topic: str) -> Response:
@@ -372,6 +363,18 @@ def router() -> APIRouter:
             length=rule_length,
         )
 
+    @routes.get("/gradebook/similarity/{topic}.json")
+    def similarity_json(
+        request: Request, session: SessionDep, topic: str, top: Annotated[int, Query(ge=1, le=1000)] = 20
+    ) -> Response:
+        """The report as `GET /api/similarity/{topic}` gives it, for the page session (the page's
+        "as JSON" link: a browser sends no bearer token)."""
+        found = instructor_visitor(request, session)
+        if found is None:
+            return _to_login(request)
+        answer = similarity_answer(topic, _similarity(request, session, found[0], topic), top)
+        return answer if isinstance(answer, Response) else JSONResponse(answer.model_dump())
+
     @routes.get("/gradebook/similarity/{topic}")
     def similarity_page(request: Request, session: SessionDep, topic: str) -> Response:
         """The similarity report of one topic: per exercise, the most alike pairs of students'
@@ -379,8 +382,7 @@ def router() -> APIRouter:
         found = instructor_visitor(request, session)
         if found is None:
             return _to_login(request)
-        with costly(request, found[0]):
-            rankings = _similarity(request, session, topic)
+        rankings = _similarity(request, session, found[0], topic)
         if rankings is None:
             return _report_pending(request, found[0], topic)
         return render(request, "similarity.html", who=found[0], topic=topic, rankings=rankings, top=SIMILAR_TOP)
@@ -392,8 +394,7 @@ def router() -> APIRouter:
         found = instructor_visitor(request, session)
         if found is None:
             return _to_login(request)
-        with costly(request, found[0]):
-            rankings = _similarity(request, session, topic, exercise)
+        rankings = _similarity(request, session, found[0], topic, exercise)
         if rankings is None:
             return _report_pending(request, found[0], topic)
         [ranking] = rankings
@@ -515,13 +516,17 @@ def _left_out(request: Request, session: Session, sub: Submission, files: dict[s
 
 
 def _previous(session: Session, sub: Submission) -> Submission | None:
-    """The same student's submission just before this one (for "compare with the previous")."""
-    return session.scalar(
+    """The same student's latest submission before this one of any of its topics (for "compare
+    with the previous"): a prng upload is compared with their last prng, not with whatever they
+    sent just before (among their last 200)."""
+    topics = set(sub.topic_list)
+    earlier = session.scalars(
         select(Submission)
         .where(Submission.student_id == sub.student_id, Submission.id < sub.id)
         .order_by(Submission.id.desc())
-        .limit(1)
+        .limit(200)
     )
+    return next((s for s in earlier if topics & set(s.topic_list)), None)
 
 
 def _student_page(
