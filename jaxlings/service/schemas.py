@@ -168,12 +168,14 @@ class IssuedToken(BaseModel):
 class LeaderboardRow(BaseModel):
     """One student on one exercise's speed board: their rank (equal ratios share one), the
     pseudonym they chose, their best time ratio against the reference (lower is faster), and
-    whether it is the caller's own row."""
+    whether it is the caller's own row; for an instructor, the student's login and name too."""
 
     rank: int
     pseudonym: str
     ratio: float
     mine: bool
+    login: str | None = None  # who it is, for instructors only (a student sees pseudonyms)
+    name: str | None = None
 
 
 class ExerciseLeaderboard(BaseModel):

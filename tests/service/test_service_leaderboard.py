@@ -317,7 +317,9 @@ def test_students_choose_pseudonyms_and_the_board_ranks_their_best_measured_rati
     assert whole["pseudonym"] == "Falcon" and clients["cat"].get("/api/leaderboard").json()["pseudonym"] is None
     assert [e["exercise"] for e in whole["exercises"]] == [f"{t}.{e}" for t, e in leaderboard.speed_exercises(ORDER)]
     shown = [row for e in whole["exercises"] for row in e["rows"]]
-    assert all(set(row) == {"rank", "pseudonym", "ratio", "mine"} for row in shown)  # no login, name or id
+    assert all(row["login"] is None and row["name"] is None and "id" not in row for row in shown)  # pseudonyms only
+    for_teacher = [row for e in teacher.get("/api/leaderboard").json()["exercises"] for row in e["rows"]]
+    assert {(row["pseudonym"], row["login"]) for row in for_teacher} == {("Falcon", "ann"), ("Tortoise", "bob")}
     assert {row["pseudonym"] for row in shown} == {"Falcon", "Tortoise"}  # not dan (dropped), not eve (unmeasured)
 
     # the pages: linked from the student's page and the gradebook, the visitor's row marked
@@ -327,8 +329,11 @@ def test_students_choose_pseudonyms_and_the_board_ranks_their_best_measured_rati
     board = pages.get("/leaderboard")
     assert board.status_code == 200 and "Falcon <strong>(you)</strong>" in board.text and "Tortoise" in board.text
     assert "Owl" not in board.text and "×0.90" in board.text
-    gradebook = page_login(course, course.instructor()).get("/gradebook").text
+    assert 'class="who"' not in board.text and ">ann<" not in board.text  # a student sees pseudonyms only
+    instructor_pages = page_login(course, course.instructor())
+    gradebook = instructor_pages.get("/gradebook").text
     assert 'id="leaderboard-link"' in gradebook
+    assert '<td class="who">ann</td>' in instructor_pages.get("/leaderboard").text  # who each row is
 
     # leaving the board
     left = clients["bob"].delete("/api/me/pseudonym")

@@ -423,7 +423,8 @@ def require_leaderboard(request: Request) -> None:
 
 
 def leaderboard_view(request: Request, session: Session, who: Identity) -> LeaderboardView:
-    """The board as the caller sees it (their own rows marked); 404 when the course has none."""
+    """The board as the caller sees it (their own rows marked; an instructor sees who each row
+    is); 404 when the course has none."""
     require_leaderboard(request)
     students = list(session.scalars(select(Student)))
     boards = leaderboard.board(
@@ -432,12 +433,20 @@ def leaderboard_view(request: Request, session: Session, who: Identity) -> Leade
         leaderboard.speed_exercises(request.app.state.topics),
     )
     mine = who.student_id if not who.is_instructor else None
+    names = {s.id: (s.login, s.name) for s in students} if who.is_instructor else {}
     return LeaderboardView(
         exercises=[
             ExerciseLeaderboard(
                 exercise=b.name,
                 rows=[
-                    LeaderboardRow(rank=e.rank, pseudonym=e.pseudonym, ratio=e.ratio, mine=e.student_id == mine)
+                    LeaderboardRow(
+                        rank=e.rank,
+                        pseudonym=e.pseudonym,
+                        ratio=e.ratio,
+                        mine=e.student_id == mine,
+                        login=names[e.student_id][0] if names else None,
+                        name=names[e.student_id][1] if names else None,
+                    )
                     for e in b.entries
                 ],
             )
