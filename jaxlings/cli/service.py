@@ -515,11 +515,16 @@ def export(
         ),
     ] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="The file to write (default: by format).")] = None,
+    topics: Annotated[
+        list[str] | None,
+        typer.Option("--topics", "-t", help="Topics to export (repeat; default: all, for Canvas those already open)."),
+    ] = None,
     data_dir: DataDir = None,
     database_url: DatabaseUrl = None,
 ) -> None:
     """Write the gradebook (the scores that count; dropped students left out) as CSV, Canvas's
-    gradebook import or nbgrader's grades.csv, readable by its owner only."""
+    gradebook import or nbgrader's grades.csv, readable by its owner only: every topic, or those
+    `--topics` names; for Canvas by default only the topics already open."""
     from jaxlings.service import exports
     from jaxlings.service import roster as rosters
 
@@ -527,7 +532,9 @@ def export(
         raise ValueError(f"unknown format {fmt!r}; the formats are: {', '.join(exports.FORMATS)}")
     if canvas_ids is not None and fmt != "canvas":
         raise ValueError("--canvas-ids goes with --format canvas")
-    text = exports.from_database(settings_from(data_dir=data_dir, database_url=database_url), fmt, canvas_ids)
+    text = exports.from_database(
+        settings_from(data_dir=data_dir, database_url=database_url), fmt, canvas_ids, topics or ()
+    )
     path = out or Path(exports.filename(fmt))
     with rosters.private_file(path) as f:
         f.write(text)

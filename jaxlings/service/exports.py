@@ -179,6 +179,22 @@ def render(
     return makers[fmt]()
 
 
+def chosen_topics(
+    requested: Sequence[str], topics: Sequence[str], fmt: str, rules: CourseRules, now: dt.datetime
+) -> list[str]:
+    """The topics an export holds, in course order: those `requested` (a ValueError naming one
+    the course does not have), else every topic, but for Canvas only those already open (a
+    column of zeros for a topic nobody could submit would count against every student there)."""
+    unknown = [t for t in requested if t not in topics]
+    if unknown:
+        raise ValueError(f"{unknown[0]!r} is not a topic of the course; the topics are: {', '.join(topics)}")
+    if requested:
+        return [t for t in topics if t in requested]
+    if fmt == "canvas":
+        return [t for t in topics if (opens := rules.window(t).opens) is None or opens <= now]
+    return list(topics)
+
+
 def filename(fmt: str) -> str:
     """The download's file name for a format."""
     return {"canvas": "gradebook-canvas.csv", "nbgrader": "grades.csv"}.get(fmt, "gradebook.csv")
@@ -236,8 +252,9 @@ def _checked_ids(items: Iterable[tuple[str, str, str]], topics: Sequence[str], q
 # ---------------------------------------------------------------- on the server (the CLI)
 
 
-def from_database(settings: Settings, fmt: str, canvas_ids: Path | None = None) -> str:
-    """The export `fmt` of the course's database (for `grade course export`, run on the server)."""
+def from_database(settings: Settings, fmt: str, canvas_ids: Path | None = None, only: Sequence[str] = ()) -> str:
+    """The export `fmt` of the course's database (for `grade course export`, run on the server),
+    of the topics `only` names (default: `chosen_topics`)."""
     from sqlalchemy import select
 
     from jaxlings.grading import topics as course_topics
@@ -245,9 +262,10 @@ def from_database(settings: Settings, fmt: str, canvas_ids: Path | None = None) 
 
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; the formats are: {', '.join(FORMATS)}")
-    topics = list(settings.topics or course_topics.ORDER)
-    ids = canvas_ids_file(canvas_ids, topics) if canvas_ids else None
-    course = load_rules(settings.rules_path, topics)
+    every = list(settings.topics or course_topics.ORDER)
+    course = load_rules(settings.rules_path, every)
+    topics = chosen_topics(only, every, fmt, course, dt.datetime.now(dt.UTC))
+    ids = canvas_ids_file(canvas_ids, every) if canvas_ids else None
     storage.secure_data_dir(settings)
     db.upgrade(settings.db_url)
     with db.sessions(settings.db_url)() as session:

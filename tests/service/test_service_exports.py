@@ -17,6 +17,7 @@ import stat
 import pytest
 
 from helpers.service import api, course, grade, page_login  # noqa: F401
+from jaxlings.grading import rules
 from jaxlings.service import db, exports, scores
 from jaxlings.service.scores import ExerciseScore, Outline, Standing, TopicScore
 
@@ -140,6 +141,18 @@ def test_formats_and_canvas_ids_are_checked():
         assert "quantum" not in str(caught.value) and "12a" not in str(caught.value)  # a URL's text is not repeated
 
 
+def test_an_export_holds_the_topics_asked_for_and_canvas_those_open():
+    topics = ["prng", "at_updates", "loops"]
+    now = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
+    later = rules.CourseRules.model_validate({"topics": {"loops": {"opens": now + dt.timedelta(days=3)}}})
+    assert exports.chosen_topics([], topics, "csv", later, now) == topics  # ours: every topic
+    assert exports.chosen_topics([], topics, "canvas", later, now) == ["prng", "at_updates"]  # not loops yet
+    assert exports.chosen_topics([], topics, "canvas", later, now + dt.timedelta(days=4)) == topics
+    assert exports.chosen_topics(["loops", "prng"], topics, "canvas", later, now) == ["prng", "loops"]  # asked
+    with pytest.raises(ValueError, match="'quantum' is not a topic of the course; the topics are: prng"):
+        exports.chosen_topics(["quantum"], topics, "csv", later, now)
+
+
 def test_the_canvas_ids_file(tmp_path):
     good = tmp_path / "ids.csv"
     good.write_text("topic,assignment_id\nprng,45678\nloops,45679\n")
@@ -238,6 +251,11 @@ def test_an_instructor_downloads_the_three_formats_and_nobody_else_does(course):
         ]
         assert lines[2] == ["Ada Lovelace", "", "", "ada", "", "9", "0"]
 
+        only = teacher.get("/api/gradebook.csv", params={"format": "canvas", "topics": ["at_updates"]})
+        assert next(csv.reader(io.StringIO(only.text)))[5:] == ["at_updates"]
+        unknown_topic = teacher.get("/api/gradebook.csv", params={"topics": ["quantum"]})
+        assert unknown_topic.status_code == 400 and "not a topic of the course" in unknown_topic.json()["detail"]
+
         nb = teacher.get("/api/gradebook.csv", params={"format": "nbgrader"})
         assert nb.status_code == 200 and 'filename="grades.csv"' in nb.headers["content-disposition"]
         assert [(r["assignment"], r["student_id"], r["score"]) for r in read(nb.text)] == [
@@ -281,6 +299,8 @@ def test_grade_course_export_writes_each_format_from_the_database(course, tmp_pa
     assert {r["login"]: r["prng"] for r in read((tmp_path / "csv.csv").read_text())} == {"ada": "9"}
     assert next(csv.reader(open(tmp_path / "canvas.csv")))[5:] == ["prng", "at_updates (777)"]
     assert [r["student_id"] for r in read((tmp_path / "nbgrader.csv").read_text())] == ["ada", "ada"]
+    only = grade(["course", "export", "--format", "canvas", "--topics", "prng", "-o", str(tmp_path / "p.csv")], course)
+    assert only.returncode == 0 and next(csv.reader(open(tmp_path / "p.csv")))[5:] == ["prng"], only.stdout
 
     for args, why in [
         (["--format", "xlsx"], "unknown format 'xlsx'; the formats are: csv, canvas, nbgrader"),

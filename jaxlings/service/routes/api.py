@@ -7,7 +7,7 @@ database connection is taken, so a client sending slowly holds a socket, not the
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, HTTPException, Path, Query, Request, Response
@@ -255,10 +255,15 @@ def router() -> APIRouter:
         _who: Instructor,
         format: ExportFormat = "csv",
         canvas_ids: CanvasIds = "",
+        topics: Annotated[
+            list[str] | None,
+            Query(max_length=50, description="Topics to export (repeat; default: all, for Canvas those open)."),
+        ] = None,
     ) -> Response:
         """The gradebook as our CSV, Canvas's gradebook import (`format=canvas`, optionally
-        `canvas_ids=prng:45678,...`) or nbgrader's grades.csv (`format=nbgrader`)."""
-        return csv_download(request, session, format, canvas_ids)
+        `canvas_ids=prng:45678,...`) or nbgrader's grades.csv (`format=nbgrader`), of the
+        `topics` given (default: every topic; for Canvas, those already open)."""
+        return csv_download(request, session, format, canvas_ids, topics or ())
 
     @routes.get("/similarity/{topic}")
     def similarity_report(
@@ -332,21 +337,24 @@ def results_download(row: Submission) -> Response:
     )
 
 
-def csv_download(request: Request, session: Session, fmt: str = "csv", canvas_ids: str = "") -> Response:
-    """The gradebook export `fmt` as a download; 400 naming the formats for another (the URL's
-    text is not repeated: pages render these messages)."""
-    topics = list(request.app.state.topics)
+def csv_download(
+    request: Request, session: Session, fmt: str = "csv", canvas_ids: str = "", only: Sequence[str] = ()
+) -> Response:
+    """The gradebook export `fmt` of the topics `only` names (default: `exports.chosen_topics`)
+    as a download; 400 naming the formats for another, or the topics for an unknown one."""
     try:
         if canvas_ids and fmt != "canvas":
             raise ValueError("canvas_ids goes with format=canvas")
-        ids = exports.canvas_ids_query(canvas_ids, topics) if canvas_ids else None
         if fmt not in exports.FORMATS:
             raise ValueError(f"unknown export format; the formats are: {', '.join(exports.FORMATS)}")
+        every = list(request.app.state.topics)
+        topics = exports.chosen_topics(only, every, fmt, request.app.state.rules, dt.datetime.now(dt.UTC))
+        ids = exports.canvas_ids_query(canvas_ids, every) if canvas_ids else None
     except ValueError as exc:
         raise HTTPException(400, str(exc)) from None
-    rows, course = standings(request, session)
+    rows, _ = standings(request, session)
     return PlainTextResponse(
-        exports.render(fmt, rows, course, ids, request.app.state.rules),
+        exports.render(fmt, rows, scores.outline(topics), ids, request.app.state.rules),
         media_type="text/csv",
         headers={"Content-Disposition": f'attachment; filename="{exports.filename(fmt)}"'},
     )

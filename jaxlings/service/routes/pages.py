@@ -327,11 +327,12 @@ def router() -> APIRouter:
         session: SessionDep,
         format: Annotated[str, Query(max_length=20)] = "csv",
         canvas_ids: Annotated[str, Query(max_length=2000)] = "",
+        topics: Annotated[list[str] | None, Query(max_length=50)] = None,
     ) -> Response:
-        """The gradebook export (`?format=csv|canvas|nbgrader`, as `/api/gradebook.csv`)."""
+        """The gradebook export (`?format=csv|canvas|nbgrader&topics=...`, as `/api/gradebook.csv`)."""
         if instructor_visitor(request, session) is None:
             return _to_login(request)
-        return csv_download(request, session, format, canvas_ids)
+        return csv_download(request, session, format, canvas_ids, topics or ())
 
     @routes.get("/gradebook/topics/{topic}")
     def topic_page(request: Request, session: SessionDep, topic: str) -> Response:
