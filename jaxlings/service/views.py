@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session
 
 from jaxlings.grading.results import TestResult
 from jaxlings.grading.source import parse as read
-from jaxlings.service import scores
+from jaxlings.service import plots, scores
 from jaxlings.service.db import Submission, Upload
 from jaxlings.service.storage import ZIP_ERRORS
 from jaxlings.student import progress
@@ -328,7 +328,8 @@ class TopicRow:
 
 @dataclass(frozen=True)
 class PassRate:
-    """An exercise's column footer: how many students have full marks on it, of those listed."""
+    """An exercise's column footer: how many students have full marks on it, of those who
+    submitted the topic (`plots.pass_rates`, the gradebook's figure: one definition)."""
 
     passed: int
     of: int
@@ -342,7 +343,8 @@ def topic_table(
     rows: list[scores.Standing], topic: str, exercises: list[str]
 ) -> tuple[list[TopicRow], dict[str, PassRate]]:
     """Students x exercises of one topic (the counted submission's per-exercise scores, `scores`)
-    and the pass rate per exercise over every student listed."""
+    and the pass rate per exercise (`plots.pass_rates`: full marks, of the students who submitted
+    the topic, as the gradebook counts them)."""
     table = []
     for row in rows:
         counted = row.topics.get(topic)
@@ -355,11 +357,7 @@ def topic_table(
         if counted:
             line.cells = {e: Cell(s, counted.submission_id) for e, s in counted.exercises.items()}
         table.append(line)
-    rates = {
-        e: PassRate(
-            sum(1 for r in table if e in r.cells and not r.cells[e].score.failed and not r.cells[e].score.pending),
-            len(table),
-        )
-        for e in exercises
-    }
+    outline = scores.Outline({topic: dict.fromkeys(exercises, 0.0)})
+    found = {r.exercise: r for r in plots.pass_rates(rows, outline).get(topic, [])}
+    rates = {e: PassRate(found[e].full, found[e].students) if e in found else PassRate(0, 0) for e in exercises}
     return table, rates

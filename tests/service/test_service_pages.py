@@ -119,6 +119,7 @@ def test_odd_ids_and_paths_are_html_error_pages(seeded, path):
 
 def test_topic_page_for_instructors_only(seeded):
     course, _, second, bob = seeded
+    course.token("cy")  # on the roster, nothing submitted: listed, not counted in the pass rates (as the gradebook)
     with closing(page_login(course, course.instructor())) as prof:
         page = prof.get("/gradebook/topics/prng")
         assert page.status_code == 200 and 'id="topic"' in page.text
