@@ -513,7 +513,6 @@ class Watcher:
         state.run = Run(tuple(todo), now, now, before)
         if len(todo) < len(state.topic.exercises):
             state.note = f"re-checking {', '.join(todo)} (changed)"
-        self._emit(Started(state))
         selection = [f"{state.topic.name}.{ex}" for ex in todo]
 
         def grade() -> None:
@@ -534,6 +533,7 @@ class Watcher:
 
         self.grading = threading.Thread(target=grade, name="watch-grade", daemon=True)
         self.grading.start()
+        self._emit(Started(state))  # once the check runs: a Ctrl-C after this line leaves it behind
 
     def handle(self, event: Event) -> None:
         """Apply one event from the key reader or the re-check."""
@@ -626,17 +626,18 @@ def run(names: list[str] | None, directory: Path, *, interval: float = 0.2, cons
     specs = topics.resolve(names or [first_unfinished(workdir)], public=True)
     live = console.is_terminal and not console.is_dumb_terminal
     watcher = Watcher(specs, directory, workdir, keys=live and _is_terminal(sys.stdin))
+    interrupted = False
     try:
-        if live:
-            _run_live(watcher, interval, console)
-        else:
-            _run_plain(watcher, interval, console)
+        interrupted = _run_live(watcher, interval, console) if live else _run_plain(watcher, interval, console)
     finally:
         abandoned = watcher.grading is not None and watcher.grading.is_alive()
-        watcher.close()
-        if abandoned:  # a second Ctrl-C: the check in progress is left behind, its workers end with us
+        if abandoned:  # Ctrl-C: the check in progress is left behind, its workers end with us
+            console.file.flush()
             sys.stdout.flush()
             os._exit(130)
+        watcher.close()
+    if interrupted:
+        sys.exit(130)  # as a shell reports a Ctrl-C
 
 
 def _is_terminal(stream: TextIO) -> bool:
@@ -647,20 +648,19 @@ def _is_terminal(stream: TextIO) -> bool:
 
 
 def _loop_until_quit(watcher: Watcher, interval: float, show: Callable[[], None]) -> None:
-    """The loop; Ctrl-C stops it like q (after the check in progress; a second Ctrl-C at once)."""
-    while True:
-        try:
-            watcher.loop(interval, show)
-            return
-        except KeyboardInterrupt:
-            if watcher.quit:
-                raise
-            watcher.on_key("q")
-            show()
+    """The loop, until q (after the check in progress) or Ctrl-C (at once: the check in progress
+    is left behind, `run` ends the process without waiting for it)."""
+    try:
+        watcher.loop(interval, show)
+    except KeyboardInterrupt:
+        watcher.on_key("q")
+        raise
 
 
-def _run_live(watcher: Watcher, interval: float, console: Console) -> None:
-    """The screen, redrawn in place 4 times a second (the clocks move) and at every event."""
+def _run_live(watcher: Watcher, interval: float, console: Console) -> bool:
+    """The screen, redrawn in place 4 times a second (the clocks move) and at every event;
+    whether Ctrl-C ended it."""
+    interrupted = False
 
     def render() -> RenderableType:
         with watcher.lock:
@@ -678,12 +678,15 @@ def _run_live(watcher: Watcher, interval: float, console: Console) -> None:
             try:
                 _loop_until_quit(watcher, interval, screen.refresh)
             except KeyboardInterrupt:
-                pass
+                interrupted = True
     console.print("stopped watching", style="dim")
+    return interrupted
 
 
-def _run_plain(watcher: Watcher, interval: float, console: Console) -> None:
-    """Plain lines: what is watched, each re-check's start, each verdict that changed, the counts."""
+def _run_plain(watcher: Watcher, interval: float, console: Console) -> bool:
+    """Plain lines: what is watched, each re-check's start, each verdict that changed, the counts;
+    whether Ctrl-C ended it."""
+    interrupted = False
     out = Console(file=console.file, no_color=True, highlight=False, soft_wrap=True, emoji=False, markup=False)
 
     def listen(notice: Notice) -> None:
@@ -701,8 +704,9 @@ def _run_plain(watcher: Watcher, interval: float, console: Console) -> None:
     try:
         _loop_until_quit(watcher, interval, lambda: None)
     except KeyboardInterrupt:
-        pass
+        interrupted = True
     out.print("stopped watching")
+    return interrupted
 
 
 def _print_recheck(out: Console, state: TopicState, changed: list[TestResult]) -> None:

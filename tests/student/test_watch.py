@@ -231,14 +231,7 @@ def test_watch_prints_plain_lines_when_stdout_is_a_pipe(tmp_path):
     import signal
 
     ws = _workspace(tmp_path)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jaxlings", "watch", "prng", "--interval", "0.2"],
-        cwd=ws,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    proc = _watch(ws)
     out = Lines(proc)
     try:
         first = out.until("prng so far")
@@ -251,11 +244,62 @@ def test_watch_prints_plain_lines_when_stdout_is_a_pipe(tmp_path):
         with (ws / "exercises" / "prng.py").open("a") as f:
             f.write("\n# a comment changes no function\n")
         out.until("no function changed")
-    finally:
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=WAIT)  # after the check in progress, if one is
-    out.until("stopped watching", timeout=10)
+        assert proc.wait(timeout=WAIT) == 130  # idle: it stops, and says so (130: as a shell reports Ctrl-C)
+        out.until("stopped watching", timeout=10)
+    finally:
+        _end(proc)
     assert not any("\x1b" in line for line in out.seen)
+
+
+def _watch(ws: Path) -> subprocess.Popen:
+    """`grade watch prng` on a pipe, in a process group of its own (`_end` ends every process of it)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "jaxlings", "watch", "prng", "--interval", "0.2"],
+        cwd=ws,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def _end(proc: subprocess.Popen) -> None:
+    """Kill what is left of `proc`'s process group (its workers too), whatever the test's outcome."""
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=30)
+
+
+@pytest.mark.slow  # grades prng's stubs in a real `grade watch`
+def test_ctrl_c_stops_watch_at_once_in_the_middle_of_a_check(tmp_path):
+    """Ctrl-C while a check runs: the watch ends without waiting for it (its verdict is never
+    printed), where `q` would wait (the docs' promise: Ctrl-C stops it at once)."""
+    import signal
+
+    ws = _workspace(tmp_path)
+    proc = _watch(ws)
+    out = Lines(proc)
+    try:
+        out.until("prng so far")
+        _solve(ws / "exercises" / "prng.py", "dropout")
+        out.until("re-checking dropout")  # the check has started
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=WAIT) == 130  # it left the check behind
+        printed = list(out.seen)
+        while True:
+            try:
+                printed.append(out.queue.get(timeout=1))
+            except queue.Empty:
+                break
+        assert not any(line.startswith(("pass    prng.dropout", "fail    prng.dropout")) for line in printed), printed
+    finally:
+        _end(proc)
 
 
 # -- a real terminal: tmux -----------------------------------------------------------------------------
