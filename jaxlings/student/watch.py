@@ -6,8 +6,8 @@ exercise's first failing check, in full), a hint when asked for, the re-check in
 (which exercise, which check, for how long), the counts, and once the topic is done, the next
 topic to open. Keys: h the next hint for the current exercise, n the next exercise, q quit.
 
-The current exercise is the first unfinished one, unless the student moved on with n (until
-that one is finished). The screen is rich's `Live` without the alternate screen (`screen=False`):
+The current exercise is the one whose function the student saved last, or moved to with n
+(until that one is finished), else the first unfinished one. The screen is rich's `Live` without the alternate screen (`screen=False`):
 it redraws the lines it wrote, so it works in tmux and over SSH, and what it showed last stays
 in the terminal after q. Keys are read from stdin in cbreak mode (no echo, one key at a time,
 Ctrl-C still interrupts); the terminal's settings are restored on every way out.
@@ -97,7 +97,7 @@ class TopicState:
     topic: Topic
     path: str  # the student's file, as they would type it
     tests: dict[str, TestResult] = field(default_factory=dict)
-    cursor: str | None = None  # the exercise the student moved to with n (None: the first unfinished)
+    cursor: str | None = None  # the exercise saved last or moved to with n (None: the first unfinished)
     run: Run | None = None
     hint: Shown | None = None
     note: str = ""  # what happened last, in words
@@ -117,8 +117,8 @@ def finished(state: TopicState, exercise: str | None = None) -> bool:
 
 
 def current(state: TopicState) -> str:
-    """The exercise the screen is about: the one moved to with n, else the first unfinished one
-    (the last one when all are finished)."""
+    """The exercise the screen is about: the one saved last or moved to with n, else the first
+    unfinished one (the last one when all are finished)."""
     names = [ex.name for ex in state.topic.exercises]
     if state.cursor in names:
         return state.cursor
@@ -190,7 +190,8 @@ def _check_names(topic: Topic) -> list[str]:
 
 
 def _table(state: TopicState) -> Table:
-    """One row per exercise: ▶ on the current one, a mark per check, the points judged here."""
+    """One row per exercise: ▶ on the current one, a mark per check, its points as `grade
+    check`'s table counts them (a check judged on submission: 0 of its points until then)."""
     table = Table(box=None, pad_edge=False, show_edge=False, padding=(0, 1))
     columns = _check_names(state.topic)
     table.add_column("", width=1, no_wrap=True)
@@ -205,8 +206,8 @@ def _table(state: TopicState) -> Table:
         on = spot[1][:1] if spot is not None and spot[0] == ex.name else []
         cells = [_cell(state, ex.name, c, c in on) if c in names else Text("") for c in columns]
         mine = [state.tests[n] for n in (f"{state.topic.name}.{ex.name}:{c}" for c in names) if n in state.tests]
-        judged = [t for t in mine if not t.pending]
-        points = f"{sum(t.score for t in judged):g}/{sum(t.max_score for t in judged):g}" if judged else ""
+        # as `grade check`'s table counts them: a check judged on submission scores 0 of its points here
+        points = f"{sum(t.score for t in mine):g}/{sum(t.max_score for t in mine):g}" if mine else ""
         marker = Text("▶", style="bold cyan") if ex.name == here else Text(" ")
         table.add_row(marker, ex.name, *cells, Text(points, style="dim"))
     return table
@@ -496,6 +497,8 @@ class Watcher:
                     state.note = "saved, no function changed"
                 else:
                     state.note = ""
+                    if len(todo) < len(exercises):  # a save: the screen follows the function saved
+                        state.cursor = todo[0]
                     self._start(state, todo)
             if todo and mtime is not None:
                 return

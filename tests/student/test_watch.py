@@ -83,6 +83,7 @@ def test_the_screen_shows_verdicts_the_message_that_matters_and_the_check_in_pro
     assert sum(watch.HEADER in line for line in lines) == 1
     assert "✓" in _line(lines, "derive_keys") and "4/4" in _line(lines, "derive_keys")
     dropout = _line(lines, "dropout", "⋯")  # the check running now
+    assert "0/5" in dropout  # as `grade check` counts: speed, judged on submission, is 0 of its point here
     assert dropout.lstrip().startswith("▶") and dropout.count("⋯") == 1  # the current exercise: first unfinished
     assert _line(lines, "✗ dropout: correct")  # the verdicts before this re-check stay under the marks
     assert _line(lines, "expected (4, 3)") and _line(lines, "at exercises/prng.py:40")  # the whole message
@@ -152,6 +153,23 @@ def test_keys_move_to_the_next_exercise_and_show_hints_one_level_at_a_time(tmp_p
         assert not watcher.quit
         watcher.on_key("q")
         assert watcher.quit
+    finally:
+        watcher.close()
+
+
+def test_the_screen_follows_the_function_saved_last(tmp_path):
+    """dropout saved while derive_keys is still a stub: the screen is about dropout (its message,
+    its hints), not the first unfinished exercise; the check itself is not run here."""
+    ws = _workspace(tmp_path)
+    watcher = watch.Watcher([PRNG], ws / "exercises", ws, keys=False)
+    started: list[list[str]] = []
+    watcher._start = lambda state, todo: started.append(list(todo))  # type: ignore[method-assign]
+    try:
+        watcher.look()  # the first look: every exercise, no exercise followed
+        assert len(started[-1]) == 4 and watch.current(watcher.state) == "derive_keys"
+        _solve(ws / "exercises" / "prng.py", "dropout")
+        watcher.look()
+        assert started[-1][0] == "dropout" and watch.current(watcher.state) == "dropout"
     finally:
         watcher.close()
 
