@@ -41,7 +41,7 @@ def result_tables(result: Result, console: Console) -> None:
         table.add_column("check", no_wrap=True)
         table.add_column("", no_wrap=True)
         table.add_column("points", justify="right", no_wrap=True)
-        table.add_column("message", ratio=1)
+        table.add_column("message", ratio=1, overflow="fold")  # a link too long for the column folds, never cut
         previous = None
         for r in rows:
             style = "dim" if r.kind == "waits" else None

@@ -117,3 +117,20 @@ def test_the_student_packages_help_lists_only_student_commands():
     }
     grader = grade("--help")
     assert {"serve", "worker", "course", "export", "grade", "build"} <= commands(grader.stdout)
+
+
+def test_a_link_in_a_message_is_never_cut_at_80_columns():
+    """A message's link longer than the column folds onto the next line whole; it used to end
+    in "…" ("https://docs.jax.dev/en/la…")."""
+    from rich.console import Console
+
+    link = "https://docs.jax.dev/en/latest/_autosummary/jax.random.fold_in.html#jax.random.fold_in"
+    failing = Outcome.fail(f"two draws from one key: see {link} for deriving keys")
+    tests = [results.TestResult.of("prng", "derive_keys", "correct", 3, failing, "visible")]
+    tests.append(results.TestResult.of("prng", "dropout", "correct", 3, Outcome.ok(), "visible"))
+    console = Console(width=80, record=True, color_system=None)
+    report.result_tables(Result(tests, 1.0, {}), console)
+    text = console.export_text()
+    assert "…" not in text
+    cells = [line.split("│")[-2].strip() for line in text.splitlines() if line.count("│") >= 6]
+    assert link in "".join(cells)  # the message column, its lines joined: the whole link
