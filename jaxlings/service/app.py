@@ -15,7 +15,7 @@ from jaxlings import __version__
 from jaxlings.grading import rules
 from jaxlings.service import db, errors, jobs, storage
 from jaxlings.service.config import Settings
-from jaxlings.service.routes import api, pages
+from jaxlings.service.routes import api, pages, roster_pages
 from jaxlings.service.security import SecurityHeaders
 
 
@@ -58,6 +58,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.reports = reports.Reports(settings.similarity_wait)  # similarity reports, off the request path
     app.include_router(api.router(), prefix=f"{base}/api")
     app.include_router(pages.router(), prefix=base)
+    app.include_router(roster_pages.router(), prefix=base)
     errors.install(app)
     app.add_middleware(limits.BodyDeadline, seconds=settings.body_timeout)  # 408 past it (innermost of three)
     app.add_middleware(errors.Contain)  # the last added is the outermost:
