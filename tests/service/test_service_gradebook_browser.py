@@ -129,7 +129,8 @@ def instructor_page(browser, course):
     page.goto(f"{course.url}/login")
     page.fill("#token", course.instructor())
     page.click("#login")
-    assert page.url.endswith("/gradebook")
+    page.wait_for_url("**/gradebook")
+    page.wait_for_load_state("load")  # the gradebook parsed: `locator.all()` below does not wait
     return page
 
 
