@@ -40,7 +40,7 @@ def main() -> None:
             break  # 74 s at 2,000 statements, about 8 minutes at 4,000
         body = "".join(f"    a{i} = x * {i} + a{i - 1 if i else 0}\n" for i in range(n))
         text = f"def ema_update(x, y, z):\n{body}    return a{n - 1}\n"
-        similarity._READS.clear()
+        similarity.READS.clear()
         cost = seconds(lambda text=text: similarity.read("s", 1, text, "ema_update"))
         again = seconds(lambda text=text: similarity.read("s", 1, text, "ema_update"))
         print(f"similarity, a function of {n} statements ({len(text) >> 10} KiB): {cost:.2f} s, again {again:.4f} s")

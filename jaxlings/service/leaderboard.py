@@ -203,7 +203,7 @@ def skeletons(text: str) -> frozenset[str]:
 
 def refusal(name: str, me: Student, roster: Iterable[Student]) -> PseudonymError | PseudonymTaken | None:
     """Why `me` may not take the clean pseudonym `name`, given everyone on the roster (dropped
-    students too: they may come back); None when they may. Names are compared by `skeleton`; every
+    students too: they may come back); None when they may. Names are compared by `skeletons`; every
     unavailable one gets the same refusal (`UNAVAILABLE`)."""
     wanted = skeletons(name)
     others = []

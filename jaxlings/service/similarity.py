@@ -45,8 +45,7 @@ import hashlib
 import json
 import math
 import re
-import threading
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -63,6 +62,7 @@ from sqlalchemy.orm import Session
 from jaxlings.grading import source, stubs
 from jaxlings.service import schemas, scores, views
 from jaxlings.service.db import Submission
+from jaxlings.service.kept import Kept
 
 N = 4
 """The length of the token n-grams compared (4: long enough that an n-gram says what is done to
@@ -468,29 +468,20 @@ the same stored files), from topic files of at most `READ_CACHED_BYTES`."""
 READS_KEPT_BYTES = 64 << 20
 """And at most this many bytes of them (their text, normalised code and n-grams): a read of any
 file is kept, so that a large one costs its reading once, not at every view."""
-_READS: OrderedDict[tuple[str, str], tuple[Read | None, int]] = OrderedDict()
-_READS_LOCK = threading.Lock()
-_reads_bytes = 0
+
+
+def _read_size(found: Read | None) -> int:
+    return 0 if found is None else len(found[0]) + len(found[2]) + sum(len(g) + 16 for g, _ in found[3])
+
+
+READS: Kept[Read | None] = Kept(READS_KEPT, READS_KEPT_BYTES, _read_size)
 
 
 def _read(text: str, exercise: str) -> Read | None:
     """(written, start, canonical, n-grams) of a topic file's function, remembered by the file's
-    hash (the last `READS_KEPT`, `READS_KEPT_BYTES` at most: memory stays bounded)."""
-    global _reads_bytes
+    hash (`READS`: the last `READS_KEPT`, `READS_KEPT_BYTES` at most: memory stays bounded)."""
     key = (hashlib.sha256(text.encode("utf-8", "replace")).hexdigest(), exercise)
-    with _READS_LOCK:
-        if key in _READS:
-            _READS.move_to_end(key)
-            return _READS[key][0]
-    found = _read_now(text, exercise)
-    size = 0 if found is None else len(found[0]) + len(found[2]) + sum(len(g) + 16 for g, _ in found[3])
-    with _READS_LOCK:
-        if key not in _READS:
-            _READS[key] = (found, size)
-            _reads_bytes += size
-        while _READS and (len(_READS) > READS_KEPT or _reads_bytes > READS_KEPT_BYTES):
-            _reads_bytes -= _READS.popitem(last=False)[1][1]
-    return found
+    return READS.get(key, lambda: _read_now(text, exercise))
 
 
 def _read_now(text: str, exercise: str) -> Read | None:

@@ -14,10 +14,7 @@ import difflib
 import hashlib
 import io
 import re
-import threading
 import zipfile
-from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache, partial
 from typing import Any
@@ -32,6 +29,7 @@ from jaxlings.grading.results import TestResult
 from jaxlings.grading.source import parse as read
 from jaxlings.service import plots, scores
 from jaxlings.service.db import Submission, Upload
+from jaxlings.service.kept import Kept
 from jaxlings.service.storage import ZIP_ERRORS
 from jaxlings.student import progress
 
@@ -196,34 +194,16 @@ def anchor(topic: str, line: int) -> str:
 def highlighted(topic: str, source: str, marked: list[int]) -> Markup:
     """A topic file highlighted, numbered, each line a span with its id (`anchor`), `marked` lines
     lit; past `MAX_HIGHLIGHT` bytes, plain numbered lines with the same ids. Kept by content."""
-    return _highlighted(topic, _digest(source), source, tuple(marked))
+    key = ("source", topic, _digest(source), tuple(marked))
+    return RENDERS.get(key, partial(_render_source, topic, source, tuple(marked)))
 
 
 def _digest(text: str | None) -> str:
     return "" if text is None else hashlib.sha256(text.encode("utf-8", errors="replace")).hexdigest()
 
 
-_renders: OrderedDict[tuple, Any] = OrderedDict()
-_renders_lock = threading.Lock()  # pages render in a pool of threads
-
-
-def _kept(key: tuple, render: Callable[[], Any]) -> Any:
-    """`render()`, kept under `key` (digests, not the texts: `RENDERED` renders at most), the
-    least recently used dropped first."""
-    with _renders_lock:
-        if key in _renders:
-            _renders.move_to_end(key)
-            return _renders[key]
-    value = render()
-    with _renders_lock:
-        _renders[key] = value
-        while len(_renders) > RENDERED:
-            _renders.popitem(last=False)
-    return value
-
-
-def _highlighted(topic: str, digest: str, source: str, marked: tuple[int, ...]) -> Markup:
-    return _kept(("source", topic, digest, marked), partial(_render_source, topic, source, marked))
+RENDERS: Kept[Any] = Kept(RENDERED)
+"""Highlighted files and diffs, by their content's digest (`kept.Kept`)."""
 
 
 def _render_source(topic: str, source: str, marked: tuple[int, ...]) -> Markup:
@@ -285,7 +265,9 @@ def diff(older: dict[str, str], newer: dict[str, str], older_name: str, newer_na
             out.append(FileDiff(topic, "same", None))
             continue
         names = f"{older_name}/{topic}.py", f"{newer_name}/{topic}.py"
-        out.append(_kept(("diff", topic, _digest(a), _digest(b), names), partial(_file_diff, topic, a, b, *names)))
+        out.append(
+            RENDERS.get(("diff", topic, _digest(a), _digest(b), names), partial(_file_diff, topic, a, b, *names))
+        )
     return out
 
 

@@ -126,10 +126,10 @@ def test_a_long_function_is_compared_as_written_and_read_once():
     assert kept[0] != kept[1]  # past the bound: as written
     big = fn(range(4000))
     assert len(big) > 64 << 10
-    similarity._READS.clear()
+    similarity.READS.clear()
     first = similarity.read("s", 1, big, "f")
-    assert first is not None and len(similarity._READS) == 1
-    assert similarity.read("s", 2, big, "f").canonical == first.canonical and len(similarity._READS) == 1
+    assert first is not None and len(similarity.READS) == 1
+    assert similarity.read("s", 2, big, "f").canonical == first.canonical and len(similarity.READS) == 1
 
 
 def test_stubs_missing_functions_and_unreadable_files_are_not_compared():

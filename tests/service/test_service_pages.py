@@ -204,7 +204,7 @@ def test_renders_are_kept_by_content_and_bounded():
     )
     for i in range(views.RENDERED + 5):
         views.highlighted("t", f"a = {i}\n", [])
-    assert len(views._renders) <= views.RENDERED
+    assert len(views.RENDERS) <= views.RENDERED
 
 
 def test_a_caller_has_only_so_many_costly_views_in_flight(course):

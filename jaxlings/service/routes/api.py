@@ -6,6 +6,7 @@ database connection is taken, so a client sending slowly holds a socket, not the
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any, TypeVar
@@ -482,6 +483,13 @@ def set_timezone(session: Session, who: Identity, name: str) -> None:
     session.commit()
 
 
+def costly(request: Request, who: Identity) -> contextlib.AbstractContextManager:
+    """Held while a view whose cost grows with what students uploaded is worked out (a
+    submission's code, a diff, the similarity report, page or API): at most `pages_at_once`
+    per caller (`limits.PerCaller`; past it, 429)."""
+    return request.app.state.costly.held(f"{who.role}:{who.login}")
+
+
 def similarity_rankings(
     request: Request, session: Session, who: Identity, topic: str, exercise: str | None = None
 ) -> list[similarity.Ranking] | None:
@@ -496,7 +504,7 @@ def similarity_rankings(
         exercises = [exercise]
     files = similarity.class_files(session, rows, topic)
     programs = similarity.class_programs(session, rows, topic)
-    with request.app.state.costly.held(f"{who.role}:{who.login}"):
+    with costly(request, who):
         return request.app.state.reports.get(
             reports.key(topic, exercises, files, programs), lambda: similarity.report(topic, exercises, files, programs)
         )

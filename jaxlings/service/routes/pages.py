@@ -9,11 +9,11 @@ rendered on the page, never taken from the URL.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
 from collections.abc import Callable
 from typing import Annotated, Any
+from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, Form, HTTPException, Query, Request, Response
 from fastapi.responses import JSONResponse, RedirectResponse
@@ -42,6 +42,7 @@ from jaxlings.service.db import DONE, FAILED, Student, Submission, WebSession
 from jaxlings.service.deps import MAX_ID, SessionDep, visible
 from jaxlings.service.rendering import render
 from jaxlings.service.routes.api import (
+    costly,
     csv_download,
     grant_extension,
     leaderboard_view,
@@ -92,12 +93,6 @@ def _report_pending(request: Request, who: Identity, topic: str) -> Response:
     return render(
         request, "similarity.html", 202, who=who, topic=topic, rankings=None, top=0, retry=reports.RETRY_SECONDS
     )
-
-
-def costly(request: Request, who: Identity) -> contextlib.AbstractContextManager:
-    """Held while a view whose cost grows with what students uploaded is worked out: at most
-    `pages_at_once` per caller (`limits.PerCaller`; past it, 429)."""
-    return request.app.state.costly.held(f"{who.role}:{who.login}")
 
 
 def check_form(request: Request, row: WebSession, csrf: Any) -> None:
@@ -530,30 +525,38 @@ def _previous(session: Session, sub: Submission) -> Submission | None:
     return next((s for s in earlier if topics & set(s.topic_list)), None)
 
 
+def history(request: Request, session: Session, student_id: int, zone: ZoneInfo | None = None) -> dict[str, Any]:
+    """A student's submissions, newest first, what counts of them (per topic and per submission,
+    late marks included) and their dates per topic (in `zone`; None: the course's): the student's
+    own page and the instructor's record of them (`roster_pages`) show the same."""
+    subs = list(
+        session.scalars(select(Submission).where(Submission.student_id == student_id).order_by(Submission.id.desc()))
+    )
+    course = request.app.state.rules
+    granted = deadlines.extensions(session, [student_id])
+    keeps = scores.keeps_for(course, granted, student_id)
+    now = dt.datetime.now(dt.UTC)
+    return {
+        "submissions": subs,
+        "best": scores.counted(subs, keeps),
+        "counts": {s.id: scores.counted_one(s, keeps) for s in subs},
+        "dates": deadlines.status_lines(course, granted, student_id, request.app.state.topics, now, zone),
+    }
+
+
 def _student_page(
     request: Request, session: Session, found: tuple[Identity, WebSession], status_code: int = 200, error: str = ""
 ) -> Response:
     who, row = found
-    subs = list(
-        session.scalars(
-            select(Submission).where(Submission.student_id == who.student_id).order_by(Submission.id.desc())
-        )
-    )
-    course, student = request.app.state.rules, who.student_id if who.student_id is not None else -1
-    granted = deadlines.extensions(session, [student])
-    keeps = scores.keeps_for(course, granted, student)
+    course = request.app.state.rules
     zone = deadlines.zone_for(session, course, who.student_id)
-    now = dt.datetime.now(dt.UTC)
     return render(
         request,
         "student.html",
         status_code=status_code,
         who=who,
         csrf=row.csrf,
-        submissions=subs,
-        best=scores.counted(subs, keeps),
-        counts={s.id: scores.counted_one(s, keeps) for s in subs},
-        dates=deadlines.status_lines(course, granted, student, request.app.state.topics, now, zone),
+        **history(request, session, who.student_id if who.student_id is not None else -1, zone),
         timezone=zone.key,
         course_timezone=course.timezone,
         error=error,

@@ -5,7 +5,6 @@ extensions in force). The same operations as `grade course add-student|drop|rota
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Annotated
 
 from fastapi import APIRouter, Form, HTTPException, Request, Response
@@ -13,13 +12,13 @@ from fastapi.responses import RedirectResponse
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from jaxlings.service import deadlines, roster, scores
+from jaxlings.service import roster
 from jaxlings.service.auth import Identity
-from jaxlings.service.db import Extension, Student, Submission, WebSession
+from jaxlings.service.db import Extension, Student, WebSession
 from jaxlings.service.deps import SessionDep
 from jaxlings.service.rendering import render
 from jaxlings.service.routes.api import on_roster
-from jaxlings.service.routes.pages import _to_login, check_form, instructor_visitor
+from jaxlings.service.routes.pages import _to_login, check_form, history, instructor_visitor
 
 
 def router() -> APIRouter:
@@ -102,24 +101,15 @@ def _issued(request: Request, who: Identity, row: WebSession, login: str, token:
 
 
 def _record(request: Request, session: Session, found: tuple[Identity, WebSession], student: Student) -> Response:
-    course = request.app.state.rules
-    subs = list(
-        session.scalars(select(Submission).where(Submission.student_id == student.id).order_by(Submission.id.desc()))
-    )
-    granted = deadlines.extensions(session, [student.id])
-    keeps = scores.keeps_for(course, granted, student.id)
-    grants = list(session.scalars(select(Extension).where(Extension.student_id == student.id).order_by(Extension.id)))
-    in_force = {(g.topic): g for g in grants}  # the latest grant of a topic holds
+    grants = session.scalars(select(Extension).where(Extension.student_id == student.id).order_by(Extension.id))
+    in_force = {g.topic: g for g in grants}  # the latest grant of a topic holds
     return render(
         request,
         "student_record.html",
         who=found[0],
         csrf=found[1].csrf,
         student=student,
-        submissions=subs,
-        best=scores.counted(subs, keeps),
-        counts={s.id: scores.counted_one(s, keeps) for s in subs},
-        dates=deadlines.status_lines(course, granted, student.id, request.app.state.topics, dt.datetime.now(dt.UTC)),
+        **history(request, session, student.id),
         extensions=list(in_force.values()),
         topics=request.app.state.topics,
     )
