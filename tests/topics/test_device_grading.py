@@ -79,8 +79,8 @@ def test_inputs_made_on_the_device_give_the_same_verdicts(tmp_path):
 
 def test_a_faulty_submission_fails_the_same_checks_on_the_device(tmp_path):
     """Every untimed check alike; a speed check far off the band's start (x5 or more) on one
-    side far off on the other (a modest slowdown reads differently where the two sides' rounds
-    run apart: `bce_fast` run eagerly, within the CPU's noise)."""
+    side is clearly slow on the other (x2 or more, short of full marks): its exact reading moves
+    with the machine (`bce_fast` run eagerly reads x3-x5 on either side, `affine`'s loop x8-x10)."""
     folder = write_submission(tmp_path / "faulty", {"jit_basics": crafted_source("jit_basics__one_fault_each")})
     cpu = engine.grade(folder, topics.resolve(["jit_basics"]), reference_dir=SOLUTIONS, limits=TEST_LIMITS)
     dev = on_device(folder, ["jit_basics"])
@@ -90,10 +90,17 @@ def test_a_faulty_submission_fails_the_same_checks_on_the_device(tmp_path):
     }
     assert any(status == "failed" for status in statuses(dev, "jit_basics").values())
 
-    def far_off(result: Result) -> set[str]:
-        return {t.name for t in result.tests if t.check == "speed" and (t.extra_data.get("ratio") or 0) >= 5}
+    def ratios(result: Result) -> dict[str, float]:
+        return {t.name: t.extra_data.get("ratio") or 0 for t in result.tests if t.check == "speed"}
 
-    assert far_off(dev) == far_off(cpu) and far_off(cpu), [(t.name, t.output) for t in dev.tests + cpu.tests]
+    def far_off(result: Result) -> set[str]:
+        return {name for name, ratio in ratios(result).items() if ratio >= 5}
+
+    def slow(result: Result) -> set[str]:
+        return {name for name, ratio in ratios(result).items() if ratio >= 2} & short_of_full_marks(result)
+
+    assert far_off(cpu) and far_off(dev), (ratios(cpu), ratios(dev))
+    assert far_off(cpu) <= slow(dev) and far_off(dev) <= slow(cpu), (ratios(cpu), ratios(dev))
 
 
 def test_outputs_made_after_the_window_earn_no_speed_points(tmp_path, jit_basics_on_device):
