@@ -7,8 +7,12 @@ Modules, one concern each:
     auth       course tokens (hashed), instructor tokens, JupyterHub tokens
     storage    checking an uploaded zip and storing it before the reply
     jobs       the Celery app and the grading task; leases that re-send lost jobs
-    api        the FastAPI app, its dependencies (session, caller), submitting, the JSON API
-    pages      the server-rendered pages (Jinja2 templates in templates/)
+    app        the FastAPI app: `create_app` builds the app's state and includes the routers
+    state      `AppState`: what one API process shares between requests, built once
+    deps       the request dependencies (state, settings, session, caller) and request parsing
+    operations the service layer: what the JSON API and the pages both do, given the state
+    submitting taking a submission in: check, limits, store, hand to the dispatcher
+    routes     the routers: the JSON API (`api`), the pages (`pages`, `roster_pages`; Jinja2 templates in templates/)
     scores     which score counts (best per student and topic, never lowered by a regrade in flight)
     views      what a page shows: a submission by exercise, two submissions' diff, a topic's table
     plots      the gradebook's SVG figures (histograms, submissions over time)

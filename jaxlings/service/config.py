@@ -1,19 +1,29 @@
-"""The service's settings: one dataclass, filled from JAXLINGS_* environment variables and flags.
+"""The service's settings: one pydantic-settings model, filled from JAXLINGS_* environment variables and flags.
 
-Every field has an environment variable (the `ENV` table below, also printed in docs/service.md);
-`grade serve` / `grade worker` flags override them. Defaults give the embedded set-up: everything
-in one data folder, SQLite for the database and for Celery's broker and result backend, so that
-a separate `grade worker` process receives jobs with no server running.
+Every field has an environment variable, JAXLINGS_ and its name in capitals (the `ENV` table below,
+also printed in docs/service.md); `grade serve` / `grade worker` flags override them. Defaults give
+the embedded set-up: everything in one data folder, SQLite for the database and for Celery's broker
+and result backend, so that a separate `grade worker` process receives jobs with no server running.
+
+`Settings()` reads this process's environment; `from_env(environ)` reads any environment (a child's,
+a test's) and says what is wrong with a bad value in one line naming its variable.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import ValidationError, ValidationInfo, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 SANDBOX_MODES = ("on", "off", "auto")
 ACCELERATORS = ("", "tpu", "gpu", "exclusive")
@@ -21,11 +31,38 @@ ACCELERATORS = ("", "tpu", "gpu", "exclusive")
 CPU), a TPU, a GPU, or `exclusive` (the CPU played as an accelerator: `jaxlings.grading.device`, tests)."""
 MACHINES = ("", "cpu", "tpu", "gpu", "exclusive")
 """What a worker is: detected where empty (`jaxlings.grading.device.detect`), else as said."""
+CHOICES = {"sandbox": SANDBOX_MODES, "accelerator": ACCELERATORS, "machine": MACHINES}
+"""The settings that take one of a few words, and those words."""
+POSITIVE = (
+    "max_upload_bytes",
+    "rate_limit",
+    "rate_window",
+    "lease_seconds",
+    "heartbeat_seconds",
+    "header_timeout",
+    "body_timeout",
+    "keep_alive",
+    "max_header_bytes",
+    "max_connections",
+    "pages_at_once",
+    "quota_bytes",
+    "session_hours",
+    "send_timeout",
+    "max_attempts",
+)
+"""The settings that must be more than 0."""
+HUB_FALLBACK = {
+    "hub_api_url": "JUPYTERHUB_API_URL",
+    "hub_api_token": "JUPYTERHUB_API_TOKEN",
+    "base_path": "JUPYTERHUB_SERVICE_PREFIX",
+}
+"""JupyterHub's own variables, read for these fields when their JAXLINGS_* variable is not set."""
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(BaseSettings):
     """What the API and the workers need to agree on (database, broker) and their limits."""
+
+    model_config = SettingsConfigDict(env_prefix="JAXLINGS_", env_ignore_empty=True, frozen=True)
 
     data_dir: Path = Path("jaxlings-data")
     database_url: str = ""  # default: sqlite:///<data_dir>/jaxlings.db
@@ -41,7 +78,7 @@ class Settings:
     rate_limit: int = 10  # submissions per student per topic ...
     rate_window: int = 3600  # ... per this many seconds
     sandbox: str = "on"
-    topics: tuple[str, ...] = ()  # topics a submission may hold (default: the whole course)
+    topics: Annotated[tuple[str, ...], NoDecode] = ()  # topics a submission may hold (default: the whole course)
     lease_seconds: int = 120  # a grading job not heard of for this long is graded again
     heartbeat_seconds: int = 10
     sweep_seconds: int = 15
@@ -63,38 +100,54 @@ class Settings:
     course_rules: str = ""  # the course's rules file (deadlines, late policy); default <data_dir>/course.toml
     accelerator: str = ""  # what grades the accelerator topics (ACCELERATORS): their jobs go to its queue
     machine: str = ""  # a worker's kind (MACHINES; default: detected): it takes the jobs of its kind's queue
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        if self.sandbox not in SANDBOX_MODES:
-            raise ValueError(f"sandbox must be one of {', '.join(SANDBOX_MODES)}, not {self.sandbox!r}")
-        if self.accelerator not in ACCELERATORS:
-            raise ValueError(f"accelerator must be one of tpu, gpu, exclusive or empty, not {self.accelerator!r}")
-        if self.machine not in MACHINES:
-            raise ValueError(f"machine must be one of cpu, tpu, gpu, exclusive or empty, not {self.machine!r}")
-        if self.similarity_wait < 0:
-            raise ValueError(f"similarity_wait must be 0 or more seconds, not {self.similarity_wait}")
-        if self.base_path and (not self.base_path.startswith("/") or self.base_path.endswith("/")):
-            raise ValueError(f"base path must start with / and not end with one: {self.base_path!r}")
-        for name in (
-            "max_upload_bytes",
-            "rate_limit",
-            "rate_window",
-            "lease_seconds",
-            "heartbeat_seconds",
-            "header_timeout",
-            "body_timeout",
-            "keep_alive",
-            "max_header_bytes",
-            "max_connections",
-            "pages_at_once",
-            "quota_bytes",
-            "session_hours",
-            "send_timeout",
-            "max_attempts",
-        ):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive")
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """The values given, then the environment's (`Environment`); no .env file, no secrets folder."""
+        return init_settings, Environment(settings_cls)
+
+    @field_validator("topics", mode="before")
+    @classmethod
+    def _comma_list(cls, value: Any) -> Any:
+        """A comma-separated list (as in JAXLINGS_TOPICS) as its names, blanks dropped."""
+        return tuple(t.strip() for t in value.split(",") if t.strip()) if isinstance(value, str) else value
+
+    @field_validator("sandbox", "accelerator", "machine")
+    @classmethod
+    def _one_of(cls, value: str, info: ValidationInfo) -> str:
+        allowed = CHOICES[str(info.field_name)]
+        if value not in allowed:
+            named = ", ".join(a for a in allowed if a) + (" or empty" if "" in allowed else "")
+            raise ValueError(f"{info.field_name} must be one of {named}, not {value!r}")
+        return value
+
+    @field_validator("similarity_wait")
+    @classmethod
+    def _similarity_wait(cls, value: float) -> float:
+        if value < 0:
+            raise ValueError(f"similarity_wait must be 0 or more seconds, not {value}")
+        return value
+
+    @field_validator("base_path")
+    @classmethod
+    def _base_path(cls, value: str) -> str:
+        if value and (not value.startswith("/") or value.endswith("/")):
+            raise ValueError(f"base path must start with / and not end with one: {value!r}")
+        return value
+
+    @field_validator(*POSITIVE)
+    @classmethod
+    def _positive(cls, value: float, info: ValidationInfo) -> float:
+        if value <= 0:
+            raise ValueError(f"{info.field_name} must be positive")
+        return value
 
     @property
     def db_url(self) -> str:
@@ -132,9 +185,10 @@ class Settings:
         return (self.public_url or f"http://{self.host}:{self.port}").rstrip("/") + self.base_path
 
     def with_overrides(self, **values: Any) -> Settings:
-        """A copy with the given fields replaced; None means 'not given' (a flag left out)."""
+        """A copy with the given fields replaced; None means 'not given' (a flag left out). A bad
+        value is a ValueError saying what is wrong in one line."""
         given = {k: v for k, v in values.items() if v is not None}
-        return dataclasses.replace(self, **given)
+        return _checked({**self.model_dump(), **given})
 
     def to_env(self) -> dict[str, str]:
         """These settings as environment variables, for a child process (a worker we start)."""
@@ -145,77 +199,63 @@ class Settings:
         return env
 
 
-# field -> environment variable. JupyterHub's own variables fill the hub fields when present.
-ENV: dict[str, str] = {
-    "data_dir": "JAXLINGS_DATA_DIR",
-    "database_url": "JAXLINGS_DATABASE_URL",
-    "broker_url": "JAXLINGS_BROKER_URL",
-    "result_backend": "JAXLINGS_RESULT_BACKEND",
-    "queue": "JAXLINGS_QUEUE",
-    "host": "JAXLINGS_HOST",
-    "port": "JAXLINGS_PORT",
-    "base_path": "JAXLINGS_BASE_PATH",
-    "public_url": "JAXLINGS_PUBLIC_URL",
-    "max_upload_bytes": "JAXLINGS_MAX_UPLOAD_BYTES",
-    "max_unpacked_bytes": "JAXLINGS_MAX_UNPACKED_BYTES",
-    "rate_limit": "JAXLINGS_RATE_LIMIT",
-    "rate_window": "JAXLINGS_RATE_WINDOW",
-    "sandbox": "JAXLINGS_SANDBOX",
-    "topics": "JAXLINGS_TOPICS",
-    "lease_seconds": "JAXLINGS_LEASE_SECONDS",
-    "heartbeat_seconds": "JAXLINGS_HEARTBEAT_SECONDS",
-    "sweep_seconds": "JAXLINGS_SWEEP_SECONDS",
-    "hub_api_url": "JAXLINGS_HUB_API_URL",
-    "hub_api_token": "JAXLINGS_HUB_API_TOKEN",
-    "hub_instructor_group": "JAXLINGS_HUB_INSTRUCTOR_GROUP",
-    "header_timeout": "JAXLINGS_HEADER_TIMEOUT",
-    "body_timeout": "JAXLINGS_BODY_TIMEOUT",
-    "keep_alive": "JAXLINGS_KEEP_ALIVE",
-    "max_header_bytes": "JAXLINGS_MAX_HEADER_BYTES",
-    "max_connections": "JAXLINGS_MAX_CONNECTIONS",
-    "pages_at_once": "JAXLINGS_PAGES_AT_ONCE",
-    "similarity_wait": "JAXLINGS_SIMILARITY_WAIT",
-    "quota_bytes": "JAXLINGS_QUOTA_BYTES",
-    "session_hours": "JAXLINGS_SESSION_HOURS",
-    "send_timeout": "JAXLINGS_SEND_TIMEOUT",
-    "max_attempts": "JAXLINGS_MAX_ATTEMPTS",
-    "course_rules": "JAXLINGS_COURSE_RULES",
-    "accelerator": "JAXLINGS_ACCELERATOR",
-    "machine": "JAXLINGS_MACHINE",
-}
-HUB_FALLBACK = {
-    "hub_api_url": "JUPYTERHUB_API_URL",
-    "hub_api_token": "JUPYTERHUB_API_TOKEN",
-    "base_path": "JUPYTERHUB_SERVICE_PREFIX",
-}
+ENV: dict[str, str] = {name: f"JAXLINGS_{name.upper()}" for name in Settings.model_fields}
+"""field -> its environment variable. JupyterHub's own variables fill the hub fields when these are not set."""
+
+
+class Environment(EnvSettingsSource):
+    """pydantic-settings' JAXLINGS_* source over `environ` (default: this process's environment),
+    with JupyterHub's service variables for the fields of `HUB_FALLBACK` whose own variable is not
+    set, and the base path's trailing / dropped (JupyterHub's prefix ends with one). An empty
+    variable counts as not set."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str] | None = None) -> None:
+        self.environ = os.environ if environ is None else environ
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        """`environ`'s variables, as pydantic-settings' own source reads os.environ's."""
+        return {
+            name if self.case_sensitive else name.lower(): value
+            for name, value in self.environ.items()
+            if value or not self.env_ignore_empty
+        }
+
+    def __call__(self) -> dict[str, Any]:
+        values = super().__call__()
+        for name, var in HUB_FALLBACK.items():
+            fallback = self.env_vars.get(var if self.case_sensitive else var.lower())
+            if name not in values and fallback:
+                values[name] = fallback
+        if isinstance(values.get("base_path"), str):
+            values["base_path"] = values["base_path"].rstrip("/")
+        return values
 
 
 def from_env(environ: Mapping[str, str] | None = None) -> Settings:
-    """Settings from the environment (JAXLINGS_*, then JupyterHub's service variables)."""
-    environ = os.environ if environ is None else environ
-    types = {f.name: str(f.type) for f in dataclasses.fields(Settings)}  # strings: `from __future__ import annotations`
-    values: dict[str, Any] = {}
-    for name, var in ENV.items():
-        raw = environ.get(var) or environ.get(HUB_FALLBACK.get(name, ""), "")
-        if raw == "":
-            continue
-        if name == "base_path":
-            raw = raw.rstrip("/")
-        values[name] = _parse(name, types[name], raw, var)
-    return Settings(**values)
+    """Settings from the environment (JAXLINGS_*, then JupyterHub's service variables): this
+    process's, or `environ`, which is then the only one read. A bad value is a ValueError naming
+    its variable."""
+    given = Environment(Settings, environ)()
+    return _checked({name: field.default for name, field in Settings.model_fields.items()} | given)
 
 
-def _parse(name: str, kind: str, raw: str, var: str) -> Any:
-    """One environment variable's text as the field's type, or a ValueError naming the variable."""
+def _checked(values: dict[str, Any]) -> Settings:
+    """Settings of every field's value in `values` (so that no environment fills any), or a
+    ValueError saying in one line what is wrong with each bad one."""
     try:
-        if kind == "int":
-            return int(raw)
-        if kind == "float":
-            return float(raw)
-        if kind == "Path":
-            return Path(raw)
-        if kind.startswith("tuple"):
-            return tuple(t.strip() for t in raw.split(",") if t.strip())
-        return raw
-    except ValueError:
-        raise ValueError(f"{var}={raw!r}: {name} must be a {kind}") from None
+        return Settings(**values)
+    except ValidationError as exc:
+        raise ValueError("; ".join(_problem(error) for error in exc.errors())) from None
+
+
+def _problem(error: Any) -> str:
+    """One validation error in words: a check's own message, or which variable is not of its type."""
+    name = str(error["loc"][0]) if error["loc"] else "settings"
+    if error["type"] == "value_error":
+        return str(error["ctx"]["error"])
+    field = Settings.model_fields.get(name)
+    if field is None:
+        return f"{name}: {error['msg']}"
+    kind = getattr(field.annotation, "__name__", str(field.annotation))
+    return f"{ENV[name]}={error['input']!r}: {name} must be a {kind}"

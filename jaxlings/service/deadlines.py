@@ -164,20 +164,20 @@ def extend(
     settings: Settings, rules_file: Path, login: str, topic: str, length: dt.timedelta, by: str, reason: str
 ) -> str:
     """`grant` in a transaction of its own, against the rules in `rules_file` (the CLI)."""
-    from jaxlings.service import roster
+    from jaxlings.service import storage
 
     topics = course_topics(settings)
     course = rules.load(rules_file, topics)
-    roster.ready(settings)
+    storage.ready(settings)
     with sessions(settings.db_url).begin() as session:
         return grant(session, course, topics, login, topic, length, by, reason)
 
 
 def by_login(settings: Settings) -> dict[tuple[str, str], dt.timedelta]:
     """The extensions that hold, keyed by (login, topic), for the nbgrader gradebook."""
-    from jaxlings.service import roster
+    from jaxlings.service import storage
 
-    roster.ready(settings)
+    storage.ready(settings)
     with sessions(settings.db_url)() as session:
         logins = dict(session.execute(select(Student.id, Student.login)).tuples().all())
         return {(logins[sid], topic): length for (sid, topic), length in extensions(session).items()}

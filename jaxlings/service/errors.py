@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from jaxlings.service import auth, storage
 from jaxlings.service.db import UNREACHABLE
 from jaxlings.service.jobs import one_line
+from jaxlings.service.state import AppState
 
 log = logging.getLogger("jaxlings.http")
 RETRY_AFTER = 5
@@ -39,7 +40,7 @@ def install(app: FastAPI) -> None:
 def answer(request: Request, status: int, message: str, headers: dict[str, str] | None = None) -> Response:
     """A refusal: one log line, then JSON under /api/ and a page elsewhere."""
     log.info("refused %s %s: %d %s", request.method, request.url.path, status, message)
-    base = request.app.state.settings.base_path
+    base = AppState.of(request.app).settings.base_path
     if is_api(request.url.path, base):
         return JSONResponse({"detail": message}, status_code=status, headers=headers)
     from jaxlings.service.rendering import render
@@ -87,10 +88,11 @@ async def _database_down(request: Request, exc: Exception) -> Response:
 
 class Contain:
     """Pure ASGI middleware: an unexpected exception becomes a 500 naming a reference, logged
-    once with its traceback under that reference (instead of a traceback from each layer)."""
+    once with its traceback under that reference (instead of a traceback from each layer);
+    `base` is the service's base path (JSON under `{base}/api/`, a page elsewhere)."""
 
-    def __init__(self, app: ASGIApp):
-        self.app = app
+    def __init__(self, app: ASGIApp, base: str = ""):
+        self.app, self.base = app, base
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -111,7 +113,7 @@ class Contain:
             if started:
                 return
             message = f"internal error (reference {ref}); the operators have it in their log"
-            response = _json_or_page(scope, message)
+            response = _json_or_page(scope, message, self.base)
             await response(scope, receive, send)
 
 
@@ -120,16 +122,14 @@ def is_api(path: str, base: str) -> bool:
     return path.startswith(f"{base}/api/") or path == f"{base}/api"
 
 
-def _json_or_page(scope: Scope, message: str) -> Response:
+def _json_or_page(scope: Scope, message: str, base: str) -> Response:
     """A 500 that escaped every handler: JSON under /api/, a plain page (no template: whatever
     failed may be the rendering) elsewhere."""
-    app = scope.get("app")
-    base = getattr(getattr(getattr(app, "state", None), "settings", None), "base_path", "")
-    if is_api(str(scope.get("path", "")), str(base or "")):
+    if is_api(str(scope.get("path", "")), base):
         return JSONResponse({"detail": message}, status_code=500)
     page = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>jaxlings: 500</title></head>'
         f'<body><h2>Not available right now</h2><p id="error">{html.escape(message)}</p>'
-        f'<p><a href="{html.escape(str(base or ""))}/">back to your page</a></p></body></html>'
+        f'<p><a href="{html.escape(base)}/">back to your page</a></p></body></html>'
     )
     return HTMLResponse(page, status_code=500)

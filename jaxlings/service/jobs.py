@@ -229,7 +229,7 @@ def _send_one(app: Celery, settings: Settings, submission_id: int, route: str) -
 class Dispatcher:
     """Sends jobs to the broker from a thread of its own: no request waits on the broker.
 
-    One per API process (`app.state.dispatcher`): `put(ids)` never blocks (past `QUEUE_SIZE`
+    One per API process (`AppState.dispatcher`): `put(ids)` never blocks (past `QUEUE_SIZE`
     waiting ids, the extra are left to the sweep, which sends every row never marked sent); the
     thread sends them (`send`, each bounded by `send_timeout`). Ids the broker refused are tried
     again after `sweep_seconds`, as long as the queue has room; the workers' sweep sends them too,

@@ -11,7 +11,7 @@ pseudonym, fastest first. Opt-in per course (`[leaderboard] enabled = true` in c
   whose timed call failed, or refused by the guard against idling, measured nothing and is left out.
 - **Who appears**: students who chose a pseudonym, on the roster (dropped students are left out).
   A student never sees another's login or name, an instructor sees who each row is
-  (`routes.api.leaderboard_view`); each student sees their own row marked.
+  (`operations.leaderboard_view`); each student sees their own row marked.
 - **Pseudonyms** (`clean`, `refusal`): 2 to 30 printable characters after Unicode NFKC
   normalisation, trimming and collapsing runs of spaces; unique whatever the letters' case
   (`key`, stored beside it with a unique constraint); never a login or a name on the roster (the

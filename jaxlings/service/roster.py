@@ -72,7 +72,7 @@ def add_students(settings: Settings, roster: Path, out: Path) -> tuple[int, int]
     tokens nobody has seen nor a file of tokens that do not work.
     """
     rows = read_roster(roster)
-    ready(settings)
+    storage.ready(settings)
     added = rotated = 0
     with private_file(out) as f, db.sessions(settings.db_url).begin() as session:
         writer = csv.writer(f)
@@ -86,12 +86,6 @@ def add_students(settings: Settings, roster: Path, out: Path) -> tuple[int, int]
             known = before is not None
             rotated, added = rotated + known, added + (not known)
     return added, rotated
-
-
-def ready(settings: Settings) -> None:
-    """The data folder private (the roster is often the first thing to create the database), the schema current."""
-    storage.secure_data_dir(settings)
-    db.upgrade(settings.db_url)
 
 
 class private_file:
@@ -115,7 +109,7 @@ class private_file:
 
 def add_instructor(settings: Settings, label: str) -> str:
     """A new instructor token (returned once; only its digest is stored)."""
-    ready(settings)
+    storage.ready(settings)
     with db.sessions(settings.db_url).begin() as session:
         return auth.new_token(session, auth.INSTRUCTOR, label=label)
 
@@ -123,7 +117,7 @@ def add_instructor(settings: Settings, label: str) -> str:
 def rotate_token(settings: Settings, *, login: str | None = None, instructor: str | None = None) -> str:
     """Revoke a student's (or an instructor label's) tokens and return a fresh one, shown once.
     A dropped student gets none (re-admit them with `grade course add-student`)."""
-    ready(settings)
+    storage.ready(settings)
     with db.sessions(settings.db_url).begin() as session:
         if login is not None and instructor is None:
             return new_token(session, login)
@@ -132,7 +126,7 @@ def rotate_token(settings: Settings, *, login: str | None = None, instructor: st
 
 def revoke(settings: Settings, *, login: str | None = None, instructor: str | None = None) -> int:
     """Revoke a student's (or an instructor label's) tokens and end their page sessions; how many tokens."""
-    ready(settings)
+    storage.ready(settings)
     with db.sessions(settings.db_url).begin() as session:
         return auth.revoke(session, login=login, instructor=instructor)
 
@@ -232,20 +226,20 @@ def new_token(session: Session, login: str) -> str:
 
 def add_student(settings: Settings, login: str, name: str = "", email: str = "") -> tuple[str, bool]:
     """`enrol` in a transaction of its own (the CLI)."""
-    ready(settings)
+    storage.ready(settings)
     with db.sessions(settings.db_url).begin() as session:
         return enrol(session, login, name, email)
 
 
 def drop_student(settings: Settings, login: str, by: str) -> tuple[Entry, int]:
     """`drop` in a transaction of its own (the CLI)."""
-    ready(settings)
+    storage.ready(settings)
     with db.sessions(settings.db_url).begin() as session:
         return drop(session, login, by)
 
 
 def roster(settings: Settings) -> list[Entry]:
     """`entries` of the course's database (the CLI)."""
-    ready(settings)
+    storage.ready(settings)
     with db.sessions(settings.db_url)() as session:
         return entries(session)

@@ -112,7 +112,7 @@ def _topic_points(topic: str) -> dict[str, float]:
 
 
 def outline(topics: Sequence[str]) -> Outline:
-    """The outline of these topics (the service's `app.state.topics`, in course order)."""
+    """The outline of these topics (the service's `AppState.topics`, in course order)."""
     return Outline({t: _topic_points(t) for t in topics})
 
 

@@ -10,7 +10,8 @@ does not become a large stored one. A member that cannot be read (corrupt data, 
 encrypted, an unsupported compression) is a 400 naming it, never a 500.
 
 `secure_data_dir` makes the data folder and the embedded SQLite files private to the service's
-user (0700 / 0600) before anything opens them.
+user (0700 / 0600) before anything opens them; `ready` does that and brings the schema up to date,
+before a command works on the database.
 """
 
 from __future__ import annotations
@@ -160,6 +161,14 @@ def canonical_zip(files: dict[str, bytes]) -> bytes:
             info.external_attr = 0o644 << 16
             archive.writestr(info, files[topic])
     return buffer.getvalue()
+
+
+def ready(settings) -> None:
+    """The data folder private (the roster is often the first thing to create the database), the schema current."""
+    from jaxlings.service import db
+
+    secure_data_dir(settings)
+    db.upgrade(settings.db_url)
 
 
 def secure_data_dir(settings) -> None:

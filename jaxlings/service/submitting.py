@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from typing import Any
 
 from fastapi import HTTPException
 from sqlalchemy import func, select, update
@@ -23,27 +22,28 @@ from jaxlings.service import deadlines, jobs, storage
 from jaxlings.service.auth import Identity
 from jaxlings.service.config import Settings
 from jaxlings.service.db import FAILED, QUEUED, Student, Submission, Upload, utcnow
+from jaxlings.service.state import AppState
 
 
 def submit(
-    state: Any, session: Session, who: Identity, raw: bytes, wanted: list[str] | None
+    state: AppState, session: Session, who: Identity, raw: bytes, wanted: list[str] | None
 ) -> tuple[Submission, bool, dict[str, str]]:
     """Check, store and queue an upload; (the submission, whether it was already there, the
     topics left out because they are not open for this student now, each with why).
 
-    `state` is the app's state (settings, topics, dispatcher); `raw` the body as sent; `wanted`
+    `state` is the app's state (settings, topics, rules, dispatcher); `raw` the body as sent; `wanted`
     the topics asked for (None: those in the zip). A topic not open yet or closed is left out,
     and said so, never the whole upload refused for it: a student submits their whole folder
     in the first week too. Raises UploadError or HTTPException (4xx; 403 when no topic of it is
     open).
     """
-    settings: Settings = state.settings
+    settings = state.settings
     if who.is_instructor:
         raise HTTPException(403, "instructor tokens do not submit; use a student's course token")
     checked = storage.check_upload(
         raw, state.topics, max_bytes=settings.max_upload_bytes, max_unpacked=settings.max_unpacked_bytes
     )
-    course = getattr(state, "rules", rules.NO_RULES)
+    course = state.rules
     names, left_out = _open_only(session, course, who.student_id, topics_for(state.topics, wanted, checked.files))
     existing = _existing(session, who.student_id, checked.digest, names)
     if existing is not None:
@@ -98,7 +98,7 @@ def _existing(session: Session, student_id: int | None, digest: str, topics: str
     )
 
 
-def _again(state: Any, session: Session, row: Submission) -> Submission:
+def _again(state: AppState, session: Session, row: Submission) -> Submission:
     """The same content sent again: re-queue it if it failed for an infrastructure reason, or
     send it if its first sender died before sending; otherwise it is just answered again."""
     if row.status == FAILED and jobs.retry_failed(session, row):
@@ -218,7 +218,7 @@ def _quota(session: Session, settings: Settings, student_id: int | None, adding:
         )
 
 
-def regrade(state: Any, session: Session, ids: list[int]) -> dict[str, list[int]]:
+def regrade(state: AppState, session: Session, ids: list[int]) -> dict[str, list[int]]:
     """Queue these submissions to be graded again (those being graded now are skipped)."""
     queued = jobs.requeue(session, ids)
     session.commit()

@@ -216,12 +216,13 @@ def test_a_caller_has_only_so_many_costly_views_in_flight(course):
 
     from jaxlings.service import app as service_app
     from jaxlings.service import limits
+    from jaxlings.service.state import AppState
 
     first = seed_submission(course, "ada", {"prng": PAGES_PRNG_BAD}, seeded_result("prng"))
     token = course.token("ada")
     app = service_app.create_app(course.settings())
     with TestClient(app, base_url=course.url, headers={"Origin": course.url}, follow_redirects=False) as client:
-        held = app.state.costly
+        held = AppState.of(app).costly
         assert isinstance(held, limits.PerCaller) and held.at_once == 2
         login = client.post("/login", data={"token": token, "csrf": form_csrf(client.get("/login").text)})
         assert login.status_code == 303, login.text

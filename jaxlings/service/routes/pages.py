@@ -13,7 +13,6 @@ import datetime as dt
 import json
 from collections.abc import Callable
 from typing import Annotated, Any
-from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, Form, HTTPException, Query, Request, Response
 from fastapi.responses import JSONResponse, RedirectResponse
@@ -28,6 +27,7 @@ from jaxlings.service import (
     auth,
     deadlines,
     jobs,
+    operations,
     plots,
     reports,
     scores,
@@ -38,54 +38,426 @@ from jaxlings.service import (
     websession,
 )
 from jaxlings.service.auth import Identity
+from jaxlings.service.config import Settings
 from jaxlings.service.db import DONE, FAILED, Student, Submission, WebSession
-from jaxlings.service.deps import MAX_ID, SessionDep, visible
-from jaxlings.service.rendering import render
-from jaxlings.service.routes.api import (
-    costly,
-    csv_download,
-    grant_extension,
-    leaderboard_view,
-    matching,
+from jaxlings.service.deps import (
+    FOREIGN,
+    MAX_ID,
+    SessionDep,
+    SettingsDep,
+    StateDep,
+    check_form,
+    instructor_visitor,
     read_body,
-    results_download,
-    set_pseudonym,
-    set_timezone,
-    similarity_answer,
-    similarity_rankings,
-    standings,
+    visible,
+    visitor,
 )
+from jaxlings.service.rendering import render, to_login
 from jaxlings.service.security import same_origin
-
-FOREIGN = "this form came from another site or an old page; reload the page and try again"
-
-
-def visitor(request: Request, session: Session) -> tuple[Identity, WebSession] | None:
-    """The page session's identity and row, or None when not logged in."""
-    row = websession.lookup(session, request.cookies.get(websession.COOKIE, ""))
-    return (websession.identity(row), row) if row is not None else None
-
-
-def instructor_visitor(request: Request, session: Session) -> tuple[Identity, WebSession] | None:
-    """An instructor's page session, None when not logged in; 403 for a student."""
-    found = visitor(request, session)
-    if found is not None and not found[0].is_instructor:
-        raise HTTPException(403, "the gradebook is for instructors; your own page is /me")
-    return found
-
+from jaxlings.service.state import AppState
 
 SIMILAR_TOP = 15
 """Pairs shown per exercise on the similarity page (the API's `top` shows more)."""
 
 
-def _similarity(
-    request: Request, session: Session, who: Identity, topic: str, exercise: str | None = None
-) -> list[similarity.Ranking] | None:
-    """The similarity report of `topic` (`api.similarity_rankings`); 404 for a topic the course
-    does not have."""
-    if topic not in request.app.state.topics:
+router = APIRouter(include_in_schema=False)
+
+
+@router.get("/")
+def index(request: Request, settings: SettingsDep, session: SessionDep) -> Response:
+    found = visitor(request, session)
+    return to_login(settings) if found is None else _home(settings, found[0])
+
+
+@router.get("/login")
+def login_form(request: Request, settings: SettingsDep) -> Response:
+    return _login_page(request, settings)
+
+
+@router.post("/login")
+def login(
+    request: Request,
+    settings: SettingsDep,
+    session: SessionDep,
+    token: Annotated[str, Form(max_length=4096)] = "",
+    csrf: Annotated[str, Form(max_length=200)] = "",
+) -> Response:
+    if not same_origin(request, settings) or not websession.same(
+        request.cookies.get(websession.LOGIN_COOKIE, ""), csrf
+    ):
+        return _login_page(
+            request, settings, 403, "This login form came from another site or has expired; log in again here."
+        )
+    token = token.strip()
+    who = auth.identify(session, token, settings) if token else None
+    if who is None:
+        return _login_page(request, settings, 401, "That token is not known. Ask your instructor for yours.")
+    value, _ = websession.start(session, who, settings)
+    response = _home(settings, who)
+    response.set_cookie(
+        websession.COOKIE, value, max_age=int(settings.session_hours * 3600), **websession.cookie_options(settings)
+    )
+    response.delete_cookie(websession.LOGIN_COOKIE, path=settings.base_path or "/")
+    return response
+
+
+@router.post("/logout")
+def logout(
+    request: Request, settings: SettingsDep, session: SessionDep, csrf: Annotated[str, Form(max_length=200)] = ""
+) -> Response:
+    found = visitor(request, session)
+    if found is not None:
+        check_form(request, settings, found[1], csrf)
+        websession.end(session, request.cookies.get(websession.COOKIE, ""))
+    response = to_login(settings)
+    response.delete_cookie(websession.COOKIE, path=settings.base_path or "/")
+    return response
+
+
+@router.get("/me")
+def student_page(request: Request, state: StateDep, session: SessionDep) -> Response:
+    found = visitor(request, session)
+    if found is None:
+        return to_login(state.settings)
+    if found[0].is_instructor:
+        return _home(state.settings, found[0])
+    return _student_page(request, state, session, found)
+
+
+@router.post("/me/pseudonym")
+def page_pseudonym(
+    request: Request,
+    state: StateDep,
+    session: SessionDep,
+    pseudonym: Annotated[str, Form(max_length=1000)] = "",
+    action: Annotated[str, Form(max_length=10)] = "set",
+    csrf: Annotated[str, Form(max_length=200)] = "",
+) -> Response:
+    """The student's page's pseudonym form: choose one (`action=set`) or leave the board
+    (`action=clear`); back to the page, or the page again with why it was refused."""
+    name = None if action == "clear" else pseudonym
+    return _student_setting(
+        request,
+        state,
+        session,
+        csrf,
+        lambda who: operations.set_pseudonym(state, session, who, name),
+        "leaderboard",
+    )
+
+
+@router.post("/me/timezone")
+def page_timezone(
+    request: Request,
+    state: StateDep,
+    session: SessionDep,
+    timezone: Annotated[str, Form(max_length=64)] = "",
+    csrf: Annotated[str, Form(max_length=200)] = "",
+) -> Response:
+    """The student's page's time-zone form: dates shown in the zone chosen ("" for the course's);
+    back to the page, or the page again saying why the zone was refused."""
+    return _student_setting(
+        request, state, session, csrf, lambda who: operations.set_timezone(session, who, timezone), "best"
+    )
+
+
+@router.get("/leaderboard")
+def leaderboard_page(request: Request, state: StateDep, session: SessionDep) -> Response:
+    """The speed leaderboard (any logged-in visitor, when the course has one), their own rows marked."""
+    found = visitor(request, session)
+    if found is None:
+        return to_login(state.settings)
+    board = operations.leaderboard_view(state, session, found[0])
+    return render(request, "leaderboard.html", who=found[0], csrf=found[1].csrf, board=board)
+
+
+@router.post("/me/submit")
+async def page_submit(request: Request, state: StateDep) -> Response:
+    if not same_origin(request, state.settings):
+        raise HTTPException(403, FOREIGN)
+    file, csrf = await _upload_form(request, state.settings.max_upload_bytes)
+    return await run_in_threadpool(_page_submit, request, state, file, csrf)
+
+
+@router.get("/submissions/{submission_id}")
+def submission_page(request: Request, state: StateDep, session: SessionDep, submission_id: int) -> Response:
+    found = visitor(request, session)
+    if found is None:
+        return to_login(state.settings)
+    who, row = found
+    sub = visible(session, who, submission_id)
+    result = json.loads(sub.result_json) if sub.result_json else None
+    files = views.topic_files(session, sub)
+    with operations.costly(state, who):
+        grouped = views.grouped(sub, files)
+    return render(
+        request,
+        "submission.html",
+        who=who,
+        csrf=row.csrf,
+        sub=sub,
+        result=result,
+        topics=grouped,
+        left_out=_left_out(state, session, sub, files),
+        counts=scores.counted_for(session, state.rules, sub),
+        previous=_previous(session, sub),
+        code_css=views.code_css(),
+        position=jobs.position(session, sub),
+        pending=sub.status not in (DONE, FAILED),
+    )
+
+
+@router.get("/submissions/{older_id}/diff/{newer_id}")
+def diff_page(request: Request, state: StateDep, session: SessionDep, older_id: int, newer_id: int) -> Response:
+    """Two submissions of one student compared file by file; 404 unless both are the caller's
+    to see and of the same student (exactly like ones that do not exist)."""
+    found = visitor(request, session)
+    if found is None:
+        return to_login(state.settings)
+    older, newer = visible(session, found[0], older_id), visible(session, found[0], newer_id)
+    if older.student_id != newer.student_id:
+        raise HTTPException(404, f"no submission {newer_id} of the student of submission {older_id}")
+    with operations.costly(state, found[0]):
+        files = views.diff(
+            views.topic_files(session, older), views.topic_files(session, newer), f"#{older.id}", f"#{newer.id}"
+        )
+    return render(
+        request,
+        "diff.html",
+        who=found[0],
+        csrf=found[1].csrf,
+        older=older,
+        newer=newer,
+        files=files,
+        older_topics=scores.topic_results(older),
+        newer_topics=scores.topic_results(newer),
+        code_css=views.code_css(),
+        max_diff_lines=views.MAX_DIFF_LINES,
+    )
+
+
+@router.get("/submissions/{submission_id}/results.json")
+def submission_results(request: Request, settings: SettingsDep, session: SessionDep, submission_id: int) -> Response:
+    found = visitor(request, session)
+    if found is None:
+        return to_login(settings)
+    return operations.results_download(visible(session, found[0], submission_id))
+
+
+@router.get("/gradebook")
+def gradebook_page(request: Request, state: StateDep, session: SessionDep) -> Response:
+    """The instructor's gradebook: every student's counted score per topic (`scores`), the
+    figures (`plots`: scores per topic, submissions over time, pass rates per exercise) and the
+    latest 50 submissions with their regrade forms."""
+    found = instructor_visitor(request, session)
+    if found is None:
+        return to_login(state.settings)
+    rows, course = operations.standings(state, session)
+    submitted = {t: [r.score(t) for r in rows if t in r.topics] for t in course.topics}
+    histograms = {
+        t: plots.histogram_svg(got, course.max_score(t), t, missing=len(rows) - len(got))
+        for t, got in submitted.items()
+        if got
+    }
+    rates = plots.pass_rates(rows, course)
+    recent = session.scalars(select(Submission).order_by(Submission.id.desc()).limit(50))
+    return render(
+        request,
+        "gradebook.html",
+        who=found[0],
+        csrf=found[1].csrf,
+        rows=rows,
+        course=course,
+        topics=course.topics,
+        histograms=histograms,
+        unsubmitted=[t for t, got in submitted.items() if not got],
+        passrates={t: plots.pass_rate_svg(t, rs) for t, rs in rates.items()},
+        hardest=plots.hardest(rates),
+        timeline=plots.timeline_svg(list(session.scalars(select(Submission.created_at)))),
+        recent=list(recent),
+    )
+
+
+@router.get("/gradebook.csv")
+def gradebook_csv(
+    request: Request,
+    state: StateDep,
+    session: SessionDep,
+    format: Annotated[str, Query(max_length=20)] = "csv",
+    canvas_ids: Annotated[str, Query(max_length=2000)] = "",
+    topics: Annotated[list[str] | None, Query(max_length=50)] = None,
+) -> Response:
+    """The gradebook export (`?format=csv|canvas|nbgrader&topics=...`, as `/api/gradebook.csv`)."""
+    if instructor_visitor(request, session) is None:
+        return to_login(state.settings)
+    return operations.csv_download(state, session, format, canvas_ids, topics or ())
+
+
+@router.get("/gradebook/topics/{topic}")
+def topic_page(request: Request, state: StateDep, session: SessionDep, topic: str) -> Response:
+    """One topic, students x exercises: each cell the counted submission's exercise score and
+    the checks it failed; the pass rate per exercise below."""
+    found = instructor_visitor(request, session)
+    if found is None:
+        return to_login(state.settings)
+    if topic not in state.topics:
         raise HTTPException(404, "no such topic in this course; the gradebook lists them")
-    return similarity_rankings(request, session, who, topic, exercise)
+    rows, course = operations.standings(state, session)
+    exercises = course.exercises[topic]
+    table, rates = views.topic_table(rows, topic, list(exercises))
+    rules = state.rules
+    window = rules.window(topic)
+    return render(
+        request,
+        "topic.html",
+        who=found[0],
+        csrf=found[1].csrf,
+        topic=topic,
+        exercises=exercises,
+        max_score=course.max_score(topic),
+        table=table,
+        rates=rates,
+        dates=rules_line(window, rules) if topic in rules.topics else "",
+        extensions=deadlines.granted_on(session, topic),
+        timezone=rules.timezone,
+        length=rule_length,
+    )
+
+
+@router.get("/gradebook/similarity/{topic}.json")
+def similarity_json(
+    request: Request,
+    state: StateDep,
+    session: SessionDep,
+    topic: str,
+    top: Annotated[int, Query(ge=1, le=1000)] = 20,
+) -> Response:
+    """The report as `GET /api/similarity/{topic}` gives it, for the page session (the page's
+    "as JSON" link: a browser sends no bearer token)."""
+    found = instructor_visitor(request, session)
+    if found is None:
+        return to_login(state.settings)
+    answer = operations.similarity_answer(topic, _similarity(state, session, found[0], topic), top)
+    return answer if isinstance(answer, Response) else JSONResponse(answer.model_dump())
+
+
+@router.get("/gradebook/similarity/{topic}")
+def similarity_page(request: Request, state: StateDep, session: SessionDep, topic: str) -> Response:
+    """The similarity report of one topic: per exercise, the most alike pairs of students'
+    counted submissions, each linking to the two functions side by side."""
+    found = instructor_visitor(request, session)
+    if found is None:
+        return to_login(state.settings)
+    rankings = _similarity(state, session, found[0], topic)
+    if rankings is None:
+        return _report_pending(request, found[0], topic)
+    return render(request, "similarity.html", who=found[0], topic=topic, rankings=rankings, top=SIMILAR_TOP)
+
+
+@router.get("/gradebook/similarity/{topic}/{exercise}/{a}/{b}")
+def similarity_pair(
+    request: Request, state: StateDep, session: SessionDep, topic: str, exercise: str, a: int, b: int
+) -> Response:
+    """Two students' functions for one exercise side by side, as written and normalised, the
+    normalised lines they share marked."""
+    found = instructor_visitor(request, session)
+    if found is None:
+        return to_login(state.settings)
+    rankings = _similarity(state, session, found[0], topic, exercise)
+    if rankings is None:
+        return _report_pending(request, found[0], topic)
+    [ranking] = rankings
+    placed = similarity.pair_in(ranking, a, b)
+    if placed is None:
+        raise HTTPException(404, "these two submissions are not a pair of this exercise's report")
+    place, pair = placed
+    sides = [
+        (code, similarity.highlighted(code.text, code.start), similarity.highlighted(code.canonical, 1, marks))
+        for code, other in ((pair.a, pair.b), (pair.b, pair.a))
+        for marks in [similarity.shared_lines(code.canonical, other.canonical)]
+    ]
+    return render(
+        request,
+        "similarity_pair.html",
+        who=found[0],
+        topic=topic,
+        ranking=ranking,
+        pair=pair,
+        place=place,
+        sides=sides,
+        code_css=views.code_css(),
+    )
+
+
+@router.post("/gradebook/topics/{topic}/extend")
+def page_extend(
+    request: Request,
+    state: StateDep,
+    session: SessionDep,
+    topic: str,
+    login: Annotated[str, Form(min_length=1, max_length=200)],
+    days: Annotated[float, Form(ge=0, le=366)] = 0,
+    hours: Annotated[float, Form(ge=0, le=24 * 366)] = 0,
+    reason: Annotated[str, Form(max_length=500)] = "",
+    csrf: Annotated[str, Form(max_length=200)] = "",
+) -> Response:
+    """Give one student more time on this topic (the topic page's form); a notice of their new dates."""
+    found = visitor(request, session)
+    if found is None:
+        return to_login(state.settings)
+    check_form(request, state.settings, found[1], csrf)
+    if not found[0].is_instructor:
+        raise HTTPException(403, "extensions are granted by instructors only")
+    if topic not in state.topics:
+        raise HTTPException(404, "no such topic in this course; the gradebook lists them")
+    length = dt.timedelta(days=days, hours=hours)
+    by = f"{found[0].login} (gradebook)"
+    message = operations.grant_extension(state, session, login, topic, length, by, reason)
+    return render(request, "granted.html", who=found[0], topic=topic, message=message)
+
+
+@router.post("/gradebook/regrade")
+def page_regrade(
+    request: Request,
+    state: StateDep,
+    session: SessionDep,
+    what: Annotated[str, Form(max_length=200)] = "",
+    confirm: Annotated[str, Form(max_length=10)] = "",
+    csrf: Annotated[str, Form(max_length=200)] = "",
+) -> Response:
+    """Regrade one submission (`what` = its id) at once, or a topic (`topic:NAME`) or everything
+    (`all`) once confirmed (`confirm=yes`, from the confirmation page this renders first); then
+    a notice of what was queued."""
+    found = visitor(request, session)
+    if found is None:
+        return to_login(state.settings)
+    check_form(request, state.settings, found[1], csrf)
+    if not found[0].is_instructor:
+        raise HTTPException(403, "regrading is for instructors only")
+    targets, what, topic = _regrade_targets(state.topics, session, what)
+    context: dict[str, Any] = {
+        "who": found[0],
+        "csrf": found[1].csrf,
+        "what": what,
+        "topic": topic,
+        "count": len(targets),
+    }
+    if what.isdigit():
+        context["submission_id"] = int(what)
+    elif confirm != "yes":
+        return render(request, "confirm.html", **context)
+    done = submitting.regrade(state, session, targets)
+    return render(request, "notice.html", queued=len(done["queued"]), skipped=len(done["skipped"]), **context)
+
+
+def _similarity(
+    state: AppState, session: Session, who: Identity, topic: str, exercise: str | None = None
+) -> list[similarity.Ranking] | None:
+    """The similarity report of `topic` (`operations.similarity_rankings`); 404 for a topic the
+    course does not have."""
+    if topic not in state.topics:
+        raise HTTPException(404, "no such topic in this course; the gradebook lists them")
+    return operations.similarity_rankings(state, session, who, topic, exercise)
 
 
 def _report_pending(request: Request, who: Identity, topic: str) -> Response:
@@ -95,25 +467,14 @@ def _report_pending(request: Request, who: Identity, topic: str) -> Response:
     )
 
 
-def check_form(request: Request, row: WebSession, csrf: Any) -> None:
-    """403 unless the form comes from our own origin and carries the session's CSRF token."""
-    if not same_origin(request, request.app.state.settings) or not websession.same(row.csrf, csrf):
-        raise HTTPException(403, FOREIGN)
-
-
-def _home(request: Request, who: Identity) -> RedirectResponse:
-    base = request.app.state.settings.base_path
+def _home(settings: Settings, who: Identity) -> RedirectResponse:
+    base = settings.base_path
     return RedirectResponse(f"{base}/gradebook" if who.is_instructor else f"{base}/me", status_code=303)
 
 
-def _to_login(request: Request) -> RedirectResponse:
-    return RedirectResponse(f"{request.app.state.settings.base_path}/login", status_code=303)
-
-
-def _login_page(request: Request, status_code: int = 200, error: str = "") -> Response:
+def _login_page(request: Request, settings: Settings, status_code: int = 200, error: str = "") -> Response:
     """The login form with its login CSRF token, set as a cookie beside it (the browser's own,
     when it has one: two login tabs both work)."""
-    settings = request.app.state.settings
     token = request.cookies.get(websession.LOGIN_COOKIE, "")
     if not (40 <= len(token) <= 64 and token.replace("-", "").replace("_", "").isalnum()):
         token = websession.new_secret()
@@ -122,367 +483,14 @@ def _login_page(request: Request, status_code: int = 200, error: str = "") -> Re
     return response
 
 
-def router() -> APIRouter:
-    routes = APIRouter(include_in_schema=False)
-
-    @routes.get("/")
-    def index(request: Request, session: SessionDep) -> Response:
-        found = visitor(request, session)
-        return _to_login(request) if found is None else _home(request, found[0])
-
-    @routes.get("/login")
-    def login_form(request: Request) -> Response:
-        return _login_page(request)
-
-    @routes.post("/login")
-    def login(
-        request: Request,
-        session: SessionDep,
-        token: Annotated[str, Form(max_length=4096)] = "",
-        csrf: Annotated[str, Form(max_length=200)] = "",
-    ) -> Response:
-        settings = request.app.state.settings
-        if not same_origin(request, settings) or not websession.same(
-            request.cookies.get(websession.LOGIN_COOKIE, ""), csrf
-        ):
-            return _login_page(
-                request, 403, "This login form came from another site or has expired; log in again here."
-            )
-        token = token.strip()
-        who = auth.identify(session, token, settings) if token else None
-        if who is None:
-            return _login_page(request, 401, "That token is not known. Ask your instructor for yours.")
-        value, _ = websession.start(session, who, settings)
-        response = _home(request, who)
-        response.set_cookie(
-            websession.COOKIE, value, max_age=int(settings.session_hours * 3600), **websession.cookie_options(settings)
-        )
-        response.delete_cookie(websession.LOGIN_COOKIE, path=settings.base_path or "/")
-        return response
-
-    @routes.post("/logout")
-    def logout(request: Request, session: SessionDep, csrf: Annotated[str, Form(max_length=200)] = "") -> Response:
-        found = visitor(request, session)
-        if found is not None:
-            check_form(request, found[1], csrf)
-            websession.end(session, request.cookies.get(websession.COOKIE, ""))
-        response = _to_login(request)
-        response.delete_cookie(websession.COOKIE, path=request.app.state.settings.base_path or "/")
-        return response
-
-    @routes.get("/me")
-    def student_page(request: Request, session: SessionDep) -> Response:
-        found = visitor(request, session)
-        if found is None:
-            return _to_login(request)
-        if found[0].is_instructor:
-            return _home(request, found[0])
-        return _student_page(request, session, found)
-
-    @routes.post("/me/pseudonym")
-    def page_pseudonym(
-        request: Request,
-        session: SessionDep,
-        pseudonym: Annotated[str, Form(max_length=1000)] = "",
-        action: Annotated[str, Form(max_length=10)] = "set",
-        csrf: Annotated[str, Form(max_length=200)] = "",
-    ) -> Response:
-        """The student's page's pseudonym form: choose one (`action=set`) or leave the board
-        (`action=clear`); back to the page, or the page again with why it was refused."""
-        name = None if action == "clear" else pseudonym
-        return _student_setting(
-            request, session, csrf, lambda who: set_pseudonym(request, session, who, name), "leaderboard"
-        )
-
-    @routes.post("/me/timezone")
-    def page_timezone(
-        request: Request,
-        session: SessionDep,
-        timezone: Annotated[str, Form(max_length=64)] = "",
-        csrf: Annotated[str, Form(max_length=200)] = "",
-    ) -> Response:
-        """The student's page's time-zone form: dates shown in the zone chosen ("" for the course's);
-        back to the page, or the page again saying why the zone was refused."""
-        return _student_setting(request, session, csrf, lambda who: set_timezone(session, who, timezone), "best")
-
-    @routes.get("/leaderboard")
-    def leaderboard_page(request: Request, session: SessionDep) -> Response:
-        """The speed leaderboard (any logged-in visitor, when the course has one), their own rows marked."""
-        found = visitor(request, session)
-        if found is None:
-            return _to_login(request)
-        board = leaderboard_view(request, session, found[0])
-        return render(request, "leaderboard.html", who=found[0], csrf=found[1].csrf, board=board)
-
-    @routes.post("/me/submit")
-    async def page_submit(request: Request) -> Response:
-        if not same_origin(request, request.app.state.settings):
-            raise HTTPException(403, FOREIGN)
-        file, csrf = await _upload_form(request, request.app.state.settings.max_upload_bytes)
-        return await run_in_threadpool(_page_submit, request, file, csrf)
-
-    @routes.get("/submissions/{submission_id}")
-    def submission_page(request: Request, session: SessionDep, submission_id: int) -> Response:
-        found = visitor(request, session)
-        if found is None:
-            return _to_login(request)
-        who, row = found
-        sub = visible(session, who, submission_id)
-        result = json.loads(sub.result_json) if sub.result_json else None
-        files = views.topic_files(session, sub)
-        with costly(request, who):
-            grouped = views.grouped(sub, files)
-        return render(
-            request,
-            "submission.html",
-            who=who,
-            csrf=row.csrf,
-            sub=sub,
-            result=result,
-            topics=grouped,
-            left_out=_left_out(request, session, sub, files),
-            counts=scores.counted_for(session, request.app.state.rules, sub),
-            previous=_previous(session, sub),
-            code_css=views.code_css(),
-            position=jobs.position(session, sub),
-            pending=sub.status not in (DONE, FAILED),
-        )
-
-    @routes.get("/submissions/{older_id}/diff/{newer_id}")
-    def diff_page(request: Request, session: SessionDep, older_id: int, newer_id: int) -> Response:
-        """Two submissions of one student compared file by file; 404 unless both are the caller's
-        to see and of the same student (exactly like ones that do not exist)."""
-        found = visitor(request, session)
-        if found is None:
-            return _to_login(request)
-        older, newer = visible(session, found[0], older_id), visible(session, found[0], newer_id)
-        if older.student_id != newer.student_id:
-            raise HTTPException(404, f"no submission {newer_id} of the student of submission {older_id}")
-        with costly(request, found[0]):
-            files = views.diff(
-                views.topic_files(session, older), views.topic_files(session, newer), f"#{older.id}", f"#{newer.id}"
-            )
-        return render(
-            request,
-            "diff.html",
-            who=found[0],
-            csrf=found[1].csrf,
-            older=older,
-            newer=newer,
-            files=files,
-            older_topics=scores.topic_results(older),
-            newer_topics=scores.topic_results(newer),
-            code_css=views.code_css(),
-            max_diff_lines=views.MAX_DIFF_LINES,
-        )
-
-    @routes.get("/submissions/{submission_id}/results.json")
-    def submission_results(request: Request, session: SessionDep, submission_id: int) -> Response:
-        found = visitor(request, session)
-        if found is None:
-            return _to_login(request)
-        return results_download(visible(session, found[0], submission_id))
-
-    @routes.get("/gradebook")
-    def gradebook_page(request: Request, session: SessionDep) -> Response:
-        """The instructor's gradebook: every student's counted score per topic (`scores`), the
-        figures (`plots`: scores per topic, submissions over time, pass rates per exercise) and the
-        latest 50 submissions with their regrade forms."""
-        found = instructor_visitor(request, session)
-        if found is None:
-            return _to_login(request)
-        rows, course = standings(request, session)
-        submitted = {t: [r.score(t) for r in rows if t in r.topics] for t in course.topics}
-        histograms = {
-            t: plots.histogram_svg(got, course.max_score(t), t, missing=len(rows) - len(got))
-            for t, got in submitted.items()
-            if got
-        }
-        rates = plots.pass_rates(rows, course)
-        recent = session.scalars(select(Submission).order_by(Submission.id.desc()).limit(50))
-        return render(
-            request,
-            "gradebook.html",
-            who=found[0],
-            csrf=found[1].csrf,
-            rows=rows,
-            course=course,
-            topics=course.topics,
-            histograms=histograms,
-            unsubmitted=[t for t, got in submitted.items() if not got],
-            passrates={t: plots.pass_rate_svg(t, rs) for t, rs in rates.items()},
-            hardest=plots.hardest(rates),
-            timeline=plots.timeline_svg(list(session.scalars(select(Submission.created_at)))),
-            recent=list(recent),
-        )
-
-    @routes.get("/gradebook.csv")
-    def gradebook_csv(
-        request: Request,
-        session: SessionDep,
-        format: Annotated[str, Query(max_length=20)] = "csv",
-        canvas_ids: Annotated[str, Query(max_length=2000)] = "",
-        topics: Annotated[list[str] | None, Query(max_length=50)] = None,
-    ) -> Response:
-        """The gradebook export (`?format=csv|canvas|nbgrader&topics=...`, as `/api/gradebook.csv`)."""
-        if instructor_visitor(request, session) is None:
-            return _to_login(request)
-        return csv_download(request, session, format, canvas_ids, topics or ())
-
-    @routes.get("/gradebook/topics/{topic}")
-    def topic_page(request: Request, session: SessionDep, topic: str) -> Response:
-        """One topic, students x exercises: each cell the counted submission's exercise score and
-        the checks it failed; the pass rate per exercise below."""
-        found = instructor_visitor(request, session)
-        if found is None:
-            return _to_login(request)
-        if topic not in request.app.state.topics:
-            raise HTTPException(404, "no such topic in this course; the gradebook lists them")
-        rows, course = standings(request, session)
-        exercises = course.exercises[topic]
-        table, rates = views.topic_table(rows, topic, list(exercises))
-        rules = request.app.state.rules
-        window = rules.window(topic)
-        return render(
-            request,
-            "topic.html",
-            who=found[0],
-            csrf=found[1].csrf,
-            topic=topic,
-            exercises=exercises,
-            max_score=course.max_score(topic),
-            table=table,
-            rates=rates,
-            dates=rules_line(window, rules) if topic in rules.topics else "",
-            extensions=deadlines.granted_on(session, topic),
-            timezone=rules.timezone,
-            length=rule_length,
-        )
-
-    @routes.get("/gradebook/similarity/{topic}.json")
-    def similarity_json(
-        request: Request, session: SessionDep, topic: str, top: Annotated[int, Query(ge=1, le=1000)] = 20
-    ) -> Response:
-        """The report as `GET /api/similarity/{topic}` gives it, for the page session (the page's
-        "as JSON" link: a browser sends no bearer token)."""
-        found = instructor_visitor(request, session)
-        if found is None:
-            return _to_login(request)
-        answer = similarity_answer(topic, _similarity(request, session, found[0], topic), top)
-        return answer if isinstance(answer, Response) else JSONResponse(answer.model_dump())
-
-    @routes.get("/gradebook/similarity/{topic}")
-    def similarity_page(request: Request, session: SessionDep, topic: str) -> Response:
-        """The similarity report of one topic: per exercise, the most alike pairs of students'
-        counted submissions, each linking to the two functions side by side."""
-        found = instructor_visitor(request, session)
-        if found is None:
-            return _to_login(request)
-        rankings = _similarity(request, session, found[0], topic)
-        if rankings is None:
-            return _report_pending(request, found[0], topic)
-        return render(request, "similarity.html", who=found[0], topic=topic, rankings=rankings, top=SIMILAR_TOP)
-
-    @routes.get("/gradebook/similarity/{topic}/{exercise}/{a}/{b}")
-    def similarity_pair(request: Request, session: SessionDep, topic: str, exercise: str, a: int, b: int) -> Response:
-        """Two students' functions for one exercise side by side, as written and normalised, the
-        normalised lines they share marked."""
-        found = instructor_visitor(request, session)
-        if found is None:
-            return _to_login(request)
-        rankings = _similarity(request, session, found[0], topic, exercise)
-        if rankings is None:
-            return _report_pending(request, found[0], topic)
-        [ranking] = rankings
-        placed = similarity.pair_in(ranking, a, b)
-        if placed is None:
-            raise HTTPException(404, "these two submissions are not a pair of this exercise's report")
-        place, pair = placed
-        sides = [
-            (code, similarity.highlighted(code.text, code.start), similarity.highlighted(code.canonical, 1, marks))
-            for code, other in ((pair.a, pair.b), (pair.b, pair.a))
-            for marks in [similarity.shared_lines(code.canonical, other.canonical)]
-        ]
-        return render(
-            request,
-            "similarity_pair.html",
-            who=found[0],
-            topic=topic,
-            ranking=ranking,
-            pair=pair,
-            place=place,
-            sides=sides,
-            code_css=views.code_css(),
-        )
-
-    @routes.post("/gradebook/topics/{topic}/extend")
-    def page_extend(
-        request: Request,
-        session: SessionDep,
-        topic: str,
-        login: Annotated[str, Form(min_length=1, max_length=200)],
-        days: Annotated[float, Form(ge=0, le=366)] = 0,
-        hours: Annotated[float, Form(ge=0, le=24 * 366)] = 0,
-        reason: Annotated[str, Form(max_length=500)] = "",
-        csrf: Annotated[str, Form(max_length=200)] = "",
-    ) -> Response:
-        """Give one student more time on this topic (the topic page's form); a notice of their new dates."""
-        found = visitor(request, session)
-        if found is None:
-            return _to_login(request)
-        check_form(request, found[1], csrf)
-        if not found[0].is_instructor:
-            raise HTTPException(403, "extensions are granted by instructors only")
-        if topic not in request.app.state.topics:
-            raise HTTPException(404, "no such topic in this course; the gradebook lists them")
-        length = dt.timedelta(days=days, hours=hours)
-        message = grant_extension(request, session, login, topic, length, f"{found[0].login} (gradebook)", reason)
-        return render(request, "granted.html", who=found[0], topic=topic, message=message)
-
-    @routes.post("/gradebook/regrade")
-    def page_regrade(
-        request: Request,
-        session: SessionDep,
-        what: Annotated[str, Form(max_length=200)] = "",
-        confirm: Annotated[str, Form(max_length=10)] = "",
-        csrf: Annotated[str, Form(max_length=200)] = "",
-    ) -> Response:
-        """Regrade one submission (`what` = its id) at once, or a topic (`topic:NAME`) or everything
-        (`all`) once confirmed (`confirm=yes`, from the confirmation page this renders first); then
-        a notice of what was queued."""
-        found = visitor(request, session)
-        if found is None:
-            return _to_login(request)
-        check_form(request, found[1], csrf)
-        if not found[0].is_instructor:
-            raise HTTPException(403, "regrading is for instructors only")
-        targets, what, topic = _regrade_targets(request, session, what)
-        context: dict[str, Any] = {
-            "who": found[0],
-            "csrf": found[1].csrf,
-            "what": what,
-            "topic": topic,
-            "count": len(targets),
-        }
-        if what.isdigit():
-            context["submission_id"] = int(what)
-        elif confirm != "yes":
-            return render(request, "confirm.html", **context)
-        done = submitting.regrade(request.app.state, session, targets)
-        return render(request, "notice.html", queued=len(done["queued"]), skipped=len(done["skipped"]), **context)
-
-    return routes
-
-
-def _regrade_targets(request: Request, session: Session, what: str) -> tuple[list[int], str, str]:
+def _regrade_targets(topics: tuple[str, ...], session: Session, what: str) -> tuple[list[int], str, str]:
     """The ids a regrade form names, its `what` rebuilt from known values (never echoed) and the
     topic named ('' for all or one submission); 400 saying what it may name otherwise."""
-    topics = request.app.state.topics
     if what == "all":
-        return matching(session, None), "all", ""
+        return operations.matching(session, None), "all", ""
     if what.startswith("topic:") and what[6:] in topics:
         topic = next(t for t in topics if t == what[6:])
-        return matching(session, topic), f"topic:{topic}", topic
+        return operations.matching(session, topic), f"topic:{topic}", topic
     if (
         what.isascii()
         and what.isdigit()
@@ -493,14 +501,14 @@ def _regrade_targets(request: Request, session: Session, what: str) -> tuple[lis
     raise HTTPException(400, "a regrade names `all`, `topic:NAME` (a course topic) or a submission's id")
 
 
-def _left_out(request: Request, session: Session, sub: Submission, files: dict[str, str]) -> dict[str, str]:
+def _left_out(state: AppState, session: Session, sub: Submission, files: dict[str, str]) -> dict[str, str]:
     """The topics whose file is in the submission's upload but which it does not grade, each with
     why: not open for its student when it was received (`deadlines.closed` at that time), or not
     asked for."""
-    topics = [t for t in request.app.state.topics if t in files and t not in sub.topic_list]
+    topics = [t for t in state.topics if t in files and t not in sub.topic_list]
     if not topics:
         return {}
-    course = request.app.state.rules
+    course = state.rules
     closed = (
         deadlines.closed(
             course, deadlines.extensions(session, [sub.student_id]), sub.student_id, topics, sub.created_at
@@ -525,30 +533,16 @@ def _previous(session: Session, sub: Submission) -> Submission | None:
     return next((s for s in earlier if topics & set(s.topic_list)), None)
 
 
-def history(request: Request, session: Session, student_id: int, zone: ZoneInfo | None = None) -> dict[str, Any]:
-    """A student's submissions, newest first, what counts of them (per topic and per submission,
-    late marks included) and their dates per topic (in `zone`; None: the course's): the student's
-    own page and the instructor's record of them (`roster_pages`) show the same."""
-    subs = list(
-        session.scalars(select(Submission).where(Submission.student_id == student_id).order_by(Submission.id.desc()))
-    )
-    course = request.app.state.rules
-    granted = deadlines.extensions(session, [student_id])
-    keeps = scores.keeps_for(course, granted, student_id)
-    now = dt.datetime.now(dt.UTC)
-    return {
-        "submissions": subs,
-        "best": scores.counted(subs, keeps),
-        "counts": {s.id: scores.counted_one(s, keeps) for s in subs},
-        "dates": deadlines.status_lines(course, granted, student_id, request.app.state.topics, now, zone),
-    }
-
-
 def _student_page(
-    request: Request, session: Session, found: tuple[Identity, WebSession], status_code: int = 200, error: str = ""
+    request: Request,
+    state: AppState,
+    session: Session,
+    found: tuple[Identity, WebSession],
+    status_code: int = 200,
+    error: str = "",
 ) -> Response:
     who, row = found
-    course = request.app.state.rules
+    course = state.rules
     zone = deadlines.zone_for(session, course, who.student_id)
     return render(
         request,
@@ -556,32 +550,37 @@ def _student_page(
         status_code=status_code,
         who=who,
         csrf=row.csrf,
-        **history(request, session, who.student_id if who.student_id is not None else -1, zone),
+        **operations.student_history(state, session, who.student_id if who.student_id is not None else -1, zone),
         timezone=zone.key,
         course_timezone=course.timezone,
         error=error,
-        topics=request.app.state.topics,
+        topics=state.topics,
         pseudonym=_own_pseudonym(session, who),
     )
 
 
 def _student_setting(
-    request: Request, session: Session, csrf: str, change: Callable[[Identity], object], anchor: str
+    request: Request,
+    state: AppState,
+    session: Session,
+    csrf: str,
+    change: Callable[[Identity], object],
+    anchor: str,
 ) -> Response:
     """One of the student page's setting forms (pseudonym, time zone): `change` applied for the
     logged-in visitor once the form is ours, then back to the page at `anchor`; a refusal of the
     value (400, or 409 for one taken) shows the page again with why."""
     found = visitor(request, session)
     if found is None:
-        return _to_login(request)
-    check_form(request, found[1], csrf)
+        return to_login(state.settings)
+    check_form(request, state.settings, found[1], csrf)
     try:
         change(found[0])
     except HTTPException as exc:
         if exc.status_code not in (400, 409):
             raise
-        return _student_page(request, session, found, exc.status_code, str(exc.detail))
-    return RedirectResponse(f"{request.app.state.settings.base_path}/me#{anchor}", status_code=303)
+        return _student_page(request, state, session, found, exc.status_code, str(exc.detail))
+    return RedirectResponse(f"{state.settings.base_path}/me#{anchor}", status_code=303)
 
 
 def _own_pseudonym(session: Session, who: Identity) -> str | None:
@@ -608,19 +607,19 @@ async def _upload_form(request: Request, limit: int) -> tuple[bytes, str]:
     return data, csrf if isinstance(csrf, str) else ""
 
 
-def _page_submit(request: Request, file: bytes, csrf: str) -> Response:
+def _page_submit(request: Request, state: AppState, file: bytes, csrf: str) -> Response:
     """The upload form, once its body is in: session, CSRF, then the same `submit` as the API."""
-    with request.app.state.sessions() as session:
+    with state.sessions() as session:
         found = visitor(request, session)
         if found is None:
-            return _to_login(request)
-        check_form(request, found[1], csrf)
+            return to_login(state.settings)
+        check_form(request, state.settings, found[1], csrf)
         try:
-            sub, _, _ = submitting.submit(request.app.state, session, found[0], file, None)
+            sub, _, _ = submitting.submit(state, session, found[0], file, None)
         except storage.UploadError as exc:
             session.rollback()
-            return _student_page(request, session, found, exc.status, str(exc))
+            return _student_page(request, state, session, found, exc.status, str(exc))
         except HTTPException as exc:
             session.rollback()
-            return _student_page(request, session, found, exc.status_code, str(exc.detail))
-        return RedirectResponse(f"{request.app.state.settings.base_path}/submissions/{sub.id}", status_code=303)
+            return _student_page(request, state, session, found, exc.status_code, str(exc.detail))
+        return RedirectResponse(f"{state.settings.base_path}/submissions/{sub.id}", status_code=303)
