@@ -37,7 +37,7 @@ lint: setup
 	$(BIN)/ruff check . || status=1; \
 	$(BIN)/ruff format --check . || status=1; \
 	$(BIN)/mypy || status=1; \
-	$(BIN)/lint-imports --no-cache || status=1; \
+	$(BIN)/lint-imports --no-cache --no-logo || status=1; \
 	exit $$status
 
 ## Apply the formatter and ruff's safe fixes (exercises/, course/ and the crafted submissions are left alone).

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from pathlib import Path
+from typing import ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -56,11 +57,15 @@ DEVICE_HELP = (
 )
 
 
-def friendly(fn: Callable) -> Callable:
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def friendly(fn: Callable[P, R]) -> Callable[P, R]:
     """Turn the errors a user can cause into one red line and exit status 2."""
 
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
         except USER_ERRORS as exc:

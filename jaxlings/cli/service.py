@@ -32,7 +32,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -59,12 +59,16 @@ BrokerUrl = Annotated[
 Sandbox = Annotated[str | None, typer.Option("--sandbox", help="on, off or auto [JAXLINGS_SANDBOX].")]
 
 
-def friendly(fn: Callable) -> Callable:
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def friendly(fn: Callable[P, R]) -> Callable[P, R]:
     """The errors a user can cause, and a database that does not answer, as one red line and
     exit status 2."""
 
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
         except (client.ClientError, ValueError, FileNotFoundError) as exc:
@@ -107,7 +111,7 @@ def _database_problem(exc: BaseException) -> str | None:
     return None
 
 
-def _database_named(flags: dict) -> str:
+def _database_named(flags: dict[str, Any]) -> str:
     """The database URL a server command was given (flags, then environment), password hidden."""
     from sqlalchemy.engine import make_url
 
@@ -175,10 +179,10 @@ def submit(
     _show(api, _wait(api, state["id"], timeout))
 
 
-def _wait(api: client.Client, submission_id: int, timeout: float) -> dict:
+def _wait(api: client.Client, submission_id: int, timeout: float) -> dict[str, Any]:
     with console.status("queued") as status:
 
-        def update(state: dict) -> None:
+        def update(state: dict[str, Any]) -> None:
             status.update(client.describe(state))
             if not sys.stdout.isatty():
                 console.print(client.describe(state), highlight=False)
@@ -186,7 +190,7 @@ def _wait(api: client.Client, submission_id: int, timeout: float) -> dict:
         return api.wait(submission_id, update, timeout)
 
 
-def _show(api: client.Client, state: dict, json_path: Path | None = None) -> None:
+def _show(api: client.Client, state: dict[str, Any], json_path: Path | None = None) -> None:
     """The verdict table (as `grade check` prints it), or where the submission stands."""
     from jaxlings.student import report
 
@@ -224,7 +228,7 @@ def submissions() -> None:
     console.print(table)
 
 
-def _score(state: dict) -> str:
+def _score(state: dict[str, Any]) -> str:
     """A submission's score as it counts, "14.25 / 19 (late: prng keeps 75%; 19 before)", or ""."""
     if state.get("score") is None:
         return ""
@@ -236,7 +240,7 @@ def _score(state: dict) -> str:
     return text
 
 
-def _received(state: dict) -> str:
+def _received(state: dict[str, Any]) -> str:
     """When the server received a submission, whether it was late, and the score that counts."""
     when = (state.get("created_at") or "")[:19].replace("T", " ")
     on_time = "" if state.get("late") else ", on time"
@@ -334,7 +338,7 @@ def serve(
             front.stop(nginx, edge)
 
 
-def _child_worker() -> subprocess.Popen:
+def _child_worker() -> subprocess.Popen[bytes]:
     """`grade worker` as a child that the kernel stops (SIGTERM) if this process dies, however it dies."""
 
     def die_with_parent() -> None:

@@ -23,12 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jaxlings.course import expectations, graded, notebooks
+from jaxlings.course.markers import BEGIN, DEF, END
 from jaxlings.grading import topics
 from jaxlings.grading.source import SourceError, parse_trusted
-
-BEGIN = re.compile(r"^(?P<indent>\s*)### BEGIN SOLUTION\s*$")
-END = re.compile(r"^\s*### END SOLUTION\s*$")
-DEF = re.compile(r"^\s*def (?P<name>\w+)\(")
 
 HEADER = """\
 # Topic `{topic}`: replace each `raise NotImplementedError(...)` below with your code.

@@ -33,6 +33,7 @@ import nbformat
 import numpy as np
 
 from jaxlings import __version__
+from jaxlings.course.markers import BEGIN, DEF, END
 from jaxlings.grading import paths, topics
 from jaxlings.grading.answers import from_blob
 from jaxlings.grading.source import parse_trusted
@@ -113,7 +114,7 @@ def released_notebook(source: Path) -> str:
     from nbgrader.preprocessors import ClearHiddenTests, ClearOutput, ClearSolutions, LockCells
 
     nb = nbformat.read(str(source), as_version=4)
-    resources: dict = {}
+    resources: dict[str, Any] = {}
     for pre in (LockCells(), ClearSolutions(), ClearOutput(), ClearHiddenTests()):
         nb, resources = pre.preprocess(nb, resources)
     return nbformat.writes(nb) + "\n"
@@ -205,8 +206,6 @@ def normalise(text: str) -> str:
 
 def solution_blocks() -> dict[str, str]:
     """Every marked solution block of every reference, normalised: "topic.function" -> text."""
-    from jaxlings.course.build import BEGIN, DEF, END
-
     blocks: dict[str, str] = {}
     for name in topics.ORDER:
         current, inside, body = None, False, list[str]()
@@ -298,7 +297,7 @@ def _alike(a: Any, b: Any) -> bool:
     return same_args(a, b)
 
 
-def _hidden_in_recording(document: dict) -> list[str]:
+def _hidden_in_recording(document: dict[str, Any]) -> list[str]:
     """Hidden cases that a recording's draws hold (there must be none): hidden-only edge cases,
     and instances of an `Edge` family other than its public one (those are hidden grading's)."""
     hidden_labels = {
@@ -308,7 +307,7 @@ def _hidden_in_recording(document: dict) -> list[str]:
         for case in ex.edge_cases
         if case.hidden
     }
-    shown: dict[str, list] = {}  # label -> the public instances of that label, this topic's
+    shown: dict[str, list[tuple[Any, ...]]] = {}  # label -> the public instances of that label, this topic's
     families: dict[str, str] = {}  # an instance's label, public or hidden -> its family's
     if document.get("topic") in topics.ORDER:
         for ex in topics.load(document["topic"]).exercises:

@@ -18,8 +18,8 @@ What is hashed, and why:
 - the checks the topic's exercises use (`_check_modules`): the module of each check class its
   spec configures, and every module of `checks/` those import, transitively (imports for
   typing only aside). A check used by one topic records that topic again, and no other; a new
-  check module records nothing until a spec uses it; `checks/base.py` (every check's base)
-  records every topic.
+  check module records nothing until a spec uses it; `grading/check.py` (every check's base,
+  in `SHARED_SOURCES`) records every topic.
 - `SHARED_SOURCES` and every module of `SHARED_FOLDERS`: the draws' keys and generators
   (`draws`, `session`), what the checks hand the reference (`context`, `structure`, `timing`,
   whose timed runs are answers), the spec's classes (`spec`), the worker that computes and
@@ -59,6 +59,7 @@ the encoding of requests or answers changes in a way the hashed code does not sh
 
 SHARED_SOURCES = (
     "grading/answers.py",
+    "grading/check.py",
     "grading/context.py",
     "grading/draws.py",
     "grading/session.py",

@@ -25,17 +25,15 @@ from __future__ import annotations
 import re
 import textwrap
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from jaxlings.grading import checks
+from jaxlings.grading.checks.vocabulary import Workload
 from jaxlings.grading.source import functions, parameters, parse_trusted
 from jaxlings.grading.spec import Case, Edge, Exercise, Topic
 from jaxlings.student import workspace
-
-if TYPE_CHECKING:
-    from jaxlings.grading.checks.speed import Speed
 
 WIDTH = 96
 GRADED = re.compile(r"^\s*Graded\b")
@@ -183,7 +181,7 @@ class Context:
         numbers by value (random numbers and keys are left out): "`x` int32[2**20], `nbins` 256"."""
         return _describe_case(self.exercise, self.params, size)
 
-    def workload(self, speed: Speed) -> str:
+    def workload(self, speed: Workload) -> str:
         """The speed workload on a CPU, and what differs on an accelerator: "`x` int32[2**20],
         `nbins` = 256 (`x` int32[2**24] on a GPU)"."""
         cpu = speed.size_for("cpu")
@@ -197,7 +195,7 @@ class Context:
             others.append(f"{', '.join(differ) or there} on {name}")
         return f"{on_cpu} ({'; '.join(others)})" if others else on_cpu
 
-    def stream_or_case(self, speed: Speed, size: int) -> str:
+    def stream_or_case(self, speed: Workload, size: int) -> str:
         if speed.stream is None:
             return self.case_args(size)
         return _describe_stream(self.exercise, self.params, speed, size)
@@ -300,7 +298,7 @@ def _sample(ex: Exercise, size: int, seed: int) -> Case:
     return _cached(ex, size, seed, lambda: ex.sample(np.random.default_rng(seed), size))
 
 
-def _describe_args(args: tuple, again: tuple | None, params: Sequence[str]) -> str:
+def _describe_args(args: tuple[Any, ...], again: tuple[Any, ...] | None, params: Sequence[str]) -> str:
     parts = []
     for i, a in enumerate(args):
         name = f"`{params[i]}`" if i < len(params) else f"argument {i}"
@@ -317,14 +315,14 @@ def _describe_case(ex: Exercise, params: Sequence[str], size: int) -> str:
     return _describe_args(_sample(ex, size, 0).args, _sample(ex, size, 1).args, params)
 
 
-def _stream(speed: Speed, size: int) -> list[Case]:
+def _stream(speed: Workload, size: int) -> list[Case]:
     stream = speed.stream
     if stream is None:
         raise GradedError("a speed workload without a stream has no calls to describe")
     return _cached(speed, size, 0, lambda: stream(np.random.default_rng(0), size))
 
 
-def _describe_stream(ex: Exercise, params: Sequence[str], speed: Speed, size: int) -> str:
+def _describe_stream(ex: Exercise, params: Sequence[str], speed: Workload, size: int) -> str:
     calls = _stream(speed, size)
     first = _describe_args(calls[0].args, None, params)
     if len(calls) == 1:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
+from typing import Any
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
@@ -88,7 +89,7 @@ class NotebookError(Exception):
 
 def nbgrader_meta(
     grade_id: str, *, grade: bool = False, solution: bool = False, locked: bool = False, points: float | None = None
-) -> dict:
+) -> dict[str, dict[str, Any]]:
     """nbgrader's cell metadata (schema version 3)."""
     meta = {
         "grade": grade,
@@ -156,7 +157,7 @@ def for_notebook(markdown: str, topic: str) -> str:
     for pattern, replacement in CLI_TO_NOTEBOOK:
         regex = re.compile(pattern.format(topic=topic), re.M)
 
-        def told(m: re.Match, replacement: str = replacement) -> str:
+        def told(m: re.Match[str], replacement: str = replacement) -> str:
             text = m.expand(replacement)
             if text and opens_sentence(m.string[: m.start()]):
                 text = text[0].upper() + text[1:]

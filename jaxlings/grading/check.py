@@ -16,13 +16,19 @@ requirements=(...)), Speed(2, size={...}), KeyReuse())`. A check class declares,
 - its options as typed dataclass fields, validated when the instance is built: an unknown or
   missing field, or a value of the wrong type, raises `SpecError` at import, naming the check
   and the field (the topic loader adds the topic and the exercise);
-- `describe(exercise, words)`: its line of the generated "Graded" list; `run(ctx) -> Outcome`:
-  the check itself, given the narrow `jaxlings.grading.context.CheckContext`; `prefetch(ctx)`: the
+- `describe(exercise, words)`: its line of the generated "Graded" list, in the words of
+  `jaxlings.grading.checks.vocabulary.Words`; `run(ctx) -> Outcome`: the check itself, given the
+  narrow `jaxlings.grading.context.CheckContext`; `prefetch(ctx)`: the
   reference's share that must run on the accelerator, where the grading machine has one
   (timed work: `speed`, `compiles`), done before the student's process takes the device.
 
 Every subclass that sets `name` is registered (`KINDS`), which is how the engine, the public
-expectations and the course builder find it: a new check is one module in this package.
+expectations and the course builder find it: a new check is one module in `jaxlings.grading.checks`.
+
+This module sits below the spec (`jaxlings.grading.spec`: an `Exercise` holds its checks) and the
+context (which holds the exercise), so it names neither: the base's methods take them as `Any`,
+and each check class annotates its own with the real types (`Exercise`, `CheckContext`,
+`Words`). The import graph stays a tree of layers: check <- spec <- context <- checks.
 """
 
 from __future__ import annotations
@@ -30,15 +36,10 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import inspect
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from jaxlings.grading import options
 from jaxlings.grading.results import Outcome
-
-if TYPE_CHECKING:
-    from jaxlings.grading.checks.vocabulary import Words
-    from jaxlings.grading.context import CheckContext
-    from jaxlings.grading.spec import Exercise
 
 
 class SpecError(ValueError):
@@ -112,19 +113,20 @@ class Check(metaclass=_Validated):
                 f"must be worth 0 points, not {self.points:g}"
             )
 
-    def fits(self, exercise: Exercise) -> None:
-        """Raise SpecError when this check cannot grade `exercise` (e.g. a `vmap` whose axes do not
-        match its arguments); called when the exercise is built. Nothing by default."""
+    def fits(self, exercise: Any) -> None:
+        """Raise SpecError when this check cannot grade `exercise` (a `spec.Exercise`; e.g. a `vmap`
+        whose axes do not match its arguments); called when the exercise is built. Nothing by default."""
 
-    def describe(self, exercise: Exercise, words: Words) -> str:
-        """What the check asks of `exercise`, for its docstring's Graded list."""
+    def describe(self, exercise: Any, words: Any) -> str:
+        """What the check asks of `exercise` (a `spec.Exercise`), for its docstring's Graded list,
+        in `words` (`checks.vocabulary.Words`)."""
         raise NotImplementedError(f"the check {type(self).__name__} has no `describe`")
 
-    def run(self, ctx: CheckContext) -> Outcome:
-        """The check on one exercise of one grading run."""
+    def run(self, ctx: Any) -> Outcome:
+        """The check on one exercise of one grading run (`ctx`: its `context.CheckContext`)."""
         raise NotImplementedError(f"the check {type(self).__name__} has no `run`")
 
-    def prefetch(self, ctx: CheckContext) -> None:
+    def prefetch(self, ctx: Any) -> None:
         """The reference's work that must run on the accelerator, done ahead of the student's
         (`jaxlings.grading.device_grading`: one trusted process on the device, then one student
         process): each answer it asks for (`ctx.answer`, on the device's reference worker) is

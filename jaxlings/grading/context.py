@@ -23,7 +23,8 @@ import numpy as np
 
 from jaxlings.grading import structure
 from jaxlings.grading.compare import mismatch
-from jaxlings.grading.session import REFERENCE_TIMEOUT, GraderError, StudentError, format_error
+from jaxlings.grading.replies import format_error
+from jaxlings.grading.session import REFERENCE_TIMEOUT, GraderError, StudentError
 from jaxlings.grading.spec import Case, Exercise
 from jaxlings.grading.timing import CallFailed, Timed, committed_round, outputs, timed_call
 from jaxlings.isolation import WorkerDied
@@ -155,12 +156,12 @@ class Side:
                 raise
             raise GraderError(f"the reference {self._session.topic.name}.{self.exercise} failed: {exc}") from None
 
-    def alone(self) -> contextlib.AbstractContextManager:
+    def alone(self) -> contextlib.AbstractContextManager[bool | None]:
         """For the reference's timed work: the student's process frozen meanwhile (nothing it
         started competes for cores, caches or memory bandwidth). Nothing for the student's."""
         return contextlib.nullcontext() if self.student else self._session.student_paused()
 
-    def step(self, fn: str, args: tuple) -> tuple[dict[str, Any], float, str]:
+    def step(self, fn: str, args: tuple[Any, ...]) -> tuple[dict[str, Any], float, str]:
         """One call of a prepared stream, its arguments sent with it, timed by the grader: (the
         reply, its seconds, "cpu" or "wall"). The window runs from sending the request to
         holding the reply, so the arguments' decoding and transfer to the device are inside it."""
@@ -304,8 +305,8 @@ class CheckContext:
         return structure.traced_facts(self._session, request, rtol, atol)
 
     def program_layouts(
-        self, fn: str, args: tuple, *, static_argnums: tuple[int, ...], rtol: float, atol: float
-    ) -> tuple[Output, list[dict], list[dict]]:
+        self, fn: str, args: tuple[Any, ...], *, static_argnums: tuple[int, ...], rtol: float, atol: float
+    ) -> tuple[Output, list[dict[str, Any]], list[dict[str, Any]]]:
         """The output layouts of the student's exported program, run on the trusted side
         (`jaxlings.grading.structure.program_layouts`)."""
         return structure.program_layouts(self._session, fn, args, static_argnums=static_argnums, rtol=rtol, atol=atol)

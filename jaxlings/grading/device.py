@@ -34,6 +34,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 SETTING_ENV = "JAXLINGS_DEVICE"
 SETTINGS = ("auto", "cpu", "exclusive", "tpu", "gpu")
@@ -63,7 +64,7 @@ class Lease:
     the file, so two of them never open a chip at once either. `holders` records each lease."""
 
     path: Path
-    holders: list[dict] = field(default_factory=list)
+    holders: list[dict[str, Any]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @contextlib.contextmanager
@@ -126,7 +127,7 @@ class Device:
             return {"JAX_PLATFORMS": "cpu"}
         return {"JAX_PLATFORMS": BACKENDS[self.kind], "JAX_DEFAULT_MATMUL_PRECISION": MATMUL_PRECISION}
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """The device's entry in a result's `extra_data`: its kind and each lease (the opens),
         `at` and `until` in seconds from the first, both rounded from the clock (so one lease's
         `until` is never after the next one's `at`), `seconds` their difference."""
@@ -138,7 +139,7 @@ class Device:
         }
 
 
-def _span(holder: dict, first: float) -> dict:
+def _span(holder: dict[str, Any], first: float) -> dict[str, Any]:
     """One lease as `summary` reports it."""
     at, until = round(holder["started"] - first, 3), round(holder["ended"] - first, 3)
     return {"who": holder["who"], "at": at, "until": until, "seconds": round(until - at, 3), "waited": holder["waited"]}

@@ -32,10 +32,12 @@ from jaxlings.grading.answers import Live, Prefetched
 from jaxlings.grading.checks import Check, ordered, waiting_for
 from jaxlings.grading.context import CheckContext
 from jaxlings.grading.device import Device, detect
-from jaxlings.grading.device_grading import DeviceRun, reference_phase
+from jaxlings.grading.device_grading import reference_phase
+from jaxlings.grading.device_workers import DeviceRun
 from jaxlings.grading.gate import ClockGate
+from jaxlings.grading.replies import format_error
 from jaxlings.grading.results import Outcome, Result, TestResult
-from jaxlings.grading.session import GraderError, StudentError, TopicSession, format_error
+from jaxlings.grading.session import GraderError, StudentError, TopicSession
 from jaxlings.grading.spares import Spares
 from jaxlings.grading.spec import Exercise, Topic
 from jaxlings.grading.watchdog import GRACE, Piece, Watch, run_all
@@ -48,7 +50,7 @@ PUBLIC_SEED = draws.PUBLIC_SEED
 VISIBILITY = "visible"
 Listener = Callable[[TestResult], None]
 AnswersFor = Callable[[str], Live]
-Graded = tuple[list[TestResult], dict, dict]  # a topic's (or part's) tests, platform and summary
+Graded = tuple[list[TestResult], dict[str, Any], dict[str, Any]]  # a topic's (or part's) tests, platform and summary
 
 
 def default_jobs() -> int:
@@ -114,8 +116,8 @@ def grade(
         t0 = time.monotonic()
         module = Path(submission) / f"{topic.name}.py"
         reference = Path(reference_dir) / f"{topic.name}.py" if reference_dir is not None else None
-        timings: dict = {}
-        platform: dict = {}
+        timings: dict[str, Any] = {}
+        platform: dict[str, Any] = {}
         if not module.is_file():
             topic_tests = failed_topic(topic, f"the submission has no {topic.name}.py")
         else:
@@ -203,7 +205,7 @@ def grade(
         for topic in topics
     ]
     tests = [t for topic_tests, _, _ in graded for t in topic_tests]
-    platform: dict = next((p for _, p, _ in on_device_graded.values() if p), {}) or next(
+    platform: dict[str, Any] = next((p for _, p, _ in on_device_graded.values() if p), {}) or next(
         (p for _, p, _ in reversed(graded) if p), {}
     )
     summary = {topic.name: entry for topic, (_, _, entry) in zip(topics, graded)}
@@ -330,7 +332,7 @@ def _deal(costs: dict[str, int], k: int) -> dict[frozenset[str], int]:
     return {frozenset(group): total for group, total in zip(groups, totals)}
 
 
-def merged(topic: Topic, graded: list[tuple[list[TestResult], dict, dict]]) -> tuple[list[TestResult], dict, dict]:
+def merged(topic: Topic, graded: list[Graded]) -> Graded:
     """One topic's tests, platform and summary from its parts' (one part: as it is): the tests in
     the topic's exercise order, the scores summed, the seconds of the slowest part, and the
     timings of every exercise with the slowest workers' start, the number of parts and the
@@ -355,7 +357,9 @@ def merged(topic: Topic, graded: list[tuple[list[TestResult], dict, dict]]) -> t
     return tests, platform, topic_summary(tests, max(e["seconds"] for e in entries), timings, platform)
 
 
-def topic_summary(tests: list[TestResult], seconds: float, timings: dict, platform: dict) -> dict:
+def topic_summary(
+    tests: list[TestResult], seconds: float, timings: dict[str, Any], platform: dict[str, Any]
+) -> dict[str, Any]:
     """A topic's entry in `extra_data["topics"]`: its points, its wall seconds, where the time
     went (`grade_topic`'s timings) and the trusted worker's platform."""
     return {
@@ -378,13 +382,13 @@ def grade_topic(
     limits: Limits = Limits(),
     on_test: Listener | None = None,
     answers: Live | None = None,
-    timings: dict | None = None,
+    timings: dict[str, Any] | None = None,
     gate: ClockGate | None = None,
     spares: Spares | None = None,
     device: DeviceRun | None = None,
     cpu_env: dict[str, str] | None = None,
     watch: Watch | None = None,
-) -> tuple[list[TestResult], dict]:
+) -> tuple[list[TestResult], dict[str, Any]]:
     """All tests of one topic, from a private copy of the student's module. `timings` (when
     given) receives where the time went: the workers' start, per exercise the reference's
     outputs ("cases") and each check, in seconds, and what each worker compiled, as its JAX
@@ -456,7 +460,7 @@ def needs_reference(topic: Topic, stubbed: dict[str, str], answers: Live | None)
     return bool(graded)
 
 
-def _gated(session: TopicSession, gate: ClockGate, check: Check | None) -> contextlib.AbstractContextManager:
+def _gated(session: TopicSession, gate: ClockGate, check: Check | None) -> contextlib.AbstractContextManager[None]:
     """How a check (None: the reference's outputs) holds the gate: a timed one alone where the
     clock is wall time, or where its two sides are timed apart (on a device: the reference's
     rounds in a phase of their own, so each side must see the same quiet machine), everything
@@ -469,7 +473,7 @@ def _gated(session: TopicSession, gate: ClockGate, check: Check | None) -> conte
 def grade_exercise(
     session: TopicSession,
     ex: Exercise,
-    timings: dict | None = None,
+    timings: dict[str, Any] | None = None,
     gate: ClockGate | None = None,
     *,
     on_test: Listener | None = None,

@@ -1,5 +1,5 @@
 """Typed options, validated when a spec object is built: one mechanism for a check's options
-(`checks.base.Check`) and an exercise's fields (`spec.Exercise`).
+(`check.Check`) and an exercise's fields (`spec.Exercise`).
 
 A dataclass's annotations are its options' types; `first_problem` reads the object's resolved
 annotations and says which field holds a value of the wrong type ("must be a number, not str

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from jaxlings.grading.results import clip
 
@@ -27,13 +28,13 @@ def _fail(where: str, what: str) -> None:
     raise MalformedReply(f"{where}: {what}")
 
 
-def _dict(x: Any, where: str) -> dict:
+def _dict(x: Any, where: str) -> dict[Any, Any]:
     if not isinstance(x, dict):
         _fail(where, f"expected a mapping, got {type(x).__name__}")
     return x
 
 
-def _list(x: Any, where: str) -> list:
+def _list(x: Any, where: str) -> list[Any]:
     if not isinstance(x, list):
         _fail(where, f"expected a list, got {type(x).__name__}")
     return x
@@ -48,7 +49,7 @@ def _typed(x: Any, kinds: tuple[type, ...], where: str) -> Any:
 MAX_PATH = 500
 
 
-def output(x: Any, where: str = "out") -> dict:
+def output(x: Any, where: str = "out") -> dict[str, Any]:
     """An exported pytree: a treedef string and its leaves, each an array or a key array, and
     optionally each leaf's key path (a string)."""
     _dict(x, where)
@@ -69,18 +70,18 @@ def output(x: Any, where: str = "out") -> dict:
     return x
 
 
-def _counts(x: Any, where: str) -> list:
+def _counts(x: Any, where: str) -> list[list[int]]:
     for i, pair in enumerate(_list(x, where)):
         if not isinstance(pair, list) or len(pair) != 2 or any(type(n) is not int or n < 0 for n in pair):
             _fail(f"{where}[{i}]", "expected [compilations, traces], two counts")
     return x
 
 
-def _outs(x: Any, where: str = "outs") -> list:
+def _outs(x: Any, where: str = "outs") -> list[dict[str, Any]]:
     return [output(o, f"{where}[{i}]") for i, o in enumerate(_list(x, where))]
 
 
-def _programs(x: Any, where: str = "programs") -> dict:
+def _programs(x: Any, where: str = "programs") -> dict[Any, npt.NDArray[np.uint8]]:
     _dict(x, where)
     if "first" not in x:
         _fail(where, "no `first` program")
@@ -90,37 +91,37 @@ def _programs(x: Any, where: str = "programs") -> dict:
     return x
 
 
-def _shardings(reply: dict) -> None:
+def _shardings(reply: dict[str, Any]) -> None:
     if "shardings" in reply:
         for i, s in enumerate(_list(reply["shardings"], "shardings")):
             _dict(s, f"shardings[{i}]")
 
 
-def _call(reply: dict) -> None:
+def _call(reply: dict[str, Any]) -> None:
     output(reply.get("out"))
     _shardings(reply)
 
 
-def _step(reply: dict) -> None:
+def _step(reply: dict[str, Any]) -> None:
     output(reply.get("out"))
     _counts([reply.get("counts")], "counts")
     if type(reply.get("cache_hits", 0)) is not int:
         _fail("cache_hits", "expected a count")
 
 
-def _trace(reply: dict) -> None:
+def _trace(reply: dict[str, Any]) -> None:
     _programs(reply.get("programs"))
     _dict(reply.get("advisory", {}), "advisory")
 
 
-def _analyse(reply: dict) -> None:
+def _analyse(reply: dict[str, Any]) -> None:
     _dict(reply.get("facts"), "facts")
     if "out" in reply:
         output(reply["out"])
     _shardings(reply)
 
 
-def _stats(reply: dict) -> None:
+def _stats(reply: dict[str, Any]) -> None:
     if type(reply.get("compilations")) is not int or reply["compilations"] < 0:
         _fail("compilations", "expected a count")
     seconds = reply.get("compile_seconds")
@@ -128,7 +129,7 @@ def _stats(reply: dict) -> None:
         _fail("compile_seconds", "expected a finite, non-negative number of seconds")
 
 
-def _hello(reply: dict) -> None:
+def _hello(reply: dict[str, Any]) -> None:
     platform = _dict(reply.get("platform"), "platform")
     for name in ("backend", "device_kind", "jax_version"):
         _typed(platform.get(name), (str,), f"platform.{name}")
@@ -140,40 +141,40 @@ def _hello(reply: dict) -> None:
     }
 
 
-def _digest(x: Any, where: str) -> list:
+def _digest(x: Any, where: str) -> list[int]:
     """A digest (`worker.commit.digest`): four 32-bit unsigned integers."""
     if len(_list(x, where)) != 4 or any(type(n) is not int or not 0 <= n < 1 << 32 for n in x):
         _fail(where, "expected a digest: four 32-bit words")
     return x
 
 
-def _timed(reply: dict) -> None:
+def _timed(reply: dict[str, Any]) -> None:
     if "digest" in reply:  # a round on an accelerator: its outputs stay in the worker (`fetch`)
         _digest(reply["digest"], "digest")
     else:
         _outs(reply.get("outs"))
 
 
-def _call_outs(reply: dict) -> None:
+def _call_outs(reply: dict[str, Any]) -> None:
     _outs(reply.get("outs"))
 
 
-def _inputs(reply: dict) -> None:
+def _inputs(reply: dict[str, Any]) -> None:
     _digest(reply.get("inputs"), "inputs")
 
 
-def _round(reply: dict) -> None:
+def _round(reply: dict[str, Any]) -> None:
     _outs(reply.get("outs"))
     if "inputs" in reply:
         _digest(reply["inputs"], "inputs")
 
 
-def _load(reply: dict) -> None:
+def _load(reply: dict[str, Any]) -> None:
     for i, name in enumerate(_list(reply.get("functions"), "functions")):
         _typed(name, (str,), f"functions[{i}]")
 
 
-SCHEMAS: dict[str, Callable[[dict], None]] = {
+SCHEMAS: dict[str, Callable[[dict[str, Any]], None]] = {
     "hello": _hello,
     "load": _load,
     "call": _call,
@@ -192,7 +193,7 @@ SCHEMAS: dict[str, Callable[[dict], None]] = {
 }
 
 
-def check(op: str, reply: Any) -> dict:
+def check(op: str, reply: Any) -> dict[str, Any]:
     """`reply` if it has the shape a reply to `op` must have; MalformedReply otherwise."""
     _dict(reply, "reply")
     ok = reply.get("ok")
@@ -212,3 +213,21 @@ def check(op: str, reply: Any) -> dict:
         return reply
     SCHEMAS[op](reply)
     return reply
+
+
+def format_error(error: dict[str, str], exercise: str | None = None) -> str:
+    """A worker-reported exception as one message for the student (`exercise` = topic.name).
+
+    A NotImplementedError is a stub's ("...: your code here"), or JAX's own for a rule a custom
+    primitive lacks ("Batching rule for 'p' not implemented"); the latter's text is kept.
+    """
+    if error["type"] in ("ProgramRefused", "OutputRefused"):
+        return error["message"].strip()
+    if error["type"] == "NotImplementedError":
+        detail = error["message"].strip()
+        what = "" if not detail or detail.endswith("your code here") else f": {detail}"
+        return f"not implemented yet{what}" + (f" (stuck? run `grade hint {exercise}`)" if exercise else "")
+    text = f"{error['type']}: {error['message']}".strip()
+    if error.get("where"):
+        text += f" (at {error['where']})"
+    return text

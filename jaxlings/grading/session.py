@@ -35,7 +35,7 @@ from jaxlings.worker import wire
 
 if TYPE_CHECKING:
     from jaxlings.grading.device import Device
-    from jaxlings.grading.device_grading import DeviceRun, SharedWorker
+    from jaxlings.grading.device_workers import DeviceRun, SharedWorker
 
 REFERENCE_TIMEOUT = 300.0
 STATS_TIMEOUT = 2.0  # seconds a worker has to say what it compiled (`TopicSession.compile_stats`)
@@ -58,7 +58,7 @@ class TopicSession:
     the remaining checks of an exercise whose function takes its process down.
     `needs_reference=False` starts the trusted worker only if something asks for it: the engine
     says so when every exercise is a stub (`jaxlings.grading.stubs`), or, replaying expectations, when
-    no exercise has a check that sends programs to it (a check whose `analyses` is set, `jaxlings.grading.checks.base`).
+    no exercise has a check that sends programs to it (a check whose `analyses` is set, `jaxlings.grading.check`).
 
     On a machine with an accelerator (`jaxlings.grading.device_grading`): `device` is the grading's
     device side, whose shared worker is the student's process for a topic graded on the device
@@ -94,7 +94,7 @@ class TopicSession:
         self.deaths = 0
         self._draws: dict[tuple[str, str], int] = {}  # (exercise, kind) -> draws made so far
         self._answer_sizes: dict[tuple[str, Any], tuple[int, int]] = {}  # (op, fn) -> reference reply bytes
-        self._analysis_dir: tempfile.TemporaryDirectory | None = None
+        self._analysis_dir: tempfile.TemporaryDirectory[str] | None = None
         if reference is None and self.answers.mode != "replay":
             raise GraderError(f"grading {topic.name} live needs the reference solutions")
         self._ref: WorkerProcess | None = None
@@ -196,7 +196,7 @@ class TopicSession:
         loaded = stu.load_reply or {"ok": False, "error": {"type": "WorkerDied", "message": "no reply"}}
         if not loaded["ok"]:
             stu.close()
-            return None, f"importing {self.module.name} failed: {format_error(loaded['error'])}"
+            return None, f"importing {self.module.name} failed: {replies.format_error(loaded['error'])}"
         stu.bound_for = self.reply_bound
         return stu, None
 
@@ -359,7 +359,7 @@ class TopicSession:
             raise StudentError(error or "the module could not be started again")
         return self._stu
 
-    def student_paused(self) -> contextlib.AbstractContextManager:
+    def student_paused(self) -> contextlib.AbstractContextManager[bool | None]:
         """The student's worker frozen (its whole cgroup), for timing the reference: nothing the
         student started can compete with the reference for cores, caches or memory bandwidth."""
         if self._stu is not None and self._stu.alive:
@@ -422,7 +422,7 @@ class TopicSession:
             raise StudentError(f"the worker's reply was malformed: {exc}") from None
         if not reply["ok"]:
             raise StudentError(
-                format_error(reply["error"], f"{self.topic.name}.{fields['fn']}" if "fn" in fields else None)
+                replies.format_error(reply["error"], f"{self.topic.name}.{fields['fn']}" if "fn" in fields else None)
             )
         return reply
 
@@ -448,7 +448,7 @@ class TopicSession:
         except (WorkerDied, replies.MalformedReply) as exc:
             raise GraderError(f"the reference {name} failed `{op}`: {exc}") from None
         if not reply["ok"]:
-            raise GraderError(f"the reference {name} failed `{op}`: {format_error(reply['error'])}")
+            raise GraderError(f"the reference {name} failed `{op}`: {replies.format_error(reply['error'])}")
         return reply
 
     def __enter__(self) -> TopicSession:
@@ -456,21 +456,3 @@ class TopicSession:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def format_error(error: dict[str, str], exercise: str | None = None) -> str:
-    """A worker-reported exception as one message for the student (`exercise` = topic.name).
-
-    A NotImplementedError is a stub's ("...: your code here"), or JAX's own for a rule a custom
-    primitive lacks ("Batching rule for 'p' not implemented"); the latter's text is kept.
-    """
-    if error["type"] in ("ProgramRefused", "OutputRefused"):
-        return error["message"].strip()
-    if error["type"] == "NotImplementedError":
-        detail = error["message"].strip()
-        what = "" if not detail or detail.endswith("your code here") else f": {detail}"
-        return f"not implemented yet{what}" + (f" (stuck? run `grade hint {exercise}`)" if exercise else "")
-    text = f"{error['type']}: {error['message']}".strip()
-    if error.get("where"):
-        text += f" (at {error['where']})"
-    return text

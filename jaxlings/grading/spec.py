@@ -10,15 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from jaxlings.grading import device, options
+from jaxlings.grading.check import Check, SpecError, ordered
 from jaxlings.worker.wire import Key  # noqa: F401 - topic specs build key arguments with it
-
-if TYPE_CHECKING:
-    from jaxlings.grading.checks.base import Check
 
 
 @dataclass(frozen=True)
@@ -36,6 +34,11 @@ class Case:
 
 Sampler = Callable[[np.random.Generator, int], Case]
 StreamSampler = Callable[[np.random.Generator, int], list[Case]]
+
+
+class NotPublished(Exception):
+    """A sampler of a public spec was called: public specs ship without their samplers, and a
+    public run draws its inputs from the recording (`jaxlings.public`)."""
 
 
 NAMED_EXAMPLE = ("the docstring's ", "the tutorial's ")
@@ -137,8 +140,6 @@ class Exercise:
     accelerator_tolerance: dict[str, tuple[float, float]] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
-        from jaxlings.grading.checks.base import Check, SpecError, ordered
-
         if not isinstance(self.checks, tuple) or not all(isinstance(c, Check) for c in self.checks):
             raise SpecError(
                 f"{self.name}: `checks` must be a tuple of check objects (e.g. `(Correct(2), Jit(1))`), "
@@ -238,8 +239,6 @@ class Topic:
     platform_reason: str = ""
 
     def __post_init__(self) -> None:
-        from jaxlings.grading.checks.base import SpecError
-
         if self.platform not in PLATFORMS:
             raise SpecError(f"{self.name}: platform must be one of {', '.join(PLATFORMS)}, not {self.platform!r}")
         if self.platform == "cpu" and not self.platform_reason:

@@ -64,7 +64,7 @@ RUNS = (("first", "first", "args"), ("again", "first", "args_again"), ("other", 
 runs on). The `first` program runs twice: on `args` and on `args_again`."""
 
 
-def specs_of(args: tuple, static_argnums: tuple[int, ...] = ()) -> tuple:
+def specs_of(args: tuple[Any, ...], static_argnums: tuple[int, ...] = ()) -> tuple[Any, ...]:
     """The arguments as the student's worker may see them: static ones by value, every other
     leaf described (`wire.Spec`): an array by shape and dtype, a typed key by its shape, a
     Python number by its type (JAX traces it as a weakly-typed scalar)."""
@@ -204,7 +204,7 @@ def _verify(expected: dict[str, Any], got: dict[str, Any], rtol: float, atol: fl
 def program_layouts(
     session: TopicSession,
     fn: str,
-    args: tuple,
+    args: tuple[Any, ...],
     *,
     static_argnums: tuple[int, ...] = (),
     rtol: float = 0.0,
@@ -243,7 +243,7 @@ def analysis_deadline(session: TopicSession, reference_seconds: float | None) ->
 def _analyse(
     session: TopicSession,
     blob: Any,
-    args: tuple,
+    args: tuple[Any, ...],
     student: bool,
     shardings: bool = False,
     reference_seconds: float | None = None,

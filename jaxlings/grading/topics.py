@@ -15,6 +15,7 @@ import importlib
 import traceback
 from pathlib import Path
 
+from jaxlings.grading.check import SpecError
 from jaxlings.grading.source import parse_trusted
 from jaxlings.grading.spec import Topic
 
@@ -39,8 +40,6 @@ ORDER: tuple[str, ...] = (
 
 def load(name: str) -> Topic:
     """The full spec of topic `name` (the grader's); a ValueError naming the known topics otherwise."""
-    from jaxlings.grading.checks import SpecError
-
     check_name(name)
     try:
         return importlib.import_module(f"jaxlings.specs.{name}").TOPIC

@@ -106,7 +106,7 @@ def run_all(pieces: list[Piece[T]], jobs: int, poll: float = 0.25) -> dict[Hasha
     return results
 
 
-def _run(piece: Piece[T], watch: Watch, done: queue.Queue) -> None:
+def _run(piece: Piece[T], watch: Watch, done: queue.Queue[tuple[Hashable, bool, object]]) -> None:
     """A piece's thread: its result, or the exception it raised, to the run."""
     try:
         done.put((piece.key, True, piece.work(watch)))

@@ -557,7 +557,7 @@ class WorkerProcess:
         return reply
 
     def _receive(
-        self, deadline: float, what: str, bound: ReplyBound | None = None, sizes: list | None = None
+        self, deadline: float, what: str, bound: ReplyBound | None = None, sizes: list[tuple[int, int]] | None = None
     ) -> dict[str, Any]:
         bound = bound or ReplyBound.cap(self.limits)
         try:

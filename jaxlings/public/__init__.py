@@ -100,7 +100,7 @@ def from_data(x: Any) -> Any:
 
 
 def _not_published(*_: Any) -> Any:
-    raise PublicDataError("this sampler is not published: a public run draws its inputs from the recording")
+    raise spec.NotPublished("this sampler is not published: a public run draws its inputs from the recording")
 
 
 def document(topic: spec.Topic, recording: Recording, fingerprint: str, jax_version: str) -> dict[str, Any]:

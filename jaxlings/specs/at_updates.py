@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from jaxlings.grading import workloads
@@ -30,7 +32,7 @@ def _histogram(rng: np.random.Generator, size: int) -> Case:
     return Case((rng.integers(0, nbins, size=size).astype(np.int32), nbins))
 
 
-def _histogram_on_device(key, size: int) -> tuple:
+def _histogram_on_device(key, size: int) -> tuple[Any, int]:
     """The speed workload made on the device (`jaxlings.grading.workloads`): `_histogram`'s shapes."""
     nbins = _nbins(size)
     return (workloads.integers(key, (size,), 0, nbins), nbins)

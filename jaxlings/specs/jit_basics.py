@@ -16,6 +16,8 @@ some calls and not on others).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from jaxlings.grading import workloads
@@ -84,7 +86,7 @@ def _affine(rng: np.random.Generator, size: int) -> Case:
     return Case((_f32(rng, n, k), _f32(rng, k, n, scale=k**-0.5), _f32(rng, n)))
 
 
-def _batch_on_device(key, size: int) -> tuple:
+def _batch_on_device(key, size: int) -> tuple[Any, Any]:
     """`_batch`'s speed workload made on the device (`jaxlings.grading.workloads`): logits and labels."""
     import jax
 
@@ -92,7 +94,7 @@ def _batch_on_device(key, size: int) -> tuple:
     return (workloads.uniform(k1, (size, 16), -4.0, 4.0), workloads.integers(k2, (size, 16), 0, 2, np.float32))
 
 
-def _affine_on_device(key, size: int) -> tuple:
+def _affine_on_device(key, size: int) -> tuple[Any, Any, Any]:
     """`_affine`'s speed workload made on the device: W scaled by the power of two nearest 1/sqrt(4n)."""
     import jax
 

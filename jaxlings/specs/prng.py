@@ -7,6 +7,8 @@ check has a false-fail rate.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from jaxlings.grading import workloads
@@ -41,7 +43,7 @@ def _dropout(rng: np.random.Generator, size: int) -> Case:
     return Case((_key(rng), x, float(rng.choice([0.1, 0.25, 0.5, 0.9]))))
 
 
-def _dropout_on_device(key, size: int) -> tuple:
+def _dropout_on_device(key, size: int) -> tuple[Any, Any, float]:
     """`_dropout`'s speed workload made on the device (`jaxlings.grading.workloads`), at rate 0.5."""
     import jax
 

@@ -9,6 +9,8 @@ so two samples of one size are same-shaped inputs for the re-tracing check.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from jaxlings.grading.checks import Correct, Grad, Jit, Vmap
@@ -21,7 +23,7 @@ def _f32(rng: np.random.Generator, *shape: int) -> np.ndarray:
     return rng.normal(size=shape).astype(np.float32)
 
 
-def _params(rng: np.random.Generator, size: int) -> dict:
+def _params(rng: np.random.Generator, size: int) -> dict[str, Any]:
     """A small MLP's parameters: dicts, a list, a scalar leaf; the first layer grows with size."""
     return {
         "layers": [{"w": _f32(rng, size, 4), "b": _f32(rng, 4)}, {"w": _f32(rng, 4, 2), "b": _f32(rng, 2)}],
@@ -29,7 +31,7 @@ def _params(rng: np.random.Generator, size: int) -> dict:
     }
 
 
-def _model(rng: np.random.Generator, size: int) -> dict:
+def _model(rng: np.random.Generator, size: int) -> dict[str, Any]:
     """A transformer-like tree: an embedding, 1-3 blocks (a list), a head; width = size."""
     d = size
     blocks = [
@@ -39,7 +41,7 @@ def _model(rng: np.random.Generator, size: int) -> dict:
     return {"embed": {"table": _f32(rng, 5, d)}, "blocks": blocks, "head": {"w": _f32(rng, d, 3), "b": _f32(rng, 3)}}
 
 
-def _state(rng: np.random.Generator, size: int) -> dict:
+def _state(rng: np.random.Generator, size: int) -> dict[str, Any]:
     """One model's training state: float32 parameters and an int32 step counter."""
     return {"params": {"w": _f32(rng, size, 3), "b": _f32(rng, 3)}, "step": np.int32(rng.integers(0, 1000))}
 

@@ -8,6 +8,8 @@ fits), so the ratios they separate are large.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from jaxlings.grading import workloads
@@ -80,7 +82,7 @@ entries, each call's residual one read of it: with one call a round, the generat
 most of the round."""
 
 
-def _cache_hits_on_device(key, size: int) -> list[tuple]:
+def _cache_hits_on_device(key, size: int) -> list[tuple[Any, Any, Any, float]]:
     """`_cache_hits` made on the device (`jaxlings.grading.workloads`), `HITS_PER_ROUND` calls on one
     system: A = 2I + N with N's entries small integers times 2**-12 (eigenvalues within about
     2 +- 0.15 at n = 4096), each x small integers times 2**-3, so that b = A @ x is exact in

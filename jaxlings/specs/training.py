@@ -81,6 +81,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -99,7 +100,7 @@ def _f32(rng: np.random.Generator, *shape: int, scale: float = 1.0) -> np.ndarra
     return (scale * rng.normal(size=shape)).astype(np.float32)
 
 
-def _params(rng: np.random.Generator, readout: float = 1.0) -> dict:
+def _params(rng: np.random.Generator, readout: float = 1.0) -> dict[str, dict[str, np.ndarray]]:
     return {
         "hidden": {"bias": _f32(rng, HIDDEN, scale=0.1), "kernel": _f32(rng, IN, HIDDEN, scale=IN**-0.5)},
         "out": {
@@ -109,30 +110,30 @@ def _params(rng: np.random.Generator, readout: float = 1.0) -> dict:
     }
 
 
-def _zero_params() -> dict:
+def _zero_params() -> dict[str, dict[str, np.ndarray]]:
     return {
         "hidden": {"bias": np.zeros(HIDDEN, np.float32), "kernel": np.zeros((IN, HIDDEN), np.float32)},
         "out": {"bias": np.zeros(OUT, np.float32), "kernel": np.zeros((HIDDEN, OUT), np.float32)},
     }
 
 
-def _leaves(params: dict) -> list[np.ndarray]:
+def _leaves(params: dict[str, dict[str, np.ndarray]]) -> list[np.ndarray]:
     return [params["hidden"]["bias"], params["hidden"]["kernel"], params["out"]["bias"], params["out"]["kernel"]]
 
 
-def _moments(rng: np.random.Generator, params: dict, positive: bool) -> list[np.ndarray]:
+def _moments(rng: np.random.Generator, params: dict[str, dict[str, np.ndarray]], positive: bool) -> list[np.ndarray]:
     return [
         (np.abs(_f32(rng, *a.shape, scale=1e-2)) if positive else _f32(rng, *a.shape, scale=1e-2))
         for a in _leaves(params)
     ]
 
 
-def _opt_leaves(rng: np.random.Generator, params: dict) -> list[np.ndarray]:
+def _opt_leaves(rng: np.random.Generator, params: dict[str, dict[str, np.ndarray]]) -> list[np.ndarray]:
     count = np.array(rng.integers(0, 100), np.int32)
     return [count, *_moments(rng, params, False), *_moments(rng, params, True), count.copy()]
 
 
-def _fresh_leaves(params: dict) -> list[np.ndarray]:
+def _fresh_leaves(params: dict[str, dict[str, np.ndarray]]) -> list[np.ndarray]:
     zeros = [np.zeros_like(a) for a in _leaves(params)]
     return [np.array(0, np.int32), *zeros, *[z.copy() for z in zeros], np.array(0, np.int32)]
 
@@ -155,7 +156,7 @@ def _step(rng: np.random.Generator, size: int) -> Case:
     return Case((params, _opt_leaves(rng, params), *_batch(rng, max(1, size))))
 
 
-def _step_on_device(key, size: int) -> tuple:
+def _step_on_device(key, size: int) -> tuple[dict[str, dict[str, Any]], list[Any], Any, Any]:
     """`_step`'s speed workload made on the device (`jaxlings.grading.workloads`): parameters, an Adam
     state (second moments positive) and a batch of `size` rows, each leaf uniform."""
     import jax
@@ -225,7 +226,7 @@ def _key(rng: np.random.Generator) -> Key:
     return Key(int(rng.integers(0, 2**31)))
 
 
-def _classifier_params(rng: np.random.Generator) -> dict:
+def _classifier_params(rng: np.random.Generator) -> dict[str, dict[str, np.ndarray]]:
     return {
         "hidden": {"bias": _f32(rng, HIDDEN, scale=0.1), "kernel": _f32(rng, IN, HIDDEN, scale=IN**-0.5)},
         "norm": {"bias": _f32(rng, HIDDEN, scale=0.1), "scale": (1 + _f32(rng, HIDDEN, scale=0.1))},
@@ -233,13 +234,13 @@ def _classifier_params(rng: np.random.Generator) -> dict:
     }
 
 
-def _batch_stats(rng: np.random.Generator) -> dict:
+def _batch_stats(rng: np.random.Generator) -> dict[str, dict[str, np.ndarray]]:
     """Running averages away from the fresh ones (and from any batch's), so that using the batch's
     statistics in eval mode, or not moving these in train mode, shows in the outputs."""
     return {"norm": {"mean": _f32(rng, HIDDEN, scale=0.3), "var": np.exp(_f32(rng, HIDDEN, scale=0.3))}}
 
 
-def _fresh_stats() -> dict:
+def _fresh_stats() -> dict[str, dict[str, np.ndarray]]:
     return {"norm": {"mean": np.zeros(HIDDEN, np.float32), "var": np.ones(HIDDEN, np.float32)}}
 
 
@@ -284,7 +285,7 @@ def _drawn_stats(train: bool) -> Callable[[np.random.Generator], Case]:
     return make
 
 
-def _classifier_example(key: int, train: bool) -> tuple:
+def _classifier_example(key: int, train: bool) -> tuple[Any, ...]:
     """The public instance of the drawn-statistics edges: the same model, statistics and batch in both modes."""
     return (
         _EXAMPLE_CLASSIFIER,
@@ -320,7 +321,7 @@ _EXAMPLE_EVAL = {
 # -- adamw_step: the parameters of NormMLP (Linear -> LayerNorm -> tanh -> Linear), as nnx names them
 
 
-def _norm_params(rng: np.random.Generator) -> dict:
+def _norm_params(rng: np.random.Generator) -> dict[str, dict[str, np.ndarray]]:
     """Kernels LeCun-normal, biases and the norm's bias N(0, 0.5), the norm's scale 1 + N(0, 0.1):
     every decayed or undecayed entry far from 0, so a decay put on the wrong leaves shows."""
     return {
@@ -377,7 +378,7 @@ with ocp.Checkpointer(ocp.StandardCheckpointHandler(use_ocdbt=False)) as checkpo
 """
 
 
-def checkpoint_files(state: dict) -> dict[str, np.ndarray]:
+def checkpoint_files(state: dict[str, Any]) -> dict[str, np.ndarray]:
     """An Orbax checkpoint of `state` (`{"params", "opt_state", "step"}`, NumPy), as `{relative
     path: uint8 array of its bytes}`: written by Orbax in a process of its own (the grader's
     process never imports JAX), then read back. A function of `state` alone, as a sampler's case

@@ -122,7 +122,7 @@ def in_cells(message: str, origins: list[Origin], numbers: list[int]) -> str:
     """`message` with "line N" of the assembled module told as the student's cell and line
     ("cell In [7], line 3"); `numbers[i]` is the execution count of cell i."""
 
-    def told(m: re.Match) -> str:
+    def told(m: re.Match[str]) -> str:
         n = int(m[1])
         origin = origins[n - 1] if 0 < n <= len(origins) else None
         if origin is None:

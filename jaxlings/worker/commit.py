@@ -74,7 +74,7 @@ def _rotl(x: Any, r: int, xp: Any) -> Any:
     return (x << xp.uint32(r)) | (x >> xp.uint32(32 - r))
 
 
-def _quarter(s: list, a: int, b: int, c: int, d: int, xp: Any) -> None:
+def _quarter(s: list[Any], a: int, b: int, c: int, d: int, xp: Any) -> None:
     s[a] = s[a] + s[b]
     s[d] = _rotl(s[d] ^ s[a], 16, xp)
     s[c] = s[c] + s[d]
@@ -85,7 +85,7 @@ def _quarter(s: list, a: int, b: int, c: int, d: int, xp: Any) -> None:
     s[b] = _rotl(s[b] ^ s[c], 7, xp)
 
 
-def _double_round(state: tuple, xp: Any) -> tuple:
+def _double_round(state: tuple[Any, ...], xp: Any) -> tuple[Any, ...]:
     s = list(state)
     for a, b, c, d in ((0, 4, 8, 12), (1, 5, 9, 13), (2, 6, 10, 14), (3, 7, 11, 15)):
         _quarter(s, a, b, c, d, xp)

@@ -40,14 +40,31 @@ import traceback
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, get_args
 
 from jaxlings.worker import commit, jaxpr, program, shm, wire
+from jaxlings.worker.messages import (
+    AnalyseRequest,
+    CallRequest,
+    FetchRequest,
+    FunctionRequest,
+    Generate,
+    InputsRequest,
+    ModuleRequest,
+    Op,
+    Request,
+    RoundRequest,
+    StepRequest,
+    TraceRequest,
+)
 from jaxlings.worker.wire import Generated, Key, Spec
 
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
+OPS = frozenset(get_args(Op)) - {"load", "bye"}
+"""The requests `serve` answers with a handler (`Harness.op_<op>`): `load` comes first, by itself,
+and `bye` ends the process."""
 
 
 class PersistentCache:
@@ -145,7 +162,7 @@ class Harness:
         self.deserialize = jax.export.deserialize
         self.array_type = jax.Array
         self.committer = jax.jit(lambda leaves, salt: commit.digest(leaves, salt, jnp))
-        self.committers: dict[tuple, Callable[..., Any]] = {}  # the digest compiled, by its leaves' shapes
+        self.committers: dict[tuple[Any, ...], Callable[..., Any]] = {}  # the digest compiled, by its leaves' shapes
         self.programs: dict[bytes, Callable[..., Any]] = {}  # generated workloads' programs, by digest
         self.last: list[Any] = []  # the last committed round's outputs
         self.kept: list[Any] = []  # the round the grader said to keep (`keep`), until `fetch`
@@ -173,7 +190,7 @@ class Harness:
         self.module = module
         return {"functions": sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_"))}
 
-    def op_module(self, req: dict[str, Any]) -> dict[str, Any]:
+    def op_module(self, req: ModuleRequest) -> dict[str, Any]:
         """Import another topic's module in this process and make it the one requests name
         functions of: on an accelerator one student process (and one trusted one) serves every
         topic graded there, since the device takes one process at a time and each opening costs
@@ -202,11 +219,11 @@ class Harness:
 
         return _mapped(args, conv)
 
-    def transformed(self, req: dict[str, Any]) -> Callable[..., Any]:
+    def transformed(self, req: FunctionRequest) -> Callable[..., Any]:
         """The function with the request's transforms applied, innermost first.
 
-        `transforms` is a list of [name, params]: ["grad", {"argnums": [0]}],
-        ["vmap", {"in_axes": [0, null]}], ["value_and_grad", {...}].
+        `transforms` is a list of (name, params) (`messages.Transform`): ("grad", {"argnums": [0]}),
+        ("vmap", {"in_axes": [0, None]}), ("value_and_grad", {...}).
         """
         fn = self.function(req["fn"])
         for name, params in req.get("transforms", ()):
@@ -219,7 +236,7 @@ class Harness:
         it is (their `static_argnums` choices are under test) only if it IS JAX's jit type."""
         return fn if type(fn) is self.jit_type else self.jit(fn, static_argnums=static_argnums)
 
-    def callable_for(self, req: dict[str, Any]) -> Callable[..., Any]:
+    def callable_for(self, req: FunctionRequest) -> Callable[..., Any]:
         """The (transformed) function as written, or jitted with the declared static arguments."""
         fn = self.transformed(req)
         return self.jitted(fn, tuple(req.get("static_argnums", ()))) if req.get("jit") else fn
@@ -268,7 +285,7 @@ class Harness:
         out = self.block(fn(*args))
         return out, [self.counts[ev] - before.get(ev, 0) for ev in (COMPILE_EVENT, TRACE_EVENT)]
 
-    def op_call(self, req: dict[str, Any]) -> dict[str, Any]:
+    def op_call(self, req: CallRequest) -> dict[str, Any]:
         """Call a function once (as written, or jitted) and return its output.
 
         With `key_reuse`, under `jax.debug_key_reuse(True)` (advisory: the module could turn
@@ -285,7 +302,7 @@ class Harness:
             reply["shardings"] = [describe_sharding(leaf) for leaf in self.flatten(out)[0]]
         return reply
 
-    def op_check_keys(self, req: dict[str, Any]) -> dict[str, Any]:
+    def op_check_keys(self, req: CallRequest) -> dict[str, Any]:
         """Trace a function under the grader's `jax.jit` with `jax.debug_key_reuse(True)`, and
         compile nothing: JAX's checker runs on the traced program (a reused key raises
         `KeyReuseError` here), so compiling it, under a flag that is part of the compilation
@@ -295,7 +312,7 @@ class Harness:
             fn.trace(*self.arguments(req["args"]))
         return {}
 
-    def op_stats(self, req: dict[str, Any]) -> dict[str, Any]:
+    def op_stats(self, req: Request) -> dict[str, Any]:
         """How many programs this process's JAX compiled so far, and their seconds (advisory: a
         figure for `benchmarks/bench.py`, never a verdict's)."""
         return {
@@ -304,7 +321,7 @@ class Harness:
             "cache_hits": self.counts[CACHE_HIT_EVENT],
         }
 
-    def op_timed(self, req: dict[str, Any]) -> dict[str, Any]:
+    def op_timed(self, req: RoundRequest) -> dict[str, Any]:
         """The timed workload, whole: put the inputs on the device, run every call to
         completion, and send the outputs as materialised arrays.
 
@@ -322,23 +339,23 @@ class Harness:
         program (`_generated`).
         """
         fn = self.callable_for(req)
-        if req.get("commit") is not None:
+        if (salt := req.get("commit")) is not None:
             outs = [fn(*args) for args in self._round_args(req)]
             self.last = outs
-            return {"digest": self._digest(outs, int(req["commit"]))}
+            return {"digest": self._digest(outs, int(salt))}
         outs = [self.block(fn(*args)) for args in self._round_args(req)]
         return {"outs": self._exported(outs, req)}
 
-    def _round_args(self, req: dict[str, Any]) -> list[Any]:
+    def _round_args(self, req: RoundRequest) -> list[Any]:
         """A round's calls' arguments: made on the device (`generate`), or sent by the grader
         (in the shared region where the request says so, else inline), put on the device."""
-        if req.get("generate") is not None:
-            return self._generated(req["generate"])
+        if (gen := req.get("generate")) is not None:
+            return self._generated(gen)
         region = self._region() if req.get("shm") is not None else None
         cases = req["cases"] if region is None else region.view(req["cases"])
         return [self.arguments(args) for args in cases]
 
-    def _exported(self, outs: list[Any], req: dict[str, Any]) -> list[dict[str, Any]]:
+    def _exported(self, outs: list[Any], req: RoundRequest | FetchRequest) -> list[dict[str, Any]]:
         """Outputs as data (`export`); with `shm`, each array's bytes written into the shared
         region from `shm[0]` on, the leaf then saying where."""
         exported = [self.export(out, req.get("operators", False)) for out in outs]
@@ -350,7 +367,7 @@ class Harness:
                 leaf["data"] = leaf["data"] if ref is None else ref
         return exported
 
-    def _generated(self, gen: dict[str, Any]) -> list[Any]:
+    def _generated(self, gen: Generate) -> list[Any]:
         """The round's calls' arguments made on the device: the grader's program (a `jax.export`
         artifact, compiled once per process) run on the round's key, its outputs put where the
         calls' templates hold `wire.Generated`, as typed keys where they say so."""
@@ -399,18 +416,18 @@ class Harness:
                 self.committers[shapes] = self.committer.lower(data, self.np.uint32(0)).compile()
         return self.committers[shapes]
 
-    def op_keep(self, req: dict[str, Any]) -> dict[str, Any]:
+    def op_keep(self, req: Request) -> dict[str, Any]:
         """Keep the last committed round's outputs for `fetch` (the grader's best round so far),
         in place of those kept before."""
         self.kept = self.last
         return {}
 
-    def op_fetch(self, req: dict[str, Any]) -> dict[str, Any]:
+    def op_fetch(self, req: FetchRequest) -> dict[str, Any]:
         """The outputs of the kept round (`keep`), sent after its window; the grader holds them to
         the digest that round's reply carried."""
         return {"outs": self._exported(self.kept, req)}
 
-    def op_round(self, req: dict[str, Any]) -> dict[str, Any]:
+    def op_round(self, req: RoundRequest) -> dict[str, Any]:
         """A round computed untimed (the reference's, on the CPU: what a student's timed round is
         verified against): every call's outputs, and with `generate` the digest of the inputs
         made (under `salt`), which must equal the device's for the same key."""
@@ -422,7 +439,7 @@ class Harness:
         outs = [self.block(fn(*args)) for args in calls]
         return {"outs": self._exported(outs, req), **reply}
 
-    def op_inputs(self, req: dict[str, Any]) -> dict[str, Any]:
+    def op_inputs(self, req: InputsRequest) -> dict[str, Any]:
         """The digest of a round's generated inputs (its program run again on its key, under
         `salt`), untimed: the trusted device worker's, to compare with the CPU's."""
         self._generated(req["generate"])
@@ -436,7 +453,7 @@ class Harness:
             raise RuntimeError("the grader sent a workload in shared memory, but this worker has no region")
         return self._shm
 
-    def op_trace(self, req: dict[str, Any]) -> dict[str, Any]:
+    def op_trace(self, req: TraceRequest) -> dict[str, Any]:
         """Jit a function and export the jitted call from argument specs: shapes and dtypes,
         never values.
 
@@ -497,7 +514,7 @@ class Harness:
                     "(remove it from static_argnums / static_argnames)"
                 )
 
-    def op_analyse(self, req: dict[str, Any]) -> dict[str, Any]:
+    def op_analyse(self, req: AnalyseRequest) -> dict[str, Any]:
         """Analyse an exported program and run it on `args` (sent to trusted workers only: the
         analysis worker for a student's program, the reference's for its own).
 
@@ -514,7 +531,7 @@ class Harness:
             reply["shardings"] = [describe_sharding(leaf) for leaf in self.flatten(out)[0]]
         return reply
 
-    def op_prepare(self, req: dict[str, Any]) -> dict[str, Any]:
+    def op_prepare(self, req: FunctionRequest) -> dict[str, Any]:
         """Set up a stream of calls for `step`: the function jitted once and JAX's caches
         cleared (a function the student jitted included), so that the calls that trace are the
         first of each new input shape. No call's arguments come with it: each comes with its
@@ -523,7 +540,7 @@ class Harness:
         self.clear_caches()
         return {}
 
-    def op_step(self, req: dict[str, Any]) -> dict[str, Any]:
+    def op_step(self, req: StepRequest) -> dict[str, Any]:
         """Run one call of the prepared stream on `args`, sent with this request: putting them
         on the device is part of the call, inside the grader's window (a replay sends them
         again: a call may donate its buffers). What it prints goes to this process's stdout,
@@ -718,10 +735,11 @@ def serve(rfd: int, wfd: int, harness: Harness) -> None:
             return
         if req["op"] == "bye":
             _leave()
-        handler = getattr(harness, f"op_{req['op']}")
-        harness.cache.for_op(req["op"])
         try:
-            reply = {"ok": True, **handler(req)}
+            if req["op"] not in OPS:
+                raise ValueError(f"no such request: {req['op']!r}")
+            harness.cache.for_op(req["op"])
+            reply = {"ok": True, **getattr(harness, f"op_{req['op']}")(req)}
         except BaseException as exc:  # noqa: BLE001 - student code may raise anything, SystemExit too
             reply = {"ok": False, "error": describe(exc, harness.module_path)}
         wire.write_frame(wfd, reply)

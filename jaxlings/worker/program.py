@@ -53,7 +53,7 @@ HEADER_LIMIT = 8192  # bytes of JSON header accepted
 # in 18 s on one core here (the old design paid the same in the student's process).
 MAX_OPS = 20000
 COMPILED_KEPT = 4  # compiled programs kept, so that the same artifact at new values compiles once
-_COMPILED: OrderedDict[tuple, tuple[Any, dict]] = OrderedDict()
+_COMPILED: OrderedDict[tuple[Any, ...], tuple[Any, dict[str, Any]]] = OrderedDict()
 
 CALLBACK_MESSAGE = (
     "the jitted function calls back to the host (pure_callback/io_callback/debug.callback/debug.print): "
@@ -156,7 +156,7 @@ class ProgramRefused(Exception):
 # -- the student's side ----------------------------------------------------------------------
 
 
-def export(jitted: Any, args: tuple, platforms: list[str] | None = None) -> bytes:
+def export(jitted: Any, args: tuple[Any, ...], platforms: list[str] | None = None) -> bytes:
     """The jitted call `jitted(*args)` as an exported program (header + `Exported.serialize()`).
 
     `jitted` is a `jax.jit` object; `args` may be values or `jax.ShapeDtypeStruct`s (the
@@ -214,7 +214,9 @@ def _static_positions(jitted: Any, n: int) -> list[int] | None:
 # -- the trusted side ------------------------------------------------------------------------
 
 
-def analyse(blob: bytes, args: tuple, max_ops: int = MAX_OPS, shingles: bool = False) -> tuple[dict, Any]:
+def analyse(
+    blob: bytes, args: tuple[Any, ...], max_ops: int = MAX_OPS, shingles: bool = False
+) -> tuple[dict[str, Any], Any]:
     """Facts about the exported program `blob`, and its outputs on `args` (run here).
 
     `args` are the call's arguments as the worker built them (a sample of the shapes the
@@ -439,7 +441,7 @@ def _mesh_for(exp: Any) -> Any:
     return jax.set_mesh(mesh)
 
 
-def _split(blob: bytes) -> tuple[dict, bytes]:
+def _split(blob: bytes) -> tuple[dict[str, Any], bytes]:
     """The header (`static` positions or None, and `out_tree` for flattened outputs) and the
     exported bytes. The header is untrusted: it only says how to call the program."""
     blob = bytes(blob)
@@ -468,7 +470,7 @@ def _first_lines(exc: BaseException) -> str:
 # -- walking the module ----------------------------------------------------------------------
 
 
-def inspect_module(text: str, shingles: bool = False) -> dict:
+def inspect_module(text: str, shingles: bool = False) -> dict[str, Any]:
     """Count the operations of a StableHLO module (text) and refuse what will not be run.
 
     Walks every function and every region with JAX's MLIR bindings. Raises ProgramRefused for
@@ -700,7 +702,7 @@ def _symbol(op: Any, attr: str) -> str:
     return text.lstrip("@").strip('"')
 
 
-def _inlined(entry: str, direct: Counter, callees: dict[str, list[str]], defined: set[str]) -> int:
+def _inlined(entry: str, direct: Counter[str], callees: dict[str, list[str]], defined: set[str]) -> int:
     """Operations of `entry` with every call replaced by its callee's, recursively."""
     size: dict[str, int] = {}
     active: set[str] = set()
@@ -794,7 +796,7 @@ def _scatter_kind(op: Any) -> str:
 # -- the compiled program --------------------------------------------------------------------
 
 
-def compiled_facts(compiled: Any) -> dict:
+def compiled_facts(compiled: Any) -> dict[str, Any]:
     """Facts of a program compiled here: HLO lines, collectives, loops, XLA's cost and memory
     analyses."""
     hlo = compiled.as_text() or ""
@@ -839,7 +841,7 @@ def _memory(compiled: Any) -> dict[str, int]:
 # -- matching the arguments to the program's inputs ------------------------------------------
 
 
-def _inputs_for(exp: Any, args: tuple, static: list[int] | None) -> tuple:
+def _inputs_for(exp: Any, args: tuple[Any, ...], static: list[int] | None) -> tuple[Any, ...]:
     """The arguments the exported program takes: `args` less the static ones, checked leaf by
     leaf against the program's `in_tree` and `in_avals`."""
     import jax

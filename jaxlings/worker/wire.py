@@ -281,7 +281,7 @@ def read_frame(
     watch_fd: int | None = None,
     max_header: int | None = None,
     why: str = "",
-    sizes: list | None = None,
+    sizes: list[tuple[int, int]] | None = None,
     **decode_kw: Any,
 ) -> Any:
     """Receive one message; `deadline` is a `time.monotonic()` instant, None waits forever.

@@ -1,4 +1,4 @@
-"""Checks as typed objects (`jaxlings.grading.checks.base`): a spec's mistakes fail when it is built,
+"""Checks as typed objects (`jaxlings.grading.check`): a spec's mistakes fail when it is built,
 with a message naming the check and the field (and, through the topic loader, the topic and the
 exercise); the engine orders checks by what they require; a new check is one class."""
 

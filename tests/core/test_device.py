@@ -20,8 +20,8 @@ from hypothesis.extra import numpy as hnp
 
 from helpers.grading import TEST_LIMITS
 from jaxlings.grading import device, topics, workloads
+from jaxlings.grading.check import SpecError
 from jaxlings.grading.checks import Correct, Speed
-from jaxlings.grading.checks.base import SpecError
 from jaxlings.grading.spec import Case, Exercise
 from jaxlings.isolation import WorkerDied, WorkerProcess
 from jaxlings.worker import commit

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from helpers.grading import SOLUTIONS, check_dir, verdicts, write_submission
 from jaxlings import public
 from jaxlings.course import expectations
-from jaxlings.grading import answers, topics
+from jaxlings.grading import answers, spec, topics
 from jaxlings.grading.answers import Recording, Replay
 from jaxlings.grading.engine import grade
 from jaxlings.grading.spec import Case
@@ -36,7 +36,7 @@ def test_public_specs_hold_no_samplers_and_no_edge_cases(name):
     for ex, pub in zip(full.exercises, shown.exercises):
         assert (pub.name, pub.checks, pub.hints, pub.rtol, pub.atol) == (ex.name, ex.checks, ex.hints, ex.rtol, ex.atol)
         assert pub.edge_cases == ()
-        with pytest.raises(public.PublicDataError, match="not published"):
+        with pytest.raises(spec.NotPublished, match="not published"):
             pub.sample(np.random.default_rng(0), 3)
 
 

@@ -159,7 +159,7 @@ def changed_by(package_copy, path: str, change) -> set[str]:
 def test_a_check_records_again_only_the_topics_whose_exercises_use_it(package_copy):
     """What adding a check kind for one topic takes (a new module of `checks/`, the topic's spec
     using it) records that topic again and no other; the checks' common base records all."""
-    new_kind = '"""A new kind of check."""\n\nfrom jaxlings.grading.checks.base import Check\n\nPOINTS = 1\n'
+    new_kind = '"""A new kind of check."""\n\nfrom jaxlings.grading.check import Check\n\nPOINTS = 1\n'
     assert changed_by(package_copy, "grading/checks/a_new_kind.py", lambda _: new_kind) == set()
     assert changed_by(package_copy, "specs/sharding.py", lambda text: text + "\nUSES_THE_NEW_KIND = 1\n") == {
         "sharding"
@@ -171,9 +171,7 @@ def test_a_check_records_again_only_the_topics_whose_exercises_use_it(package_co
         "training",
     }
     assert changed_by(package_copy, "grading/checks/vocabulary.py", lambda text: text + "\nCHANGED = 1\n") == set()
-    assert changed_by(package_copy, "grading/checks/base.py", lambda text: text + "\nCHANGED = 1\n") == set(
-        topics.ORDER
-    )
+    assert changed_by(package_copy, "grading/check.py", lambda text: text + "\nCHANGED = 1\n") == set(topics.ORDER)
 
 
 def test_a_file_that_does_not_parse_is_named(copies):

@@ -29,8 +29,8 @@ import pytest
 from helpers.grading import ROOT, grade_dir, module_source, needs_bwrap
 from jaxlings.grading import replies, results
 from jaxlings.grading.compare import mismatch
+from jaxlings.grading.replies import format_error
 from jaxlings.grading.results import MAX_MESSAGE, Outcome
-from jaxlings.grading.session import format_error
 from jaxlings.worker import wire
 
 ISOLATE = True

@@ -1,4 +1,4 @@
-"""The checks: one module each, each a typed `Check` class (see `jaxlings.grading.checks.base`).
+"""The checks: one module each, each a typed `Check` class (see `jaxlings.grading.check`).
 
 A topic's spec configures them per exercise as instances, e.g.
 `checks=(Correct(2), Jit(1, requirements=(...)), Speed(2, size={...}), KeyReuse())`. The class
@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from jaxlings.grading.checks.base import KINDS, Check, SpecError, ordered, waiting_for
+from jaxlings.grading.check import KINDS, Check, SpecError, ordered, waiting_for
 from jaxlings.grading.checks.compiles import Compiles
 from jaxlings.grading.checks.correct import Correct
 from jaxlings.grading.checks.grad import Grad

@@ -66,7 +66,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from jaxlings.grading.checks.base import Check
+from jaxlings.grading.check import Check
 from jaxlings.grading.compare import mismatch, shapes
 from jaxlings.grading.context import CheckContext, Side, StudentError
 from jaxlings.grading.results import Outcome
@@ -79,7 +79,7 @@ FALLBACK_THRESHOLD = 0.005  # seconds, where the reference gives no cached or no
 WEIGHT_SLACK = 1.25  # of the allowance, for the counted calls' weight in reference compilations (`budget`)
 
 
-def reference_steps(side: Side, setup: dict, cases: list[Case]) -> dict:
+def reference_steps(side: Side, setup: dict[str, Any], cases: list[Case]) -> dict[str, Any]:
     """The reference's stream, prepared (`setup`: no arguments) and run call by call: {"outs",
     "counts" (as its worker reports them: truthful), "seconds" (per call), "clock"}. Its outputs
     are kept: every student call is compared with them as it arrives."""
@@ -94,14 +94,14 @@ def reference_steps(side: Side, setup: dict, cases: list[Case]) -> dict:
     return {"outs": outs, "counts": counts, "seconds": seconds, "clock": "wall" if "wall" in clocks else "cpu"}
 
 
-def split(ref: dict) -> tuple[list[float], list[float]]:
+def split(ref: dict[str, Any]) -> tuple[list[float], list[float]]:
     """The seconds of the reference's calls that compiled, and of those that did not."""
     compiling = [t for t, (c, _) in zip(ref["seconds"], ref["counts"]) if c > 0]
     cached = [t for t, (c, _) in zip(ref["seconds"], ref["counts"]) if c == 0]
     return compiling, cached
 
 
-def thresholds(ref: dict) -> tuple[float, float]:
+def thresholds(ref: dict[str, Any]) -> tuple[float, float]:
     """(`drop`, `steady`): how much longer than its replay a call's first run must take, and
     how long a replay alone, to count as a compilation; from the reference's calls."""
     compiling, cached = split(ref)
@@ -120,7 +120,7 @@ def counted(first: list[float], replay: dict[int, float], drop: float, steady: f
     return [i for i, t1 in enumerate(first) if t1 > drop and (t1 - replay[i] > drop or replay[i] > steady)]
 
 
-def compile_seconds(ref: dict) -> list[float | None]:
+def compile_seconds(ref: dict[str, Any]) -> list[float | None]:
     """What compiling cost the reference on each call of the stream, None where it compiled
     nothing: the call's time less its cached calls' median (its cached baseline)."""
     _, cached = split(ref)
@@ -129,7 +129,7 @@ def compile_seconds(ref: dict) -> list[float | None]:
 
 
 def weighed(
-    first: list[float], replay: dict[int, float], compiling: list[int], steady: float, ref: dict
+    first: list[float], replay: dict[int, float], compiling: list[int], steady: float, ref: dict[str, Any]
 ) -> dict[int, float]:
     """Each counted call (`counted`) weighed in the reference's compilations: what compiling cost
     it (its first run's excess over its replay, or the whole first run where the replay took
@@ -160,7 +160,9 @@ def budget(max_compiles: int, forgiven: int) -> float:
     return WEIGHT_SLACK * max_compiles + forgiven / 2
 
 
-def student_steps(ctx: CheckContext, setup: dict, cases: list[Case], expected: list, drop: float) -> dict | str:
+def student_steps(
+    ctx: CheckContext, setup: dict[str, Any], cases: list[Case], expected: list[dict[str, Any]], drop: float
+) -> dict[str, Any] | str:
     """The student's stream, judged on arrival: each call's output is compared with the
     reference's as soon as it comes back and then dropped; after the stream, every call slower
     than `drop` runs again (its arguments sent again: a call may donate them), compared too.
@@ -232,14 +234,14 @@ class Compiles(Check):
             "function whose operations compile one by one, without jit, fails)."
         )
 
-    def reference_stream(self, ctx: CheckContext) -> tuple[list[Case], dict, dict]:
+    def reference_stream(self, ctx: CheckContext) -> tuple[list[Case], dict[str, Any], dict[str, Any]]:
         """The stream's calls, their setup, and the reference's run of it (`reference_steps`):
         live, recorded, or measured ahead on the device (`prefetch`)."""
         ex = ctx.exercise
         cases = ctx.draw("compiles", lambda rng: self.make(rng, self.calls))
         setup = {"fn": ex.name, "jit": self.jit, "static_argnums": ex.static_argnums}
 
-        def reference() -> dict:
+        def reference() -> dict[str, Any]:
             with ctx.reference.alone():
                 return reference_steps(ctx.reference, setup, cases)
 
@@ -267,7 +269,14 @@ class Compiles(Check):
         return self.verdict(cases, ref, got, drop, steady, weigh=not ctx.public)
 
     def verdict(
-        self, cases: list[Case], ref: dict, got: dict, drop: float, steady: float, *, weigh: bool = True
+        self,
+        cases: list[Case],
+        ref: dict[str, Any],
+        got: dict[str, Any],
+        drop: float,
+        steady: float,
+        *,
+        weigh: bool = True,
     ) -> Outcome:
         """The three counts against their allowances (see the module docstring); `weigh=False`
         (a public run) reports the weight without judging it."""

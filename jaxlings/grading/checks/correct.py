@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from jaxlings.grading.check import Check
 from jaxlings.grading.checks import key_reuse
-from jaxlings.grading.checks.base import Check
 from jaxlings.grading.compare import mismatch, shapes
 from jaxlings.grading.context import CheckContext, StudentError
 from jaxlings.grading.results import Outcome

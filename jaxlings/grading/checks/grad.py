@@ -11,11 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from jaxlings.grading.checks.base import Check
+from jaxlings.grading.check import Check
 from jaxlings.grading.compare import mismatch, shapes
 from jaxlings.grading.context import CheckContext, StudentError, reference_call
 from jaxlings.grading.results import Outcome
 from jaxlings.grading.spec import Exercise
+from jaxlings.worker import messages
 
 if TYPE_CHECKING:
     from jaxlings.grading.checks.vocabulary import Words
@@ -43,7 +44,7 @@ class Grad(Check):
 
     def run(self, ctx: CheckContext) -> Outcome:
         ex = ctx.exercise
-        transforms = [["grad", {"argnums": list(self.argnums)}]]
+        transforms = [messages.grad(self.argnums)]
         for case in ctx.cases:
             expected = ctx.reference_output(args=case.args, fn=ex.name, transforms=transforms, **reference_call(ex))
             try:

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from jaxlings.grading.checks.base import Check, SpecError
+from jaxlings.grading.check import Check, SpecError
 from jaxlings.grading.compare import mismatch, shapes
 from jaxlings.grading.context import CheckContext, Facts, StudentError
 from jaxlings.grading.requirements import DEFAULT_JIT_REQUIREMENTS, Requirement, judge_all
 from jaxlings.grading.results import Outcome
-from jaxlings.grading.spec import Exercise
+from jaxlings.grading.spec import Exercise, NotPublished
 
 if TYPE_CHECKING:
     from jaxlings.grading.checks.vocabulary import Words
@@ -83,12 +83,10 @@ class Jit(Check):
         return f"{head}; {exported}: {words.requirements(DEFAULT_JIT_REQUIREMENTS + self.requirements)}."
 
     def fits(self, exercise: Exercise) -> None:
-        from jaxlings.public import PublicDataError
-
         if self.static_values:
             try:
                 _exported_static(exercise)
-            except PublicDataError:  # a public spec: its samplers are not published; the build checked them
+            except NotPublished:  # a public spec: its samplers are not published; the build checked them
                 pass
 
     def run(self, ctx: CheckContext) -> Outcome:
@@ -141,7 +139,7 @@ def _exported_static(ex: Exercise, draws: int = 4) -> tuple[Any, ...]:
     return seen.pop()
 
 
-def trace_request(ctx: CheckContext) -> dict:
+def trace_request(ctx: CheckContext) -> dict[str, Any]:
     """The trusted samples of an exercise's `trace` request: two of its largest size (where an
     unrolled loop shows most), the second keeping the first's static arguments so that only
     values change, and one of its smallest size. Drawn for this request and never shown to the
@@ -177,7 +175,7 @@ def trace_facts(ctx: CheckContext) -> tuple[Facts, Facts]:
     return ctx.findings.traced
 
 
-def judged(requirements: tuple, facts: dict, ref: dict) -> tuple[list[str], list[str]]:
+def judged(requirements: tuple[Requirement, ...], facts: Facts, ref: Facts) -> tuple[list[str], list[str]]:
     """(problems that cost the points, advisory notes): trusted requirements decide, the others
     (facts the student's process reports about itself) only advise."""
     trusted = tuple(r for r in requirements if getattr(r, "trusted", True))

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from jaxlings.grading.checks.base import Check
+from jaxlings.grading.check import Check
 from jaxlings.grading.checks.jit import trace_facts
 from jaxlings.grading.compare import shapes
 from jaxlings.grading.context import CheckContext, KeyProbe, StudentError
@@ -124,7 +124,7 @@ ERROR = re.compile(
     r"(?: \(the key was first used at (?P<first>line \d+: .*?)\))?(?: \(at (?P<at>line \d+: .*)\))?",
     re.S,
 )
-"""A KeyReuseError as the student's worker reports it (`harness.describe`, `session.format_error`):
+"""A KeyReuseError as the student's worker reports it (`harness.describe`, `replies.format_error`):
 JAX's first line, its docs link, where the key was first used, and the student's line."""
 
 KEY_ARG = re.compile(r"random\.\w+\(\s*([A-Za-z_][\w.]*(?:\[[^\]]*\])?)")

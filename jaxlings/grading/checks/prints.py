@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from jaxlings.grading.checks.base import Check
+from jaxlings.grading.check import Check
 from jaxlings.grading.compare import mismatch, shapes
 from jaxlings.grading.context import CheckContext, Side, StudentError
 from jaxlings.grading.results import Outcome
@@ -109,7 +109,7 @@ class Prints(Check):
         )
 
 
-def reference_stream(side: Side, setup: dict, cases: list[Case]) -> dict:
+def reference_stream(side: Side, setup: dict[str, Any], cases: list[Case]) -> dict[str, list[Any]]:
     """The reference's stream, kept whole (every student call is compared with it as it
     arrives): {"outs", "counts", "printed"}."""
     steps = list(side.printed_steps(setup, cases))

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from jaxlings.grading.checks.base import Check
+from jaxlings.grading.check import Check
 from jaxlings.grading.compare import output_name, shapes
 from jaxlings.grading.context import CheckContext, StudentError
 from jaxlings.grading.results import Outcome
@@ -50,7 +50,7 @@ class Sharding(Check):
 
     def run(self, ctx: CheckContext) -> Outcome:
         ex = ctx.exercise
-        got: list[dict] = []
+        got: list[dict[str, Any]] = []
         cases = samples(ctx)
         for case in cases:
             try:
@@ -79,7 +79,7 @@ def samples(ctx: CheckContext) -> list[Case]:
     return [Case(c.args, f"a new random case of size {size}") for c, size in zip(drawn, ex.sizes)]
 
 
-def _blocks(s: dict) -> object:
+def _blocks(s: dict[str, Any]) -> object:
     """A layout without its axis names: the number of blocks each dimension is split into (the
     product of the sizes of the mesh axes its PartitionSpec entry names), with replication and
     the number of devices; a layout without a PartitionSpec as described."""
@@ -96,7 +96,7 @@ def _blocks(s: dict) -> object:
     return {"splits": splits, "replicated": s.get("replicated"), "devices": s.get("devices")}
 
 
-def _describe(s: dict) -> str:
+def _describe(s: dict[str, Any]) -> str:
     if s.get("spec") is None:
         return (
             f"{s['kind']} ({'replicated' if s.get('replicated') else 'not replicated'}) on {s.get('devices')} devices"

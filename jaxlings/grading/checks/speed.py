@@ -23,12 +23,12 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from jaxlings.grading import workloads
-from jaxlings.grading.checks.base import Check, SpecError
+from jaxlings.grading.check import Check, SpecError
 from jaxlings.grading.compare import mismatch
 from jaxlings.grading.context import CallFailed, CheckContext, GraderError, StudentError, Timed, WorkerDied
 from jaxlings.grading.results import Outcome
@@ -192,12 +192,12 @@ class Speed(Check):
         """Whether this run's rounds make their inputs on the device (`Device.generates`)."""
         return self.generate is not None and ctx.device is not None and ctx.device.generates
 
-    def round_inputs(self, ctx: CheckContext, size: int) -> dict:
+    def round_inputs(self, ctx: CheckContext, size: int) -> dict[str, Any]:
         """The next round's inputs, drawn from the run's secret: the key of a generated workload,
         or its cases; and the salt of its outputs' digest."""
         ex = ctx.exercise
 
-        def make(rng: np.random.Generator) -> dict:
+        def make(rng: np.random.Generator) -> dict[str, Any]:
             salt = int(rng.integers(0, 1 << 32))
             if self.generated(ctx):
                 return {"key": rng.integers(0, 1 << 32, 2, dtype=np.uint32), "salt": salt}
@@ -205,14 +205,14 @@ class Speed(Check):
 
         return ctx.draw("device round", make)
 
-    def round_request(self, ctx: CheckContext, drawn: dict, size: int) -> dict:
+    def round_request(self, ctx: CheckContext, drawn: dict[str, Any], size: int) -> dict[str, Any]:
         """A round's inputs as its request carries them: the generator's program and the key, or the cases."""
         if not self.generated(ctx):
             return {"cases": drawn["cases"]}
         assert ctx.device is not None and self.generate is not None
         return {"generate": workloads.export(self.generate, size, ctx.device.platforms).request(drawn["key"])}
 
-    def reference_rounds(self, ctx: CheckContext) -> dict:
+    def reference_rounds(self, ctx: CheckContext) -> dict[str, Any]:
         """The reference's rounds on the device, the first a warm-up, then at least `min_reps`
         and more while the rounds past the warm-up, whole, stay under `budget` (up to
         `max_reps`): each round's wall and CPU seconds and, for a generated workload, the digest
@@ -223,7 +223,7 @@ class Speed(Check):
         (benchmarks/results/2026-12-06-tpu-v5e-grading-3.md)."""
         ex, size = ctx.exercise, self.size_for(ctx.backend)
 
-        def compute() -> dict:
+        def compute() -> dict[str, Any]:
             started = warm = time.monotonic()
             seconds: list[float] = []
             cpu: list[float | None] = []
@@ -277,7 +277,7 @@ class Speed(Check):
         ref = self.reference_rounds(ctx)
         ref_times = [Timed(s, c, []) for s, c in zip(ref["seconds"][1:], ref["cpu_seconds"][1:])]
         stu_times: list[Timed] = []
-        best: tuple[int, dict, Timed] | None = None
+        best: tuple[int, dict[str, Any], Timed] | None = None
         limit = WARMUP_TIMEOUT
         started = time.monotonic()
         try:
@@ -322,7 +322,7 @@ class Speed(Check):
         return verdict(self, ref_times, stu_times, size, backend, "generated" if self.generated(ctx) else "device")
 
     @staticmethod
-    def _bound(outs: list, best: tuple[int, dict, Timed]) -> str | None:
+    def _bound(outs: list[dict[str, Any]], best: tuple[int, dict[str, Any], Timed]) -> str | None:
         """What is wrong where the fetched outputs are not those the best round's reply committed
         to inside its window (their digest differs), else None."""
         _, drawn, t = best
@@ -338,7 +338,12 @@ class Speed(Check):
         )
 
     def _against_reference(
-        self, ctx: CheckContext, best: tuple[int, dict, Timed], outs: list, ref: dict, size: int
+        self,
+        ctx: CheckContext,
+        best: tuple[int, dict[str, Any], Timed],
+        outs: list[dict[str, Any]],
+        ref: dict[str, Any],
+        size: int,
     ) -> str | None:
         """The student's best round against the reference's outputs on the same inputs, computed
         on the host's CPU (a generated workload made there too: its inputs' digest must equal

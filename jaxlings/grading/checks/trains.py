@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from jaxlings.grading import words
-from jaxlings.grading.checks.base import Check
+from jaxlings.grading.check import Check
 from jaxlings.grading.checks.vmc import student_run
 from jaxlings.grading.context import REFERENCE_TIMEOUT, CallFailed, CheckContext, GraderError, WorkerDied
 from jaxlings.grading.results import Outcome
@@ -118,7 +118,9 @@ def expected_structure(layers: tuple[str, ...]) -> str:
     return f"PyTreeDef({{{inner}}})"
 
 
-def layers_of(out: dict, layers: tuple[str, ...], n_in: int, n_out: int) -> tuple[list | None, str | None]:
+def layers_of(
+    out: dict[str, Any], layers: tuple[str, ...], n_in: int, n_out: int
+) -> tuple[list[tuple[np.ndarray, np.ndarray]] | None, str | None]:
     """[(kernel, bias), ...] in `layers` order from an exported output; or why not."""
     structure = expected_structure(layers)
     if out["treedef"] != structure:
@@ -147,7 +149,7 @@ def layers_of(out: dict, layers: tuple[str, ...], n_in: int, n_out: int) -> tupl
     return pairs, None
 
 
-def mlp_loss(pairs: list, x: np.ndarray, y: np.ndarray) -> float:
+def mlp_loss(pairs: list[tuple[np.ndarray, np.ndarray]], x: np.ndarray, y: np.ndarray) -> float:
     """Mean squared error, over every entry, of the network `pairs` on (x, y), in float64."""
     h = np.asarray(x, np.float64)
     for i, (kernel, bias) in enumerate(pairs):
@@ -159,7 +161,11 @@ def mlp_loss(pairs: list, x: np.ndarray, y: np.ndarray) -> float:
     return loss if np.isfinite(loss) else float("inf")
 
 
-def drift(pairs: list, ref_pairs: list, initial: list) -> float:
+def drift(
+    pairs: list[tuple[np.ndarray, np.ndarray]],
+    ref_pairs: list[tuple[np.ndarray, np.ndarray]],
+    initial: list[tuple[np.ndarray, np.ndarray]],
+) -> float:
     """How far `pairs` lie from the reference's trained parameters `ref_pairs`, as a fraction of the
     distance the reference's travelled from `initial` (Euclidean, over every parameter, float64):
     0 on the reference's trajectory's end, 1 for the initial parameters themselves."""
@@ -173,7 +179,7 @@ def drift(pairs: list, ref_pairs: list, initial: list) -> float:
     return float(off / travelled) if travelled > 0 else (0.0 if off == 0 else float("inf"))
 
 
-def _initial(params: dict, layers: tuple[str, ...]) -> list:
+def _initial(params: dict[str, Any], layers: tuple[str, ...]) -> list[tuple[np.ndarray, np.ndarray]]:
     return [(params[name]["kernel"], params[name]["bias"]) for name in layers]
 
 
@@ -292,7 +298,7 @@ def train_runs(opts: Trains, ctx: CheckContext) -> Outcome:
     )
 
 
-def _what(args: tuple, opts: Trains) -> str:
+def _what(args: tuple[Any, ...], opts: Trains) -> str:
     x, y = np.asarray(args[opts.x_arg]), np.asarray(args[opts.y_arg])
     rest = [
         str(a)
@@ -304,7 +310,7 @@ def _what(args: tuple, opts: Trains) -> str:
     return f"x {x.dtype}{list(x.shape)}, y {y.dtype}{list(y.shape)}" + (f", {', '.join(rest)}" if rest else "")
 
 
-def _shapes(pairs: list) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+def _shapes(pairs: list[tuple[np.ndarray, np.ndarray]]) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
     return [(tuple(kernel.shape), tuple(bias.shape)) for kernel, bias in pairs]
 
 
@@ -312,11 +318,11 @@ def _listed(values: Sequence[float | None]) -> str:
     return ", ".join("inf" if v is None else f"{v:.3g}" for v in values)
 
 
-def _reference_run(ctx: CheckContext, case: Case, which: str) -> dict:
+def _reference_run(ctx: CheckContext, case: Case, which: str) -> dict[str, Any]:
     """The reference's run on `case`: its output and wall time (live, or recorded)."""
     fn = ctx.exercise.name
 
-    def compute() -> dict:
+    def compute() -> dict[str, Any]:
         try:
             ref = ctx.reference.timed(fn, [case], jit=False, timeout=REFERENCE_TIMEOUT)
         except (WorkerDied, CallFailed) as exc:

@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from jaxlings.grading.checks.base import Check, SpecError
+from jaxlings.grading.check import Check, SpecError
 from jaxlings.grading.checks.jit import judged, with_notes
 from jaxlings.grading.context import CheckContext, StudentError
 from jaxlings.grading.requirements import Requirement
 from jaxlings.grading.results import Outcome
 from jaxlings.grading.spec import Case, Exercise
+from jaxlings.worker import messages
 
 if TYPE_CHECKING:
     from jaxlings.grading.checks.vocabulary import Words
@@ -67,7 +68,7 @@ class Vmap(Check):
     def run(self, ctx: CheckContext) -> Outcome:
         ex = ctx.exercise
         case = self.batched_case(ctx, "vmap")
-        request = {"fn": ex.name, "transforms": [["vmap", {"in_axes": list(self.in_axes)}]]}
+        request = {"fn": ex.name, "transforms": [messages.vmap(self.in_axes)]}
         try:
             problem = ctx.compare_call(case.args, ex.rtol, ex.atol, ex.outputs, **request)
         except StudentError as exc:

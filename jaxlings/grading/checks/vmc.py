@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from jaxlings.grading.checks.base import Check
+from jaxlings.grading.check import Check
 from jaxlings.grading.checks.speed import band_score, clock_for
 from jaxlings.grading.context import (
     REFERENCE_TIMEOUT,
@@ -131,7 +131,7 @@ class Vmc(Check):
         stus: list[Timed] = []
         errors: list[float] = []
         ref_errors: list[float] = []
-        instances: list[list] = []  # (n, h, J) of each judged run
+        instances: list[list[Any]] = []  # (n, h, J) of each judged run
         redrawn = 0
         second_chances: list[str] = []  # the student's runs that missed and were run again on a fresh case
         instance = _instance(ctx, self)
@@ -245,7 +245,9 @@ def rbm_energy(visible: np.ndarray, hidden: np.ndarray, kernel: np.ndarray, h: f
     return float(np.real(energy) / np.sum(weight))
 
 
-def rbm_of(out: dict, structure: str, n: int) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray] | None, str | None]:
+def rbm_of(
+    out: dict[str, Any], structure: str, n: int
+) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray] | None, str | None]:
     """(visible, hidden, kernel) from an exported output shaped like the reference's RBM
     parameters ({"Dense": {"bias", "kernel"}, "visible_bias"}: leaves in that order) for a ring
     of `n` spins; or why not."""
@@ -353,7 +355,7 @@ def _reference_run(ctx: CheckContext, case: Case, which: str) -> Timed:
     """The reference's timed run on `case` (live, with the student's worker frozen; or recorded)."""
     fn = ctx.exercise.name
 
-    def compute() -> dict:
+    def compute() -> dict[str, Any]:
         try:
             ref = ctx.reference.timed(fn, [case], jit=False, timeout=REFERENCE_TIMEOUT)
         except (WorkerDied, CallFailed) as exc:

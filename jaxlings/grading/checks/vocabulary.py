@@ -9,10 +9,23 @@ lists); the checks see only this protocol, so the grading core never imports the
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from jaxlings.grading.checks.speed import Speed
+from jaxlings.grading.spec import StreamSampler
+
+
+class Workload(Protocol):
+    """What a description reads of a timed workload (`checks.speed.Speed` is one): its size per
+    backend, and the stream of calls it times, if any."""
+
+    @property
+    def stream(self) -> StreamSampler | None:
+        """The calls a round times, in order, or None for one call on the exercise's sample."""
+        ...
+
+    def size_for(self, backend: str) -> int:
+        """The workload's size on `backend` ("cpu", "gpu", "tpu")."""
+        ...
 
 
 class Words(Protocol):
@@ -61,7 +74,7 @@ class Words(Protocol):
         """One sampled case at `size`, by argument: "`x` int32[2**20], `nbins` 256"."""
         ...
 
-    def workload(self, speed: Speed) -> str:
+    def workload(self, speed: Workload) -> str:
         """The speed workload on a CPU, and what differs on an accelerator."""
         ...
 
