@@ -17,6 +17,7 @@ import secrets
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
@@ -174,7 +175,7 @@ def _hub_identity(session: Session, token: str, settings: Settings) -> Identity 
     return Identity(STUDENT, student.id, login)
 
 
-def hub_user(api_url: str, api_token: str, token: str) -> dict | None:
+def hub_user(api_url: str, api_token: str, token: str) -> dict[str, Any] | None:
     """The hub's user model for `token` (None for a token the hub does not know), asked within HUB_TIMEOUT.
 
     HubAuth's own blocking call runs every question in one background thread with aiohttp's

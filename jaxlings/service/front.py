@@ -223,7 +223,7 @@ def check(front: Front) -> None:
         raise ValueError(f"nginx refused its config {front.config}: {_first_error(done.stderr)}")
 
 
-def start(front: Front, timeout: float = 15.0) -> subprocess.Popen:
+def start(front: Front, timeout: float = 15.0) -> subprocess.Popen[bytes]:
     """Start nginx as a child that dies with this process; return once it listens (its pid file is
     written after it binds), or raise a ValueError with its error when it exits first."""
     check(front)
@@ -253,7 +253,7 @@ def start(front: Front, timeout: float = 15.0) -> subprocess.Popen:
     raise ValueError(f"nginx (the front) did not start within {timeout:g} s; see {front.error_log}")
 
 
-def stop(proc: subprocess.Popen, front: Front | None = None) -> None:
+def stop(proc: subprocess.Popen[bytes], front: Front | None = None) -> None:
     """Stop nginx (SIGQUIT: finish the requests in progress), then insist; remove a temporary socket folder."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGQUIT)

@@ -95,7 +95,7 @@ def make_celery(settings: Settings) -> Celery:
     return app
 
 
-def _transport_options(broker: str, send_timeout: float = 3.0) -> dict:
+def _transport_options(broker: str, send_timeout: float = 3.0) -> dict[str, Any]:
     """Redis keeps unacknowledged jobs for an hour; SQLite waits on locks instead of failing; a
     SQL broker on a server gives up connecting after `send_timeout` (kombu caches one engine per
     process, so this holds for sends and the worker's reads alike)."""
@@ -108,7 +108,7 @@ def _transport_options(broker: str, send_timeout: float = 3.0) -> dict:
     return {}
 
 
-def _send_options(settings: Settings) -> dict:
+def _send_options(settings: Settings) -> dict[str, Any]:
     """Transport options of one send: for Redis, socket timeouts so that a broker that accepts a
     connection but never answers costs `send_timeout`, not forever; no retries of its own."""
     options = dict(_transport_options(settings.celery_broker, settings.send_timeout), max_retries=0)
@@ -119,7 +119,7 @@ def _send_options(settings: Settings) -> dict:
     return options
 
 
-def _grade_task(task, submission_id: int) -> dict:
+def _grade_task(task, submission_id: int) -> dict[str, Any]:
     """Celery's entry point: grade one submission (or nothing, if it is done or held).
 
     The database unreachable costs one log line, not a traceback: the row is untouched (or its
@@ -436,7 +436,7 @@ class Heartbeat(threading.Thread):
                 )
 
 
-def grade_submission(settings: Settings, submission_id: int, worker: str) -> dict:
+def grade_submission(settings: Settings, submission_id: int, worker: str) -> dict[str, Any]:
     """Claim, grade in the sandbox with the one engine, store results.json; idempotent.
 
     An exception while grading is a failure on the grading side (a submission's own faults are

@@ -282,7 +282,7 @@ def set_pseudonym(state: AppState, session: Session, who: Identity, text: str | 
     return name
 
 
-def costly(state: AppState, who: Identity) -> contextlib.AbstractContextManager:
+def costly(state: AppState, who: Identity) -> contextlib.AbstractContextManager[None]:
     """Held while a view whose cost grows with what students uploaded is worked out (a
     submission's code, a diff, the similarity report, page or API): at most `pages_at_once`
     per caller (`limits.PerCaller`; past it, 429)."""

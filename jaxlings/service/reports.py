@@ -17,6 +17,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
 
 from jaxlings.service.similarity import Ranking
 
@@ -32,7 +33,7 @@ def key(
     exercises: list[str],
     files: Mapping[str, tuple[int, str]],
     programs: Mapping[str, Mapping[str, frozenset[int]]],
-) -> tuple:
+) -> tuple[Any, ...]:
     """What a report is computed from: the topic, its exercises, each student's counted
     submission (an id names stored content that never changes) and their programs' sketches
     (a regrade may change them)."""
@@ -50,9 +51,9 @@ class Reports:
         self.wait = wait
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="similarity")
         self._lock = threading.Lock()
-        self._kept: OrderedDict[tuple, Future[list[Ranking]]] = OrderedDict()
+        self._kept: OrderedDict[tuple[Any, ...], Future[list[Ranking]]] = OrderedDict()
 
-    def get(self, report_key: tuple, compute: Callable[[], list[Ranking]]) -> list[Ranking] | None:
+    def get(self, report_key: tuple[Any, ...], compute: Callable[[], list[Ranking]]) -> list[Ranking] | None:
         """The report for `report_key`, computed by `compute` (in the background, once), or None
         where it is not done within `wait` seconds. A report whose work failed raises its error
         (and is worked out again next time)."""

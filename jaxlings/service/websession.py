@@ -15,6 +15,7 @@ import datetime as dt
 import hashlib
 import hmac
 import secrets
+from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
@@ -87,6 +88,6 @@ def same(expected: str, given: str | None) -> bool:
     return bool(expected) and isinstance(given, str) and hmac.compare_digest(expected.encode(), given.encode())
 
 
-def cookie_options(settings: Settings) -> dict:
+def cookie_options(settings: Settings) -> dict[str, Any]:
     """How the pages' cookies are set: HttpOnly, SameSite=Strict, on the service's path, Secure on https."""
     return {"httponly": True, "samesite": "strict", "path": settings.base_path or "/", "secure": settings.secure}

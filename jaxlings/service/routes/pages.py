@@ -594,7 +594,7 @@ async def _upload_form(request: Request, limit: int) -> tuple[bytes, str]:
     raw = await read_body(request, limit + 16384)
     delivered = False
 
-    async def replay() -> dict:
+    async def replay() -> dict[str, Any]:
         nonlocal delivered
         if delivered:
             return {"type": "http.disconnect"}
