@@ -5,8 +5,9 @@ also printed in docs/service.md); `grade serve` / `grade worker` flags override 
 the embedded set-up: everything in one data folder, SQLite for the database and for Celery's broker
 and result backend, so that a separate `grade worker` process receives jobs with no server running.
 
-`Settings()` reads this process's environment; `from_env(environ)` reads any environment (a child's,
-a test's) and says what is wrong with a bad value in one line naming its variable.
+`Settings(...)` holds the values given and the defaults, never the environment's: `from_env(environ)`
+is the one reader of an environment (this process's, a child's, a test's), through pydantic-settings'
+source (`Environment`), and says what is wrong with a bad value in one line naming its variable.
 """
 
 from __future__ import annotations
@@ -110,8 +111,8 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """The values given, then the environment's (`Environment`); no .env file, no secrets folder."""
-        return init_settings, Environment(settings_cls)
+        """The values given only: the environment is read by `from_env`, no .env file, no secrets folder."""
+        return (init_settings,)
 
     @field_validator("topics", mode="before")
     @classmethod
@@ -236,13 +237,12 @@ def from_env(environ: Mapping[str, str] | None = None) -> Settings:
     """Settings from the environment (JAXLINGS_*, then JupyterHub's service variables): this
     process's, or `environ`, which is then the only one read. A bad value is a ValueError naming
     its variable."""
-    given = Environment(Settings, environ)()
-    return _checked({name: field.default for name, field in Settings.model_fields.items()} | given)
+    return _checked(Environment(Settings, environ)())
 
 
 def _checked(values: dict[str, Any]) -> Settings:
-    """Settings of every field's value in `values` (so that no environment fills any), or a
-    ValueError saying in one line what is wrong with each bad one."""
+    """Settings of `values` (defaults for the rest), or a ValueError saying in one line what is
+    wrong with each bad one."""
     try:
         return Settings(**values)
     except ValidationError as exc:
