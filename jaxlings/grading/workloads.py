@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxlings.worker import messages
 from jaxlings.worker.wire import Generated
 
 Generate = Callable[[Any, int], Any]
@@ -55,7 +56,7 @@ class Workload:
     program: np.ndarray
     calls: tuple[Any, ...]
 
-    def request(self, key: np.ndarray) -> dict[str, Any]:
+    def request(self, key: np.ndarray) -> messages.Generate:
         """The `generate` field of a round's request for the round's `key` (two uint32 words)."""
         return {"program": self.program, "key": np.asarray(key, np.uint32), "calls": list(self.calls)}
 

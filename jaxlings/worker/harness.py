@@ -374,12 +374,10 @@ class Harness:
         blob = bytes(self.asarray(gen["program"]))
         digest = hashlib.sha256(blob).digest()
         key = self.device_put(self.asarray(gen["key"], dtype="uint32"))
-        if digest not in self.programs:
-            if len(self.programs) >= 8:
-                self.programs.pop(next(iter(self.programs)))
-            with self.cache.for_grader():
-                self.programs[digest] = self.jit(self.deserialize(bytearray(blob)).call).lower(key).compile()
-        outs = self.programs[digest](key)
+        program = self._graders(
+            self.programs, digest, 8, lambda: self.jit(self.deserialize(bytearray(blob)).call).lower(key).compile()
+        )
+        outs = program(key)
 
         def fill(x: Any) -> Any:
             if not isinstance(x, Generated):
@@ -409,12 +407,21 @@ class Harness:
         """The digest compiled for leaves of `data`'s shapes, dtypes and places (the cache on
         for it: `PersistentCache.for_grader`), kept for the process's later rounds."""
         shapes = tuple((x.shape, str(x.dtype), str(x.sharding)) for x in data)
-        if shapes not in self.committers:
-            if len(self.committers) >= 16:
-                self.committers.pop(next(iter(self.committers)))
+        return self._graders(
+            self.committers, shapes, 16, lambda: self.committer.lower(data, self.np.uint32(0)).compile()
+        )
+
+    def _graders(
+        self, kept: dict[Any, Callable[..., Any]], key: Any, most: int, build: Callable[[], Callable[..., Any]]
+    ) -> Callable[..., Any]:
+        """One of the grader's own programs from `kept`, else compiled (`build()`) with the persistent
+        cache on (`PersistentCache.for_grader`) and kept, the oldest of `most` dropped first."""
+        if key not in kept:
+            if len(kept) >= most:
+                kept.pop(next(iter(kept)))
             with self.cache.for_grader():
-                self.committers[shapes] = self.committer.lower(data, self.np.uint32(0)).compile()
-        return self.committers[shapes]
+                kept[key] = build()
+        return kept[key]
 
     def op_keep(self, req: Request) -> dict[str, Any]:
         """Keep the last committed round's outputs for `fetch` (the grader's best round so far),
