@@ -13,6 +13,11 @@ Three surveys, each written to --out as JSON and summarised on stdout:
   doing twice the work (benchmarks/device_check.py's `_slowed`), and for host-input exercises the
   call with its inputs sent from the host. Also whether each generator gives the same bits on
   the device and on the CPU (the digest of its inputs on both).
+  Also what compiling costs there: the function's, the generator's and the digest's programs,
+  each timed from `jit(...).lower(...)` to the compiled executable (`compile_s`,
+  `gen_compile_s`, `digest_compile_s`; `first_s`: the first calls of a function timed as
+  written), since on a TPU a speed check's first round is mostly compiling. `--sizes spec`:
+  each exercise at its own size for the device (`Speed.size`) instead of the candidates.
 - `tolerance`: every exercise of the device topics run by the reference on its public cases and
   two hidden draws, on the device (float32 matmuls at 'highest') and on the CPU (a subprocess),
   and the largest error, absolute, relative, and in units of the exercise's tolerance (and
@@ -65,7 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--open-env", default="TPU_SKIP_MDS_QUERY=1", help="extra variables for the second open run")
     ap.add_argument("--exercises", default="", help="comma-separated TOPIC.EXERCISE for the speed survey")
-    ap.add_argument("--sizes", default="", help="comma-separated sizes to try instead of each exercise's candidates")
+    ap.add_argument(
+        "--sizes", default="", help="comma-separated sizes instead of each exercise's candidates; `spec`: its own"
+    )
     ap.add_argument("--deadline", type=float, default=1e9, help="seconds the tolerance survey's device pass may run")
     ap.add_argument("--cpu-pass", type=Path, help=argparse.SUPPRESS)  # the tolerance survey's CPU half
     args = ap.parse_args(argv)
@@ -86,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     say("device:", jax.devices()[0].device_kind, "jax", jax.__version__, flush=True)
     if "speed" not in skip:
         chosen = set(filter(None, args.exercises.split(",")))
-        sizes = [int(n) for n in args.sizes.split(",") if n]
+        sizes: list[int] | str = args.sizes if args.sizes == "spec" else [int(n) for n in args.sizes.split(",") if n]
         write(args.out / "speed.json", speed(args.reps, chosen, sizes))
     if "tolerance" not in skip:
         write(args.out / "tolerance.json", tolerance(args.out))
@@ -171,7 +178,24 @@ def slowed(module: Any, name: str) -> Any:
     return scope["_slowed"](getattr(module, name), 2)
 
 
-def speed(reps: int, chosen: set[str], sizes_given: list[int] | None = None) -> list[dict[str, Any]]:
+def compiling(fn: Any, *args: Any) -> float:
+    """Wall seconds from tracing a jitted `fn` on `args` to its compiled executable."""
+    t0 = time.perf_counter()
+    fn.lower(*args).compile()
+    return time.perf_counter() - t0
+
+
+def first_call(fn: Any, calls: list[Any]) -> tuple[float, list[Any]]:
+    """Wall seconds of `fn`'s first calls on `calls` (a function timed as written compiles
+    there), and their outputs' leaves."""
+    import jax
+
+    t0 = time.perf_counter()
+    leaves = jax.block_until_ready(jax.tree.leaves([fn(*a) for a in calls]))
+    return time.perf_counter() - t0, leaves
+
+
+def speed(reps: int, chosen: set[str], sizes_given: list[int] | str | None = None) -> list[dict[str, Any]]:
     """The speed survey (see the module docstring)."""
     import jax
     import jax.numpy as jnp
@@ -192,10 +216,11 @@ def speed(reps: int, chosen: set[str], sizes_given: list[int] | None = None) -> 
     for name, candidates in CANDIDATES.items():
         if chosen and name not in chosen:
             continue
-        sizes = sizes_given or candidates
         topic_name, ex_name = name.split(".")
         ex = topics.load(topic_name).exercise(ex_name)
         check = ex.check("speed")
+        spec_sizes = sizes_given == "spec"
+        sizes = [check.size_for(jax.default_backend())] if spec_sizes else (sizes_given or candidates)
         module = reference_module(topic_name)
         fn, twice = getattr(module, ex_name), slowed(module, ex_name)
         if check.jit:
@@ -208,6 +233,7 @@ def speed(reps: int, chosen: set[str], sizes_given: list[int] | None = None) -> 
                     work = workloads.export(check.generate, size, (jax.default_backend(), "cpu"))
                     program = jax.export.deserialize(bytearray(work.program.tobytes()))
                     generate = jax.jit(program.call)
+                    row["gen_compile_s"] = compiling(generate, key_data)
 
                     def calls(outs: list, work: Any = work) -> list:
                         def fill(v: Any) -> Any:
@@ -220,6 +246,9 @@ def speed(reps: int, chosen: set[str], sizes_given: list[int] | None = None) -> 
 
                     outs = generate(key_data)
                     resident = calls(outs)
+                    row["compile_s"] = compiling(fn, *resident[0]) if check.jit else None
+                    row["first_s"], leaves = first_call(fn, calls(generate(key_data)))
+                    row["digest_compile_s"] = compiling(committer, leaves, np.uint32(3))
                     row["gen_ms"] = best(lambda: jax.block_until_ready(generate(key_data)), reps) * 1e3
                     cpu = jax.devices("cpu")[0]
                     cpu_outs = jax.jit(program.call)(jax.device_put(key_data, cpu))
@@ -253,6 +282,9 @@ def speed(reps: int, chosen: set[str], sizes_given: list[int] | None = None) -> 
                         )
 
                     resident = [host_args(c) for c in cases]
+                    row["compile_s"] = compiling(fn, *resident[0]) if check.jit else None
+                    row["first_s"], leaves = first_call(fn, [host_args(c) for c in cases])
+                    row["digest_compile_s"] = compiling(committer, leaves, np.uint32(3))
                     row["call_ms"] = best(lambda: jax.block_until_ready([fn(*a) for a in resident]), reps) * 1e3
                     row["host_round_ms"] = (
                         best(

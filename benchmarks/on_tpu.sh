@@ -4,11 +4,13 @@
 #   bash benchmarks/on_tpu.sh course     # the solutions graded whole, hidden: score, time, leases
 #   bash benchmarks/on_tpu.sh survey     # sizes of the named exercises, then the tolerance survey
 #   bash benchmarks/on_tpu.sh verdicts   # speed verdicts of the reference and of twice its work
+#   bash benchmarks/on_tpu.sh compiles   # what compiling costs there (compile_probe.py, then the
+#                                        # survey at the specs' sizes: each program's compile time)
 # With TOPICS=a,b the course step grades those topics only; with PROFILE=1 every Python process
 # is sampled (benchmarks/sampler/sitecustomize.py: $OUT/samples/<pid>.txt).
 # Each line of progress goes to a file in $OUT as it is said: a step cut at its limit keeps them.
 set -u
-step=${1:?a step: course, survey or verdicts}
+step=${1:?a step: course, survey, verdicts or compiles}
 limit=${2:-500}
 OUT=${OUT:?the output folder of the device machine}
 if [ -d /tmp/site ]; then  # a warm machine keeps /tmp between calls: the wheels are there already
@@ -40,6 +42,11 @@ sys.argv[0] = "grade"; main()' "$OUT/course.steps" grade solutions --device tpu 
   verdicts)
     timeout "$limit" python3 -u benchmarks/device_check.py --device tpu --gradings "${GRADINGS:-5}" \
       --versions reference,x2 --no-course --json "$OUT/verdicts.json" > "$OUT/verdicts.log" 2>&1 ;;
+  compiles)
+    timeout $((limit * 3 / 5)) python3 -u benchmarks/compile_probe.py --out "$OUT/probe.jsonl" --partitionable both \
+      ${ROWS:+--rows $ROWS} > "$OUT/compiles.log" 2>&1
+    timeout $((limit * 2 / 5)) python3 -u benchmarks/device_survey.py --out "$OUT/survey" --skip opens,tolerance \
+      --sizes spec --reps 3 ${EXERCISES:+--exercises $EXERCISES} > "$OUT/compiles.out" 2>&1 ;;
   *) echo "unknown step: $step"; exit 2 ;;
 esac
 rc=$?

@@ -32,7 +32,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,13 @@ matrix products agree with float64 to about 7 digits, but its exp, log, tanh and
 (shared/JAX_NOTES.md); a GPU's float32 is IEEE's, its transcendentals within a few ulps.
 Provisional: `benchmarks/device_survey.py` measures the reference on the device against the
 CPU, case by case (its runs: benchmarks/results/)."""
+SERIAL_BITS = {"JAX_THREEFRY_PARTITIONABLE": "false"}
+"""Hidden grading on an accelerator draws random bits in JAX's serial threefry layout, on every
+worker of the grading (the device's and the host's alike, so both sides draw the same bits):
+a TPU compiles the default, partitionable layout slowly (`prng.monte_carlo_pi` at its TPU
+size: 39.7 s against 5.3 s serial; 23.1 s against 5.3 s at an eighth of it,
+`benchmarks/compile_probe.py`), and every grading compiles the student's function anew. Public
+checks keep JAX's default: their expectations were recorded with it."""
 BACKENDS = {"tpu": "tpu,cpu", "gpu": "cuda,cpu"}
 """JAX_PLATFORMS for a worker on each kind of accelerator (the CPU too: the host's, for
 programs exported for it)."""
@@ -96,7 +103,8 @@ class Lease:
 class Device:
     """The accelerator a grading runs its device topics on: `kind` "tpu" or "gpu", or "cpu" in
     the exclusive mode (the CPU played as a device). `lease` sequences its holders;
-    `lock` is the exclusive mode's stand-in for the chip's own lock. `generates`: speed rounds
+    `lock` is the exclusive mode's stand-in for the chip's own lock. `serial_bits`: every worker
+    draws random bits in the serial layout (`SERIAL_BITS`; `for_hidden`). `generates`: speed rounds
     make their inputs on the device where the exercise gives a generator (`jaxlings.grading.workloads`):
     on an accelerator, where sending them would time their transfer; not on the CPU, whose
     device is its host (nothing to transfer; making them costs a CPU more than most functions)."""
@@ -105,6 +113,7 @@ class Device:
     lease: Lease
     lock: Path | None = None
     generates: bool = True
+    serial_bits: bool = False
 
     @property
     def backend(self) -> str:
@@ -121,11 +130,16 @@ class Device:
         """What a program that runs on the device and on the host's CPU is exported for."""
         return (self.backend,) if self.backend == "cpu" else (self.backend, "cpu")
 
+    def for_hidden(self) -> Device:
+        """The device as hidden grading uses it: on an accelerator, with `serial_bits`."""
+        return replace(self, serial_bits=self.serial_bits or self.accelerator)
+
     def env(self, on_device: bool) -> dict[str, str]:
         """The variables of a worker on the device (`on_device`) or on the host's CPU."""
+        bits = SERIAL_BITS if self.serial_bits else {}
         if not on_device or not self.accelerator:
-            return {"JAX_PLATFORMS": "cpu"}
-        return {"JAX_PLATFORMS": BACKENDS[self.kind], "JAX_DEFAULT_MATMUL_PRECISION": MATMUL_PRECISION}
+            return {"JAX_PLATFORMS": "cpu", **bits}
+        return {"JAX_PLATFORMS": BACKENDS[self.kind], "JAX_DEFAULT_MATMUL_PRECISION": MATMUL_PRECISION, **bits}
 
     def summary(self) -> dict[str, Any]:
         """The device's entry in a result's `extra_data`: its kind and each lease (the opens),

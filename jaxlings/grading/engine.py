@@ -108,6 +108,8 @@ def grade(
             with lock:
                 on_test(test)
 
+    if device is not None and not public:
+        device = device.for_hidden()
     on_device = [t for t in topics if device is not None and t.platform == "accelerator"]
     cpu_env = off_device_env(device)
 

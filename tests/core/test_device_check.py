@@ -81,3 +81,26 @@ def test_device_survey_runs_here(tmp_path):
     histogram = next(r for r in rows if r.get("exercise") == "at_updates.histogram")
     assert histogram["inputs_same_on_cpu"] and histogram["round_x2_ms"] > 0 and "error" not in histogram
     assert (tmp_path / "tolerance.json").exists() and "wrote speed.json" in (tmp_path / "survey.log").read_text()
+    assert histogram["compile_s"] > 0 and histogram["digest_compile_s"] > 0  # what compiling costs
+
+
+def test_compile_probe_runs_here(tmp_path):
+    """`benchmarks/compile_probe.py` (run on an accelerator) compiles each row in both threefry
+    layouts and says so, here on the CPU at a small size."""
+    out = tmp_path / "probe.jsonl"
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "compile_probe.py"), "--out", str(out)]
+        + ["--rows", "prng.monte_carlo_pi:4x64,prng.noisy_walk:3x2", "--partitionable", "both"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["row"], r["partitionable"]) for r in rows] == [
+        ("prng.monte_carlo_pi:4x64", True),
+        ("prng.monte_carlo_pi:4x64", False),
+        ("prng.noisy_walk:3x2", True),
+        ("prng.noisy_walk:3x2", False),
+    ]
+    assert all(r["compile_s"] > 0 and r["device"] for r in rows)

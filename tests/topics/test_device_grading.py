@@ -22,9 +22,10 @@ from jaxlings.grading import device, engine, topics
 from jaxlings.grading.results import Result
 
 
-def on_device(folder, names: list[str], generates: bool = False) -> Result:
+def on_device(folder, names: list[str], generates: bool = False, serial_bits: bool = False) -> Result:
     """`folder` graded in hidden mode with the CPU as an exclusive device; with `generates`, speed
-    rounds make their inputs on it as on an accelerator (`Device.generates`)."""
+    rounds make their inputs on it as on an accelerator (`Device.generates`); with `serial_bits`,
+    every worker draws random bits as on an accelerator (`Device.serial_bits`)."""
     exclusive = device.resolve("exclusive")
     assert exclusive is not None
     return engine.grade(
@@ -33,7 +34,7 @@ def on_device(folder, names: list[str], generates: bool = False) -> Result:
         reference_dir=SOLUTIONS,
         limits=TEST_LIMITS,
         jobs=2,
-        device=dataclasses.replace(exclusive, generates=generates),
+        device=dataclasses.replace(exclusive, generates=generates, serial_bits=serial_bits),
     )
 
 
@@ -75,6 +76,29 @@ def test_inputs_made_on_the_device_give_the_same_verdicts(tmp_path):
     assert not short_of_full_marks(result)
     speed = [t for t in result.tests if t.check == "speed"]
     assert len(speed) == 2 and all("inputs made on the device to the outputs' digest" in t.output for t in speed)
+
+
+PARTITIONABLE_BITS = """
+import jax
+
+jax.config.update("jax_threefry_partitionable", True)  # JAX's default, whatever the grader set
+"""
+
+
+@pytest.mark.parametrize("serial", [False, True])
+def test_both_sides_draw_their_random_bits_alike(tmp_path, serial):
+    """Hidden grading on an accelerator sets the serial threefry layout in every worker
+    (`device.SERIAL_BITS`: a TPU compiles the default slowly): the reference's draws follow it,
+    so the solution keeps full marks, and a module that forces JAX's default back draws other
+    numbers than the reference, which `correct` sees."""
+    source = (SOLUTIONS / "prng.py").read_text()
+    forced = write_submission(tmp_path / "forced", {"prng": PARTITIONABLE_BITS + source})
+    names = ["prng.monte_carlo_pi"]
+    assert not short_of_full_marks(on_device(SOLUTIONS, names, serial_bits=serial))
+    correct = next(t for t in on_device(forced, names, serial_bits=serial).tests if t.check == "correct")
+    assert (correct.status == "failed") == serial, correct.output
+    exclusive = device.resolve("exclusive")
+    assert exclusive is not None and not exclusive.for_hidden().serial_bits  # the CPU played as a device: JAX's default
 
 
 def test_a_faulty_submission_fails_the_same_checks_on_the_device(tmp_path):
