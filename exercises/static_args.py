@@ -128,7 +128,9 @@ def cached_solve(A, b, x_cached, tol):
       - speed (2): be about as fast as the reference²: jitted by the grader (as written if it
         fails `jit`), timed on `A` float32[2**11, 2**11], `b` float32[2**11], `x_cached`
         float32[2**11] (`A` float32[2**12, 2**12], `b` float32[2**12], `x_cached` float32[2**12]
-        on a GPU).
+        on a GPU); first, one untimed call at that size that the rounds do not make (a system
+        whose cached solution is far off, so that the solve runs) must give the reference's
+        output, or nothing is timed.
       ¹ rtol 1e-4, atol 1e-4 for float outputs; integers, booleans and keys exactly. ² full
       points up to x1.5 the reference's time, none from x10, log-linear between (on a CPU the
       clock is CPU time, and a wall time past x10 scores 0 too).
@@ -186,7 +188,9 @@ def standardize(x):
         with the reference's outputs (a function whose operations compile one by one, without
         jit, fails).
       - speed (1): be about as fast as the reference³: called as written, timed on a stream of
-        100 calls of various shapes.
+        100 calls of various shapes; first, one untimed call at that size that the rounds do not
+        make (drawn as the random cases are) must give the reference's output, or nothing is
+        timed.
       ¹ rtol 1e-5, atol 1e-5 for float outputs; integers, booleans and keys exactly. ²
       compilations are counted by JAX's compilation events and by the grader's clock: each slow
       call runs again after the stream, and a call whose first run takes a compilation's time

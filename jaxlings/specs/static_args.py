@@ -70,6 +70,11 @@ def _cached_solve(rng: np.random.Generator, size: int) -> Case:
     return _system(rng, size, bool(rng.integers(0, 2)))
 
 
+def _cache_miss(rng: np.random.Generator, size: int) -> Case:
+    """A system whose cached solution is far off, so that the solve runs."""
+    return _system(rng, size, False)
+
+
 def _cache_hits(rng: np.random.Generator, size: int) -> list[Case]:
     """The speed workload: one call whose cached solution is good (only the residual runs)."""
     return [_system(rng, size, True)]
@@ -310,6 +315,7 @@ TOPIC = Topic(
                     2,
                     size={"cpu": 2048, "gpu": 4096, "tpu": 2048},
                     stream=_cache_hits,
+                    twin=_cache_miss,
                     generate=_cache_hits_on_device,
                     full=SPEED_FULL,
                     max_reps=15,

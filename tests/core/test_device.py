@@ -56,6 +56,13 @@ def test_workers_off_the_device_are_pinned_to_the_cpu_and_on_it_compute_float32_
     assert exclusive is not None and exclusive.env(on_device=True) == {"JAX_PLATFORMS": "cpu"}
 
 
+def test_hidden_grading_on_an_accelerator_draws_serial_bits_on_every_worker():
+    hidden = device.Device("tpu", device.Lease(Path("/nonexistent"))).for_hidden()
+    assert all(hidden.env(on_device=where)["JAX_THREEFRY_PARTITIONABLE"] == "false" for where in (True, False))
+    exclusive = device.resolve("exclusive")
+    assert exclusive is not None and "JAX_THREEFRY_PARTITIONABLE" not in exclusive.for_hidden().env(on_device=True)
+
+
 def test_the_lease_has_one_holder_at_a_time_and_records_each(tmp_path):
     lease = device.Lease(tmp_path / "lease")
     other = device.Lease(tmp_path / "lease")  # another grader on the same machine: the same file
@@ -191,6 +198,12 @@ def test_a_generated_workload_is_the_same_each_time_it_is_made():
 def test_a_speed_size_for_an_unknown_backend_fails_at_import():
     with pytest.raises(SpecError, match="names no backend 'tpuv5'"):
         Exercise("f", lambda rng, size: Case(()), (Correct(1), Speed(1, size={"cpu": 8, "tpuv5": 9})), ("a", "b"))
+
+
+def test_a_speed_twin_without_a_stream_fails_at_import():
+    sample = lambda rng, size: Case(())  # noqa: E731
+    with pytest.raises(SpecError, match="option 'twin' needs a 'stream'"):
+        Exercise("f", sample, (Correct(1), Speed(1, size={"cpu": 8}, twin=sample)), ("a", "b"))
 
 
 # -- tolerance on an accelerator ----------------------------------------------------------------

@@ -31,6 +31,9 @@ module it grades (tests/submissions/...__attack_*.py):
      answer is computed on the staged inputs before the timed `go`.
    - unblocked_dispatch (jit_basics__attack_unblocked): the harness's `block_until_ready`
      replaced: the call replies while XLA still computes.
+   - speed_size_only (static_args__attack_speed_size): `cached_solve` skips its work at the
+     speed workload's size only, where every timed call is a cache hit; the untimed twin at
+     that size (a miss, `Speed.twin`) fails it, and no ratio reaches the leaderboard.
 2. CPU time the clock does not see: cpu_in_vanished_thread_or_child
    (at_updates__attack_hidden_cpu): the work runs in a thread, or in a child forked by a
    helper process, that has ended when the grader reads the CPU clock; and
@@ -88,7 +91,7 @@ from helpers.grading import (
     synthetic_result,
     table,
 )
-from jaxlings.grading.results import Result
+from jaxlings.grading.results import Result, measured_ratio
 from jaxlings.isolation import Limits
 
 # every test grades under the sandbox (one also without it): hostile modules graded whole, full suite only
@@ -161,6 +164,18 @@ def test_work_done_while_inputs_are_staged_is_not_free(tmp_path):
 def test_replying_before_the_device_is_done_gains_nothing(tmp_path):
     attack, honest = attack_and_twin(tmp_path, "jit_basics__attack_unblocked", AFFINE)
     assert_gains_nothing(attack, honest, AFFINE)
+
+
+def test_code_that_runs_only_at_the_speed_size_is_checked_there(tmp_path):
+    names = ["static_args.cached_solve"]
+    attack, honest = attack_and_twin(tmp_path, "static_args__attack_speed_size", names)
+    assert_gains_nothing(attack, honest, names)
+    speed = next(t for t in attack.tests if t.check == "speed")
+    assert speed.score == 0 and "the timed rounds do not make" in speed.output, table(attack)
+    assert measured_ratio("speed", speed.extra_data) is None  # nothing for the leaderboard
+    assert score_of(attack, "static_args.cached_solve:correct") == score_of(honest, "static_args.cached_solve:correct")
+    honest_speed = next(t for t in honest.tests if t.check == "speed")
+    assert measured_ratio("speed", honest_speed.extra_data) is not None, table(honest)
 
 
 # -- 2. CPU time the clock does not see -----------------------------------------------------

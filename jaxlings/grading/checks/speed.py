@@ -32,7 +32,7 @@ from jaxlings.grading.check import Check, SpecError
 from jaxlings.grading.compare import mismatch
 from jaxlings.grading.context import CallFailed, CheckContext, GraderError, StudentError, Timed, WorkerDied
 from jaxlings.grading.results import Outcome
-from jaxlings.grading.spec import Case, Exercise, StreamSampler
+from jaxlings.grading.spec import Case, Exercise, Sampler, StreamSampler
 from jaxlings.grading.workloads import Generate
 from jaxlings.worker import commit
 
@@ -73,6 +73,11 @@ class Speed(Check):
 
     A round times one call on `sample(rng, size)`, or, with `stream`, the whole sequence of
     calls `stream(rng, size)` (for functions whose cost is in how they handle many calls).
+    A stream's calls may all take one path of the function (every cached solution good): the
+    timed code is the checked code only if the other paths are checked at that size too. So,
+    with `stream`, one untimed call on `twin(rng, size)` (by default the exercise's own sampler
+    at the speed size) is compared with the reference's before any round: a function that is
+    wrong there is not timed (`twin_mismatch`).
     `jit=False` times the functions as written (for functions that jit internally).
 
     On a device (`jaxlings.grading.device_grading`) the reference's rounds are timed first, in its
@@ -94,6 +99,7 @@ class Speed(Check):
     budget: float = 3.0
     margin: float = 1.25
     stream: StreamSampler | None = field(default=None, compare=False)
+    twin: Sampler | None = field(default=None, compare=False)
     generate: Generate | None = field(default=None, compare=False)
     jit: bool = True
 
@@ -112,6 +118,8 @@ class Speed(Check):
             raise SpecError(f"Speed: option 'size' names no backend {unknown[0]!r}; backends are {', '.join(BACKENDS)}")
         if not 1 <= self.full < self.zero:
             raise SpecError(f"Speed: the band must have 1 <= full < zero (got full {self.full:g}, zero {self.zero:g})")
+        if self.twin is not None and self.stream is None:
+            raise SpecError("Speed: option 'twin' needs a 'stream' (without one, the timed calls are the sampler's)")
 
     def size_for(self, backend: str) -> int:
         """The workload size for `backend`, falling back to the CPU's."""
@@ -134,7 +142,14 @@ class Speed(Check):
             f"log-linear between (on a CPU the clock is CPU time, and a wall time past x{words.num(self.zero)} "
             "scores 0 too)"
         )
-        return f"be about as fast as the reference{bands}: {how}, timed on {words.workload(self)}."
+        twin = ""
+        if self.stream is not None:
+            what = _first_line(self.twin.__doc__) if self.twin is not None else "drawn as the random cases are"
+            twin = (
+                f"; first, one untimed call at that size that the rounds do not make ({what}) must give the "
+                "reference's output, or nothing is timed"
+            )
+        return f"be about as fast as the reference{bands}: {how}, timed on {words.workload(self)}{twin}."
 
     def jitted(self, ctx: CheckContext) -> bool:
         """Whether the student's function is timed under the grader's jit: where the workload is
@@ -144,11 +159,13 @@ class Speed(Check):
     def run(self, ctx: CheckContext) -> Outcome:
         if ctx.public:
             return self.own_time(ctx)
-        if ctx.device is not None:
-            return self.on_device(ctx)
         ex, backend = ctx.exercise, ctx.backend
         size = self.size_for(backend)
         jit = self.jitted(ctx)
+        if (problem := self.twin_mismatch(ctx, size, jit)) is not None:
+            return Outcome.fail(problem, size=size)
+        if ctx.device is not None:
+            return self.on_device(ctx)
         ref_times: list[Timed] = []
         stu_times: list[Timed] = []
         rep = 0
@@ -181,6 +198,31 @@ class Speed(Check):
                 if len(ref_times) >= self.min_reps and self.decided(*ratios(backend, ref_times, stu_times)):
                     break
         return verdict(self, ref_times, stu_times, size, backend)
+
+    def twin_mismatch(self, ctx: CheckContext, size: int, jit: bool) -> str | None:
+        """With a `stream`, what is wrong with the student's output on one untimed call at the
+        speed size that the stream's calls may never make (`twin`, else the exercise's
+        sampler), called as the rounds call it; None where it matches the reference's."""
+        if self.stream is None:
+            return None
+        ex = ctx.exercise
+        sample = self.twin or ex.sample
+        case = ctx.draw("speed twin", lambda rng: sample(rng, size))
+        fields = {"fn": ex.name, "args": case.args, "static_argnums": ex.static_argnums}
+        try:
+            expected = ctx.reference_output(jit=self.jit, **fields)
+        except (WorkerDied, CallFailed) as exc:
+            raise GraderError(f"the reference {ctx.topic_name}.{ex.name} failed on the speed twin: {exc}") from None
+        try:
+            got = ctx.student.call("call", jit=jit, **fields)["out"]
+        except (WorkerDied, StudentError, CallFailed) as exc:
+            return f"at the speed workload's size ({size}), on a call the timed rounds do not make, it failed: {exc}"
+        if (problem := mismatch(expected, got, ex.rtol, ex.atol, ex.outputs)) is not None:
+            return (
+                f"at the speed workload's size ({size}), on a call the timed rounds do not make, the output is "
+                f"wrong: {problem}. Nothing was timed: the timed code must be the code that is checked"
+            )
+        return None
 
     # -- on a device: the reference's rounds first, then the student's -------------------------
 
@@ -391,6 +433,12 @@ class Speed(Check):
     def limit(self, warm: bool, ref: Timed) -> float:
         """How long the student's round may take: generous for the warm-up (it compiles)."""
         return max(WARMUP_TIMEOUT, 20 * ref.seconds) if warm else max(MIN_TIMEOUT, 4 * self.zero * ref.seconds)
+
+
+def _first_line(doc: str | None) -> str:
+    """A sampler's docstring's first line, as a phrase: "a system whose cached solution is bad"."""
+    line = (doc or "").strip().splitlines()[0].rstrip(".") if doc and doc.strip() else "another draw"
+    return line[:1].lower() + line[1:]
 
 
 def band_score(ratio: float, full: float, zero: float) -> float:
