@@ -1,8 +1,9 @@
 """The `trains` band: where a training loop's parameters end up on the grader's datasets, over many seeds.
 
 For the reference `fit` (solutions/training.py), each crafted loop under
-tests/submissions/training__*.py, the reference's loop with the other batch orders its
-docstring allows (`ORDERS`), and fits that train nothing (`SHORTCUTS`), draws `--seeds` cases
+tests/submissions/training__*.py, the reference's loop around a step written another way
+(`REWRITTEN`), in other batch orders than the task's (`ORDERS`), and off task (`OFF_TASK`), and
+fits that train nothing (`SHORTCUTS`), draws `--seeds` cases
 from the spec's own sampler (`jaxlings.specs.training._fit`, at
 `np.random.default_rng([seed, 99])`), runs the loop on each in this process, and judges the
 returned parameters as the check does (`jaxlings.grading.checks.trains`): their loss (`mlp_loss`,
@@ -20,10 +21,10 @@ from __future__ import annotations
 
 import argparse
 import functools
-import importlib.util
 import statistics
 import sys
 import time
+import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,15 +37,23 @@ from jaxlings.specs import training as spec  # noqa: E402
 
 MODULES = ("reference", "undonated", "no_clipping", "wrong_sign", "stale_opt_state", "reinit_opt_state")
 ORDERS = ("reversed", "offset", "epoch_shuffle", "row_shuffle")
-"""The reference's loop visiting the batches in another order the docstring allows: the blocks
-backwards, from the fourth block on, in a fresh random order every epoch, and rows shuffled
-afresh every epoch."""
+"""The reference's loop visiting the batches in another order than the task's (which fixes it):
+the blocks backwards, from the fourth block on, in a fresh random order every epoch, and rows
+shuffled afresh every epoch."""
 SHORTCUTS = ("initial", "lstsq_readout", "ridge_readout", "moved_hidden_lstsq")
 """Fits that train nothing: the initial parameters; the readout by least squares on the
 initial hidden layer's features (tests/submissions/training__attack_lstsq_readout.py); the
 same by ridge regression; the hidden layer moved at random by as much as the reference moves
 it, then the readout by least squares."""
-LOOPS = MODULES + ORDERS + SHORTCUTS
+REWRITTEN = ("rewritten",)
+"""The reference's loop over a train step written another way that the task allows: the loss
+as a sum over the batch divided by its size, the gradient by `jax.grad` apart from the loss,
+the updates added leaf by leaf (float32 rounding differs; the trajectory is the same)."""
+OFF_TASK = ("half_steps", "adam_constant", "rmsprop", "full_batch", "sgd_momentum", "extra_steps")
+"""Loops that train, but not as the task says: half the steps; another optimizer in place of
+the chain (Adam at a constant 1e-2, RMSprop, SGD with momentum, each clipped like the chain);
+every step on the whole dataset; a quarter more steps. The check must fail them."""
+LOOPS = MODULES + REWRITTEN + ORDERS + SHORTCUTS + OFF_TASK
 
 
 @functools.cache
@@ -55,9 +64,12 @@ def _module(name: str):
         if name == "reference"
         else ROOT / "tests" / "submissions" / f"training__{name}.py"
     )
-    found = importlib.util.spec_from_file_location(f"training_{name}", path)
-    module = importlib.util.module_from_spec(found)
-    found.loader.exec_module(module)
+    sys.path.insert(0, str(ROOT / "tests"))
+    from helpers.grading import submission_source  # a crafted file may be a patch of the reference
+
+    module = types.ModuleType(f"training_{name}")
+    module.__file__ = str(path)
+    exec(compile(submission_source(path), str(path), "exec"), module.__dict__)
     return module
 
 
@@ -78,6 +90,74 @@ def _ordered(order: str, seed: int):
                 )
             take = rows[b * batch_size : (b + 1) * batch_size]
             params, opt_leaves, _ = ref.train_step(params, opt_leaves, x[take], y[take])
+        return params
+
+    return fit
+
+
+def _off_task(name: str):
+    """A loop of OFF_TASK."""
+    import jax
+    import optax
+
+    ref = _module("reference")
+    optimizers = {
+        "adam_constant": optax.adam(1e-2),
+        "rmsprop": optax.rmsprop(1e-2),
+        "sgd_momentum": optax.sgd(5e-2, momentum=0.9),
+    }
+    if name in optimizers:
+        opt = optax.chain(optax.clip_by_global_norm(ref.MAX_NORM), optimizers[name])
+
+        @jax.jit
+        def step(params, state, x, y):
+            grads = jax.grad(ref.mse_loss)(params, x, y)
+            updates, state = opt.update(grads, state, params)
+            return optax.apply_updates(params, updates), state
+
+    def fit(params, x, y, steps, batch_size):
+        if name in optimizers:
+            state, n = opt.init(params), x.shape[0]
+            for i in range(steps):
+                start = (i * batch_size) % n
+                params, state = step(params, state, x[start : start + batch_size], y[start : start + batch_size])
+            return params
+        steps = {"half_steps": steps // 2, "extra_steps": steps + steps // 4}.get(name, steps)
+        opt_leaves, n = ref.init_opt_state(params), x.shape[0]
+        for i in range(steps):
+            start = 0 if name == "full_batch" else (i * batch_size) % n
+            size = n if name == "full_batch" else batch_size
+            params, opt_leaves, _ = ref.train_step(params, opt_leaves, x[start : start + size], y[start : start + size])
+        return params
+
+    return fit
+
+
+def _rewritten():
+    """The loop of REWRITTEN."""
+    import jax
+    import jax.numpy as jnp
+
+    ref = _module("reference")
+    opt = ref.make_optimizer()
+
+    def loss(params, x, y):
+        h = jnp.tanh(x @ params["hidden"]["kernel"] + params["hidden"]["bias"])
+        err = h @ params["out"]["kernel"] + params["out"]["bias"] - y
+        return jnp.sum(err * err) / err.size
+
+    @jax.jit
+    def step(params, leaves, x, y):
+        state = jax.tree.unflatten(jax.tree.structure(opt.init(params)), leaves)
+        grads = jax.grad(loss)(params, x, y)
+        updates, state = opt.update(grads, state, params)
+        return jax.tree.map(lambda p, u: p + u, params, updates), jax.tree.leaves(state)
+
+    def fit(params, x, y, steps, batch_size):
+        leaves, n = ref.init_opt_state(params), x.shape[0]
+        for i in range(steps):
+            start = (i * batch_size) % n
+            params, leaves = step(params, leaves, x[start : start + batch_size], y[start : start + batch_size])
         return params
 
     return fit
@@ -145,6 +225,10 @@ def measure(loops: list[str], seeds: int) -> dict[str, dict[str, list[float]]]:
                 if name in modules
                 else _ordered(name, seed)
                 if name in ORDERS
+                else _off_task(name)
+                if name in OFF_TASK
+                else _rewritten()
+                if name in REWRITTEN
                 else _shortcut(name, seed, ref_params)
             )
             t0 = time.perf_counter()

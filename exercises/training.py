@@ -164,8 +164,9 @@ def fit(params, x, y, steps, batch_size):
     `params` is a nested dict as in `mse_loss`, `x` (n, IN) and `y` (n, OUT) float32, with n a
     multiple of `batch_size`; `steps` and `batch_size` are Python ints. Start from a fresh
     optimizer state (`init_opt_state`), and at step i train on the `batch_size` rows that start
-    at row `(i * batch_size) % n` (any order that visits every row works as well). Return the
-    parameters after the last step, a nested dict like `params`.
+    at row `(i * batch_size) % n`, in that order: the grader follows your parameters along the
+    reference loop's path, so another order, another number of steps or another optimizer ends
+    elsewhere. Return the parameters after the last step, a nested dict like `params`.
 
     `train_step` donates the parameters and the state it is given: carry on with what it
     returns, never with what you passed to it.
@@ -181,9 +182,9 @@ def fit(params, x, y, steps, batch_size):
         initial parameters the grader draws (`params` a tree of 4 arrays, `x` float32[256, 8],
         `y` float32[256, 1], `steps` = 200, `batch_size` = 32).
       ¹ the reference's loop runs from the same initial parameters, and yours must end within
-      0.7 of the distance it travelled from them (any batch order the task allows does; a fit
-      that takes no optimizer steps does not); a run past max(60 s, 20x the reference's) is
-      stopped.
+      0.1 of the distance it travelled from them: the task's steps in the task's order do, half
+      the steps, another optimizer or a fit that takes no optimizer steps do not; a run past
+      max(60 s, 20x the reference's) is stopped.
     """
     raise NotImplementedError("fit: your code here")
 

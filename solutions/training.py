@@ -136,8 +136,9 @@ def fit(params, x, y, steps, batch_size):
     `params` is a nested dict as in `mse_loss`, `x` (n, IN) and `y` (n, OUT) float32, with n a
     multiple of `batch_size`; `steps` and `batch_size` are Python ints. Start from a fresh
     optimizer state (`init_opt_state`), and at step i train on the `batch_size` rows that start
-    at row `(i * batch_size) % n` (any order that visits every row works as well). Return the
-    parameters after the last step, a nested dict like `params`.
+    at row `(i * batch_size) % n`, in that order: the grader follows your parameters along the
+    reference loop's path, so another order, another number of steps or another optimizer ends
+    elsewhere. Return the parameters after the last step, a nested dict like `params`.
 
     `train_step` donates the parameters and the state it is given: carry on with what it
     returns, never with what you passed to it.

@@ -1,8 +1,8 @@
 # crafted: the reference, with the definitions below in place of its own
-"""A right loop in another order the task allows: the blocks of `batch_size` rows in a fresh
-random order every epoch (every row once per epoch). Its parameters end near, not on, the
-reference's: `trains` passes (its drift, about 0.1 to 0.3 of the distance the reference's
-travelled, is below the bound). The rest is the reference.
+"""A loop in another batch order than the task's: the blocks of `batch_size` rows in a fresh
+random order every epoch (every row once per epoch). It trains, and its parameters end near,
+not on, the reference's (a drift of about 0.1 to 0.5 of the distance the reference's
+travelled): the task fixes the order, and `trains` fails it. The rest is the reference.
 """
 
 import numpy as np
