@@ -53,8 +53,18 @@ STDOUT_CAPTURE_LIMIT = 256 << 10  # bytes of stdout kept while a check captures 
 DEVICE_LOCK_ENV = "JAXLINGS_DEVICE_LOCK_FD"  # the worker's `harness._hold_device` reads it
 
 
+TIMED_OUT = "did not finish in time"
+"""How `WorkerProcess.killed_for` begins when a request's deadline stopped the worker."""
+
+
 class WorkerDied(Exception):
-    """The worker is gone or had to be killed; the message says why, in the student's terms."""
+    """The worker is gone or had to be killed; the message says why, in the student's terms.
+    `timed_out`: the grader stopped it at a request's deadline (not for memory, nor by a signal
+    from elsewhere), so a check may say "did not finish within ..." and nothing else."""
+
+    def __init__(self, message: str, *, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.timed_out = timed_out
 
 
 REPLY_SLACK = 1 << 20  # bytes a student's reply may exceed twice the reference's by
@@ -164,6 +174,7 @@ class WorkerProcess:
         self.device_lock = device_lock
         self.limits, self.isolate, self.cache = limits, isolate, cache
         self.killed_for: str | None = None
+        self._killed = False  # the grader has sent its kill (with or without a reason)
         # Per (op, fn), the largest reply this worker sent: (frame bytes, header bytes); and, on a
         # student's worker, the bound for each request (`TopicSession` sets it from the reference's).
         self.reply_sizes: dict[tuple[str, Any], tuple[int, int]] = {}
@@ -388,6 +399,7 @@ class WorkerProcess:
         (by parent links and by process group)."""
         if reason and not self.killed_for:
             self.killed_for = reason
+        self._killed = True
         if self._cgroup is not None:
             self._cgroup.kill()
         for pid in reversed(procfs.descendants(self.proc.pid)):
@@ -571,14 +583,15 @@ class WorkerProcess:
                 sizes=sizes,
             )
         except wire.Timeout:
-            self.kill(f"did not finish in time ({what})")
+            self.kill(f"{TIMED_OUT} ({what})")
         except wire.Closed:
             pass
         except wire.TooLarge as exc:
             self.kill(f"sent a reply too large to read {what} ({exc})")
         except wire.WireError as exc:
             self.kill(f"sent an unreadable reply ({exc})")
-        raise WorkerDied(self.death_reason(what))
+        reason = self.death_reason(what)
+        raise WorkerDied(reason, timed_out=(self.killed_for or "").startswith(TIMED_OUT))
 
     def death_reason(self, what: str) -> str:
         """Why the worker is gone, as one line: killed by the watchdog, exit code or signal."""
@@ -593,6 +606,8 @@ class WorkerProcess:
         code = self.proc.returncode
         if code is not None and code < 0:
             how = f"was killed by signal {signal.Signals(-code).name}"
+            if code == -signal.SIGKILL and not self._killed:  # nor did the grader stop it: say so
+                how += " from outside the grader (no limit it watches was reached)"
         else:
             how = f"exited with status {code}"
         tail = self.output_tail()

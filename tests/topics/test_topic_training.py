@@ -266,6 +266,13 @@ def test_a_loop_that_reuses_donated_parameters_fails_with_jaxs_error(tmp_path_fa
     assert "Buffer has been deleted or donated" in message(result, "fit", "trains")
 
 
+def test_a_loop_killed_from_outside_says_so_not_that_it_ran_too_long(tmp_path_factory):
+    result = grade_variant(tmp_path_factory, TOPIC, "killed_by_a_signal", [f"{TOPIC}.fit"])
+    assert failed(result, "fit") == {"trains"}
+    text = message(result, "fit", "trains")
+    assert "killed by signal SIGKILL from outside the grader" in text and "did not finish within" not in text, text
+
+
 # -- public mode: the loss is judged offline, from the recorded datasets ------------------------
 
 

@@ -297,8 +297,10 @@ def student_run(
         reason = ctx.error_text(exc.error) if exc.error else str(exc)
         return Outcome.fail(f"{which}: {reason}", **data)
     except WorkerDied as exc:
+        if not exc.timed_out:  # memory, or a signal: the limit is not the reason, the message says it
+            return Outcome.fail(f"{which} stopped: {exc}", **data)
         return Outcome.fail(
-            f"{which} did not finish within {limit:.0f} s (the reference took {reference_seconds:.1f} s): {exc}", **data
+            f"{which} did not finish within {limit:.0f} s (the reference took {reference_seconds:.1f} s)", **data
         )
 
 
