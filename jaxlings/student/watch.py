@@ -127,14 +127,21 @@ def current(state: TopicState) -> str:
 
 def message(state: TopicState) -> tuple[str, str] | None:
     """The one message that matters, as (title, text): the current exercise's first row that is
-    not a pass (a whole-topic row, an import error say, stands for every exercise)."""
+    not a pass (a whole-topic row, an import error say, stands for every exercise), followed by
+    the message of each other check of the exercise that it refers to ("see this exercise's
+    key_reuse check"): the screen shows one message, and advice must not point at one it hides."""
     ex = current(state)
-    for row in progress.rows(list(state.tests.values())):
-        if row.kind in ("pass", "pending") or row.exercise not in (None, ex):
+    rows = [r for r in progress.rows(list(state.tests.values())) if r.kind not in ("pass", "pending")]
+    for row in rows:
+        if row.exercise not in (None, ex):
             continue
         if row.exercise is None:
             return f"{state.topic.name}.py", row.message
-        return f"{ex}{'' if row.check is None else f': {row.check}'}", row.message
+        text = row.message
+        for other in rows:
+            if other.exercise == ex and other.check not in (None, row.check) and f"{other.check} check" in text:
+                text += f"\n\n{other.check}: {other.message}"
+        return f"{ex}{'' if row.check is None else f': {row.check}'}", text
     return None
 
 

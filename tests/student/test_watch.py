@@ -105,6 +105,26 @@ def test_a_long_message_is_cut_to_the_screen_and_the_keys_stay():
     assert _line(lines, "line 0 of the message") and lines[-1].strip() == watch.KEYS
 
 
+def test_a_message_that_points_at_another_check_shows_that_one_too():
+    """`correct` blames a reused key and says "see this exercise's key_reuse check": the screen,
+    which shows one message, shows that check's message under it."""
+    state = _state()
+    for t in (
+        _test(
+            "dropout",
+            "correct",
+            3,
+            Outcome.fail("values differ. A likely cause: ... (see this exercise's key_reuse check)"),
+        ),
+        _test("dropout", "key_reuse", 0, Outcome.fail("the key `key` is consumed twice, at line 12 and line 13")),
+    ):
+        state.tests[t.name] = t
+    lines = _render(watch.view(state, time.monotonic()))
+    assert _line(lines, "✗ dropout: correct") and _line(lines, "key_reuse check")
+    assert _line(lines, "key_reuse: the key `key` is consumed twice, at line 12 and line 13")
+    assert not any("key_reuse:" in line for line in _render(watch.view(_state(), time.monotonic())))
+
+
 def test_a_finished_topic_names_the_next_topic_to_open():
     state = watch.TopicState(PRNG, "exercises/prng.py", next_topic="at_updates")
     for ex in PRNG.exercises:
