@@ -10,6 +10,7 @@ student's process could fake the jaxpr.
 """
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -131,7 +132,8 @@ def test_plain_jax_numpy_keeps_the_points_with_advice(faults):
 
 def test_wrong_transpose_fails_grad_only(faults):
     assert mine(faults, "poly_eval") == {f"{TOPIC}.poly_eval:grad"}
-    assert "values are off" in message(faults, "poly_eval:grad")
+    # the first wrong case may have one wrong entry ("the value is off") or several
+    assert re.search(r"values? (is|are) off", message(faults, "poly_eval:grad"))
 
 
 def test_missing_batching_rule_fails_vmap_only(faults):
