@@ -125,7 +125,7 @@ costs one grading more, nothing else)."""
 URL = re.compile(r"https?://\S+")
 DECIMAL = re.compile(r"(?<![\w.])-?\d+\.\d+(?:e[+-]?\d+)?(?![\w.])")
 PAGE_TYPES = {"html", "htm", "md", "ipynb", "py", "txt", "pdf", "json"}
-QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`")
+QUOTED = re.compile(r"(?<!\w)'[^']*'|\"[^\"]*\"|`[^`]*`")  # an apostrophe in a word ("docstring's") opens no quote
 
 
 def problems(message: str) -> list[str]:
