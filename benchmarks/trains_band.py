@@ -95,8 +95,9 @@ def _ordered(order: str, seed: int):
     return fit
 
 
+@functools.cache
 def _off_task(name: str):
-    """A loop of OFF_TASK."""
+    """A loop of OFF_TASK (made once: a fresh one would compile its jitted step again)."""
     import jax
     import optax
 
@@ -133,8 +134,9 @@ def _off_task(name: str):
     return fit
 
 
+@functools.cache
 def _rewritten():
-    """The loop of REWRITTEN."""
+    """The loop of REWRITTEN (made once, as `_off_task`)."""
     import jax
     import jax.numpy as jnp
 

@@ -202,22 +202,20 @@ class Speed(Check):
     def twin_mismatch(self, ctx: CheckContext, size: int, jit: bool) -> str | None:
         """With a `stream`, what is wrong with the student's output on one untimed call at the
         speed size that the stream's calls may never make (`twin`, else the exercise's
-        sampler), called as the rounds call it; None where it matches the reference's."""
+        sampler), both sides called as the student's rounds call it (the reference passes its own
+        `jit` check: jitted or not, its output is the same); None where it matches the reference's."""
         if self.stream is None:
             return None
         ex = ctx.exercise
         sample = self.twin or ex.sample
         case = ctx.draw("speed twin", lambda rng: sample(rng, size))
-        fields = {"fn": ex.name, "args": case.args, "static_argnums": ex.static_argnums}
-        try:
-            expected = ctx.reference_output(jit=self.jit, **fields)
-        except (WorkerDied, CallFailed) as exc:
-            raise GraderError(f"the reference {ctx.topic_name}.{ex.name} failed on the speed twin: {exc}") from None
-        try:
-            got = ctx.student.call("call", jit=jit, **fields)["out"]
-        except (WorkerDied, StudentError, CallFailed) as exc:
+        try:  # the reference's failure is the grader's (GraderError)
+            problem = ctx.compare_call(
+                case.args, ex.rtol, ex.atol, ex.outputs, fn=ex.name, jit=jit, static_argnums=ex.static_argnums
+            )
+        except StudentError as exc:
             return f"at the speed workload's size ({size}), on a call the timed rounds do not make, it failed: {exc}"
-        if (problem := mismatch(expected, got, ex.rtol, ex.atol, ex.outputs)) is not None:
+        if problem is not None:
             return (
                 f"at the speed workload's size ({size}), on a call the timed rounds do not make, the output is "
                 f"wrong: {problem}. Nothing was timed: the timed code must be the code that is checked"
@@ -437,7 +435,8 @@ class Speed(Check):
 
 def _first_line(doc: str | None) -> str:
     """A sampler's docstring's first line, as a phrase: "a system whose cached solution is bad"."""
-    line = (doc or "").strip().splitlines()[0].rstrip(".") if doc and doc.strip() else "another draw"
+    lines = (doc or "").strip().splitlines()
+    line = lines[0].rstrip(".") if lines else "another draw"
     return line[:1].lower() + line[1:]
 
 
