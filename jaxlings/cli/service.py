@@ -560,12 +560,16 @@ def extend(
     days: Annotated[float, typer.Option(help="Days more (added to --hours).")] = 0,
     hours: Annotated[float, typer.Option(help="Hours more (added to --days).")] = 0,
     reason: Annotated[str, typer.Option(help="Why, kept with the extension.")] = "",
+    shorten: Annotated[
+        bool, typer.Option("--shorten", help="Allow a length shorter than the extension in force.")
+    ] = False,
     rules_file: RulesFile = None,
     data_dir: DataDir = None,
     database_url: DatabaseUrl = None,
 ) -> None:
     """Give a student more time on one topic: its due date and late window move by the length
-    given (replacing an earlier extension of theirs for it); what they submitted counts again."""
+    given (replacing an earlier extension of theirs for it; a shorter one than that needs
+    --shorten); what they submitted counts again."""
     import datetime as dt
     import getpass
 
@@ -574,7 +578,7 @@ def extend(
     settings = settings_from(data_dir=data_dir, database_url=database_url)
     length = dt.timedelta(days=days, hours=hours)
     by = f"{getpass.getuser()} (grade course extend)"
-    line = deadlines.extend(settings, rules_file or settings.rules_path, login, topic, length, by, reason)
+    line = deadlines.extend(settings, rules_file or settings.rules_path, login, topic, length, by, reason, shorten)
     console.print(escape(line), highlight=False)
 
 

@@ -103,6 +103,10 @@ def zone_for(session: Session, course: rules.CourseRules, student_id: int | None
         return course.zone
 
 
+class Shortening(ValueError):
+    """A grant shorter than the extension in force, not said to shorten it."""
+
+
 def grant(
     session: Session,
     course: rules.CourseRules,
@@ -112,10 +116,13 @@ def grant(
     length: dt.timedelta,
     by: str,
     reason: str = "",
+    shorten: bool = False,
 ) -> str:
     """Give `login` `length` more on `topic`, one of the course's `topics` (replacing any
     earlier extension of theirs for it); the caller commits. A line saying what the student now
-    has; a ValueError naming an unknown student or topic, or a length that is not positive."""
+    has; a ValueError naming an unknown student or topic, or a length that is not positive;
+    a `Shortening` where the grant is shorter than the one in force and `shorten` is not set
+    (a student must not lose time they were promised by a slip of the unit)."""
     topics = list(topics)
     if topic not in topics:
         raise ValueError(f"no topic {topic!r} in this course (its topics: {', '.join(topics)})")
@@ -125,6 +132,11 @@ def grant(
     if student is None:
         raise ValueError(f"no student {login!r} on the roster")
     earlier = extensions(session, [student.id]).get((student.id, topic))
+    if earlier is not None and length < earlier and not shorten:
+        raise Shortening(
+            f"{login} already has {rules.length(earlier)} more on {topic}; {rules.length(length)} would take"
+            " time away: grant it again saying to shorten it (shorten, or --shorten) if that is meant"
+        )
     session.add(
         Extension(
             student_id=student.id,
@@ -161,7 +173,14 @@ def course_topics(settings: Settings) -> list[str]:
 
 
 def extend(
-    settings: Settings, rules_file: Path, login: str, topic: str, length: dt.timedelta, by: str, reason: str
+    settings: Settings,
+    rules_file: Path,
+    login: str,
+    topic: str,
+    length: dt.timedelta,
+    by: str,
+    reason: str,
+    shorten: bool = False,
 ) -> str:
     """`grant` in a transaction of its own, against the rules in `rules_file` (the CLI)."""
     from jaxlings.service import storage
@@ -170,7 +189,7 @@ def extend(
     course = rules.load(rules_file, topics)
     storage.ready(settings)
     with sessions(settings.db_url).begin() as session:
-        return grant(session, course, topics, login, topic, length, by, reason)
+        return grant(session, course, topics, login, topic, length, by, reason, shorten)
 
 
 def by_login(settings: Settings) -> dict[tuple[str, str], dt.timedelta]:

@@ -138,14 +138,25 @@ def on_roster(session: Session, change: Callable[[], T]) -> T:
 
 
 def grant_extension(
-    state: AppState, session: Session, login: str, topic: str, length: dt.timedelta, by: str, reason: str
+    state: AppState,
+    session: Session,
+    login: str,
+    topic: str,
+    length: dt.timedelta,
+    by: str,
+    reason: str,
+    shorten: bool = False,
 ) -> str:
-    """`deadlines.grant` committed; 404 for a login not on the roster, 400 for another refusal."""
+    """`deadlines.grant` committed; 404 for a login not on the roster, 409 for a grant shorter than
+    the one in force without `shorten`, 400 for another refusal."""
     if _dropped(session, login):
         raise HTTPException(404, "no such student on the roster (or dropped)")
     try:
-        message = deadlines.grant(session, state.rules, state.topics, login, topic, length, by, reason)
+        message = deadlines.grant(session, state.rules, state.topics, login, topic, length, by, reason, shorten)
         session.commit()
+    except deadlines.Shortening as exc:
+        session.rollback()
+        raise HTTPException(409, str(exc)) from None
     except ValueError as exc:
         session.rollback()
         raise HTTPException(400, str(exc)) from None

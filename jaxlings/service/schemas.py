@@ -139,13 +139,15 @@ class NewStudent(BaseModel):
 
 
 class NewExtension(BaseModel):
-    """More time for one student on one topic (`POST /api/extensions`): `days` and `hours` add up."""
+    """More time for one student on one topic (`POST /api/extensions`): `days` and `hours` add up;
+    `shorten` must be true for a grant shorter than the one in force."""
 
     login: str = Field(min_length=1, max_length=200)
     topic: str = Field(min_length=1, max_length=100)
     days: float = Field(0, ge=0, le=366)
     hours: float = Field(0, ge=0, le=24 * 366)
     reason: str = Field("", max_length=500)
+    shorten: bool = False
 
 
 class Granted(BaseModel):

@@ -175,6 +175,13 @@ def test_a_topic_closed_or_not_open_is_left_out_at_receipt_and_an_extension_reop
     typo = grade(["course", "extend", "alice", "lopos", "--days", "1"], course)
     assert typo.returncode == 2 and "no topic 'lopos'" in typo.stdout + typo.stderr
     assert grade(["course", "extend", "alice", "loops"], course).returncode == 2  # no length: refused
+    shorter = grade(["course", "extend", "alice", "loops", "--hours", "7"], course)  # hours for days: a slip
+    said = " ".join((shorter.stdout + shorter.stderr).split())
+    assert shorter.returncode == 2 and "alice already has 7 days more on loops" in said and "--shorten" in said, said
+    assert post_zip(alice, zip_of({"loops.py": FILE})).status_code == 202  # the week still holds
+    meant = grade(["course", "extend", "alice", "loops", "--hours", "7", "--shorten"], course)
+    assert meant.returncode == 0 and "replacing the earlier extension of 7 days" in meant.stdout, meant.stdout
+    assert post_zip(alice, zip_of({"loops.py": FILE})).status_code == 403  # now it does not
 
 
 @pytest.mark.slow
@@ -277,6 +284,7 @@ def test_extensions_from_the_api_and_the_topic_page_for_instructors_only(course)
         ({"login": "erin", "topic": "loops", "days": 0}, 400),
         ({"login": "erin", "topic": "loops", "hours": 0.0001}, 400),  # 0.36 s: stored as none, it wiped hers
         ({"login": "erin", "topic": "loops", "days": -1}, 422),
+        ({"login": "erin", "topic": "loops", "days": 3}, 409),  # takes a day away: must say so
     ):
         assert prof.post("/api/extensions", json=body).status_code == code, body
     student = api(course, student_token)
@@ -288,9 +296,11 @@ def test_extensions_from_the_api_and_the_topic_page_for_instructors_only(course)
         from helpers.service import form_csrf
 
         csrf = form_csrf(page)
-        done = pages.post(
-            "/gradebook/topics/loops/extend", data={"login": "erin", "days": "2", "hours": "6", "csrf": csrf}
-        )
+        shorter = {"login": "erin", "days": "2", "hours": "6", "csrf": csrf}
+        refused = pages.post("/gradebook/topics/loops/extend", data=shorter)
+        assert refused.status_code == 409 and "erin already has 4 days more on loops" in refused.text
+        assert "4 days" in pages.get("/gradebook/topics/loops").text  # hers is untouched
+        done = pages.post("/gradebook/topics/loops/extend", data=shorter | {"shorten": "yes"})
         assert done.status_code == 200 and "erin: loops now due" in done.text
         assert "replacing the earlier extension of 4 days" in done.text  # a shorter grant says what it replaces
         assert (

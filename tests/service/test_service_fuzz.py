@@ -379,7 +379,7 @@ JSON = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
     max_leaves=10,
 )
-FIELDS = ["login", "topic", "days", "hours", "reason", "name", "email", "timezone", "pseudonym", "extra"]
+FIELDS = ["login", "topic", "days", "hours", "reason", "name", "email", "timezone", "pseudonym", "shorten", "extra"]
 WORDS = st.sampled_from(
     ["America", "Europe/Zurich", "UTC", "../etc", "prng", "fuzzed", "Аlice", "0", "1e308", "-1", "", " ", "\x00"]
 )

@@ -243,10 +243,11 @@ def students(session: SessionDep, _who: Instructor) -> list[RosterEntry]:
 
 @router.post("/extensions", status_code=201)
 def extend(state: StateDep, session: SessionDep, who: Instructor, body: NewExtension) -> Granted:
-    """Give a student more time on one topic (replacing their earlier extension of it)."""
+    """Give a student more time on one topic (replacing their earlier extension of it; one that
+    takes time away needs `shorten`, else 409)."""
     length = dt.timedelta(days=body.days, hours=body.hours)
     message = operations.grant_extension(
-        state, session, body.login, body.topic, length, f"{who.login} (API)", body.reason
+        state, session, body.login, body.topic, length, f"{who.login} (API)", body.reason, body.shorten
     )
     return Granted(login=body.login, topic=body.topic, seconds=int(length.total_seconds()), message=message)
 

@@ -399,6 +399,7 @@ def page_extend(
     days: Annotated[float, Form(ge=0, le=366)] = 0,
     hours: Annotated[float, Form(ge=0, le=24 * 366)] = 0,
     reason: Annotated[str, Form(max_length=500)] = "",
+    shorten: Annotated[str, Form(max_length=10)] = "",
     csrf: Annotated[str, Form(max_length=200)] = "",
 ) -> Response:
     """Give one student more time on this topic (the topic page's form); a notice of their new dates."""
@@ -412,7 +413,7 @@ def page_extend(
         raise HTTPException(404, "no such topic in this course; the gradebook lists them")
     length = dt.timedelta(days=days, hours=hours)
     by = f"{found[0].login} (gradebook)"
-    message = operations.grant_extension(state, session, login, topic, length, by, reason)
+    message = operations.grant_extension(state, session, login, topic, length, by, reason, bool(shorten))
     return render(request, "granted.html", who=found[0], topic=topic, message=message)
 
 
