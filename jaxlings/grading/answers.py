@@ -136,10 +136,11 @@ class Recorder(Live):
         return from_blob(blob)[0]
 
 
-DEVICE_KINDS = frozenset({"steps", "rounds"})
-"""Answers that must come from the accelerator itself (the reference's timed work: a stream's
-per-call times, a speed check's rounds), fetched before the student's process takes it
-(`Check.prefetch`); every other answer is the reference's on the host's CPU."""
+DEVICE_KINDS = frozenset({"rounds"})
+"""Answers that must come from the accelerator itself (the reference's timed work: a speed
+check's rounds), fetched before the student's process takes it (`Check.prefetch`); every other
+answer is the reference's on the host's CPU (a `compiles` stream's too: it runs on workers of
+its own there, `jaxlings.grading.checks.compiles`)."""
 
 
 class Prefetching(Live):

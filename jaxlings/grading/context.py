@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -87,17 +88,37 @@ class Side:
     and streams, each timed on the grader's clock. Failures of the reference's are the
     grader's (`GraderError`); the student's raise `StudentError` with a message for them."""
 
-    def __init__(self, session: TopicSession, student: bool, exercise: str) -> None:
+    def __init__(
+        self, session: TopicSession, student: bool, exercise: str, worker: WorkerProcess | None = None
+    ) -> None:
         self._session, self.student, self.exercise = session, student, exercise
+        self._own = worker  # a worker of this side's own (`CheckContext.own_sides`), else the topic's
 
     def _worker(self) -> WorkerProcess:
+        if self._own is not None:
+            return self._own
         return self._session.student() if self.student else self._session.ref
 
     def call(self, op: str, **fields: Any) -> dict[str, Any]:
         """One request; its checked reply."""
         if self.student:
-            return self._session.call_student(op, **fields)
-        return self._session.call_reference(op, exercise=self.exercise, **fields)
+            return self._session.call_student(op, worker=self._own, **fields)
+        return self._session.call_reference(op, exercise=self.exercise, worker=self._own, **fields)
+
+    def paused(self) -> contextlib.AbstractContextManager[bool]:
+        """This side's worker frozen meanwhile (`WorkerProcess.paused`)."""
+        return self._worker().paused()
+
+    @property
+    def own(self) -> bool:
+        """Whether this side runs on a worker of its own (`CheckContext.own_sides`)."""
+        return self._own is not None
+
+    def lifetime_cpu(self) -> float | None:
+        """The CPU time of everything this side's worker ran since it started (its module's
+        import, whatever that started, threads that ended), read with it frozen; None where
+        it has no cgroup, or where the worker is the topic's (shared by every check)."""
+        return self._own.cpu_seconds(settled=True) if self._own is not None else None
 
     def attempt(self, op: str, **fields: Any) -> dict[str, Any] | None:
         """A student's call whose failure decides nothing: its reply, or None (see
@@ -214,6 +235,23 @@ class CheckContext:
         ctx = cls(session, exercise, cases, [])
         ctx.expected = [ctx.reference_output(fn=exercise.name, args=c.args, **reference_call(exercise)) for c in cases]
         return ctx
+
+    @contextlib.contextmanager
+    def own_sides(self) -> Iterator[tuple[Side, Side]]:
+        """(reference, student), each on a worker started for this piece of work alone
+        (`TopicSession.own_worker`), closed after it: whatever the student's module does from
+        its import on is counted to it (`Side.lifetime_cpu`). The two start side by side, the
+        student's in this thread (a sandboxed worker dies with the thread that started it)."""
+        with contextlib.ExitStack() as stack, ThreadPoolExecutor(1) as pool:
+            ref_future = pool.submit(stack.enter_context, self._session.own_worker(student=False))
+            try:
+                student = stack.enter_context(self._session.own_worker(student=True))
+            finally:
+                reference = ref_future.result()
+            yield (
+                Side(self._session, student=False, exercise=self.exercise.name, worker=reference),
+                Side(self._session, student=True, exercise=self.exercise.name, worker=student),
+            )
 
     # -- the run -----------------------------------------------------------------------------
 

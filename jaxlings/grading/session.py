@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -95,6 +95,7 @@ class TopicSession:
         self._draws: dict[tuple[str, str], int] = {}  # (exercise, kind) -> draws made so far
         self._answer_sizes: dict[tuple[str, Any], tuple[int, int]] = {}  # (op, fn) -> reference reply bytes
         self._analysis_dir: tempfile.TemporaryDirectory[str] | None = None
+        self._own = []
         if reference is None and self.answers.mode != "replay":
             raise GraderError(f"grading {topic.name} live needs the reference solutions")
         self._ref: WorkerProcess | None = None
@@ -246,6 +247,7 @@ class TopicSession:
         return self._ref
 
     _analyser: WorkerProcess | None = None
+    _own: list[WorkerProcess]  # the workers of `own_worker` in use, killed by `abandon`
     abandoned = False  # stopped from outside (`abandon`): no worker starts again
 
     @property
@@ -359,6 +361,49 @@ class TopicSession:
             raise StudentError(error or "the module could not be started again")
         return self._stu
 
+    @contextlib.contextmanager
+    def own_worker(self, student: bool) -> Iterator[WorkerProcess]:
+        """A worker of its own for one piece of work, started for it and closed after it: the
+        student's module (sandboxed as the topic's worker is, never a spare) or the reference's,
+        both on the host's CPU (`cpu_env`; a device's chip stays with its one process). Its
+        cgroup counts everything it did from its start, its module's import and whatever that
+        started included (`jaxlings.grading.checks.compiles`). A student's that does not start is
+        a StudentError; the reference's, a GraderError."""
+        if self.abandoned:
+            raise StudentError("not run: the topic was stopped past its time limit")
+        if student:
+            try:
+                worker = WorkerProcess(
+                    self.module,
+                    self.topic.name,
+                    env={**self.topic.env, **self.cpu_env},
+                    isolate=self.isolate,
+                    limits=self.limits,
+                    start_timeout=max(1.0, min(120.0, self.time_left())),
+                    cache=self._student_cache(),
+                )
+            except WorkerDied as exc:
+                raise StudentError(f"importing {self.module.name} again failed: {exc}") from None
+            loaded = worker.load_reply or {"ok": False, "error": {"type": "WorkerDied", "message": "no reply"}}
+            if not loaded["ok"]:
+                worker.close()
+                raise StudentError(
+                    f"importing {self.module.name} again failed: {replies.format_error(loaded['error'])}"
+                )
+            worker.bound_for = self.reply_bound
+        else:
+            if self.reference is None:
+                raise GraderError(f"grading {self.topic.name} live needs the reference solutions")
+            worker = self._start_trusted(
+                self.reference, f"reference_{self.topic.name}", compile_cache.reference(), "the reference"
+            )
+        self._own.append(worker)
+        try:
+            yield worker
+        finally:
+            self._own.remove(worker)
+            worker.close()
+
     def student_paused(self) -> contextlib.AbstractContextManager[bool | None]:
         """The student's worker frozen (its whole cgroup), for timing the reference: nothing the
         student started can compete with the reference for cores, caches or memory bandwidth."""
@@ -389,7 +434,7 @@ class TopicSession:
         topic winds down (its thread then closes them, their cgroups and files with them); no
         worker starts again. A device's shared worker is left to its run."""
         self.deadline, self.abandoned = 0.0, True
-        for w in (self._ref, self._stu, self._analyser):
+        for w in (self._ref, self._stu, self._analyser, *self._own):
             if w is not None and not getattr(w, "shared", False):
                 w.kill("the topic ran past its outside deadline")
 
@@ -402,14 +447,17 @@ class TopicSession:
 
     # -- calls ---------------------------------------------------------------------------
 
-    def call_student(self, op: str, *, max_reply: ReplyBound | None = None, **fields: Any) -> dict[str, Any]:
-        """One request to the student; StudentError carries a message when it did not return.
+    def call_student(
+        self, op: str, *, max_reply: ReplyBound | None = None, worker: WorkerProcess | None = None, **fields: Any
+    ) -> dict[str, Any]:
+        """One request to the student (to the topic's worker, or to `worker`, one of `own_worker`'s);
+        StudentError carries a message when it did not return.
 
         The reply is checked against the schema of `op` first: a malformed one (the student's
         process can write any frame on its pipe) stops the worker, as a crash does. It is bounded
         by `max_reply`, else by `reply_bound(op, fn)`: a larger one stops the worker too.
         """
-        worker = self.student()
+        worker = worker or self.student()
         try:
             timeout = min(self.limits.call_timeout, max(1.0, self.time_left()))
             reply = replies.check(op, worker.request(op, timeout, max_reply=max_reply, **fields))
@@ -437,14 +485,17 @@ class TopicSession:
             self.deaths = deaths
             return None
 
-    def call_reference(self, op: str, exercise: str | None = None, **fields: Any) -> dict[str, Any]:
-        """One request to the reference's worker; any failure is the grader's, not the student's,
-        and its message names `exercise` (else the request's function)."""
+    def call_reference(
+        self, op: str, exercise: str | None = None, worker: WorkerProcess | None = None, **fields: Any
+    ) -> dict[str, Any]:
+        """One request to the reference's worker (or to `worker`, one of `own_worker`'s); any
+        failure is the grader's, not the student's, and its message names `exercise` (else the
+        request's function)."""
         name = f"{self.topic.name}.{exercise or fields.get('fn') or op}"
         if self.answers.mode == "replay":
             raise GraderError(f"the reference is not here to answer `{op}`: this run replays recorded expectations")
         try:
-            reply = replies.check(op, self.ref.request(op, REFERENCE_TIMEOUT, **fields))
+            reply = replies.check(op, (worker or self.ref).request(op, REFERENCE_TIMEOUT, **fields))
         except (WorkerDied, replies.MalformedReply) as exc:
             raise GraderError(f"the reference {name} failed `{op}`: {exc}") from None
         if not reply["ok"]:

@@ -56,13 +56,13 @@ def session_for(tmp_path: Path, topic: str, source: str) -> TopicSession:
 
 def run_check(session: TopicSession, kind: type, exercise: str) -> tuple[object, list[tuple[str, dict]]]:
     """Run the exercise's stream check of class `kind` in `session`; its outcome and the requests
-    sent to the student."""
+    sent to the student (with the worker each went to, None for the topic's, as `worker`)."""
     sent: list[tuple[str, dict]] = []
     call = session.call_student
 
-    def recording(op: str, **fields):
-        sent.append((op, fields))
-        return call(op, **fields)
+    def recording(op: str, worker=None, **fields):
+        sent.append((op, {**fields, "worker": worker}))
+        return call(op, worker=worker, **fields)
 
     session.call_student = recording
     ex = next(e for e in session.topic.exercises if e.name == exercise)
@@ -98,7 +98,10 @@ def test_each_call_brings_its_own_arguments_and_a_wrong_output_ends_the_stream(t
     assert outcome.fraction == 0 and outcome.message.startswith("call 3 of the stream"), outcome.message
     # Judged on arrival: no call is sent after the wrong one.
     assert [op for op, _ in sent] == ["prepare", "step", "step", "step"]
-    assert set(sent[0][1]) == {"fn", "jit", "static_argnums"}  # nothing of the stream before its clock
+    assert set(sent[0][1]) == {"fn", "jit", "static_argnums", "worker"}  # nothing of the stream before its clock
+    own = {id(fields["worker"]) for _, fields in sent}
+    assert len(own) == 1 and sent[0][1]["worker"] is not None  # hidden: one worker of its own for the stream
+    assert not sent[0][1]["worker"].alive  # closed after it
     assert all(len(fields["args"]) == 2 for _, fields in sent[1:])
 
 
@@ -136,7 +139,7 @@ def test_a_wrong_print_is_kept_and_a_later_wrong_output_still_decides(tmp_path):
     assert outcome.fraction == 0 and outcome.message.startswith("call 1 of 12"), outcome.message
     assert "tracing softmax" in outcome.message and outcome.data["printing_calls"] == 3, outcome.data
     assert [op for op, _ in sent] == ["prepare"] + ["step"] * 12
-    assert set(sent[0][1]) == {"fn", "jit", "static_argnums"}
+    assert set(sent[0][1]) == {"fn", "jit", "static_argnums", "worker"}
 
 
 # -- hostile modules, sandboxed, beside their honest twins ------------------------------------

@@ -31,6 +31,11 @@ module it grades (tests/submissions/...__attack_*.py):
      answer is computed on the staged inputs before the timed `go`.
    - unblocked_dispatch (jit_basics__attack_unblocked): the harness's `block_until_ready`
      replaced: the call replies while XLA still computes.
+   - precompiled_family (training__attack_precompiled_family): `train_step` runs eagerly, and
+     threads at import compile the jitted step for the public stream family's batch sizes, so
+     no call of the `compiles` stream compiles in its window; the stream now runs on workers of
+     their own whose CPU outside the windows, from their start, is weighed against the
+     reference's.
    - speed_size_only (static_args__attack_speed_size): `cached_solve` skips its work at the
      speed workload's size only, where every timed call is a cache hit; the untimed twin at
      that size (a miss, `Speed.twin`) fails it, and no ratio reaches the leaderboard.
@@ -91,6 +96,7 @@ from helpers.grading import (
     synthetic_result,
     table,
 )
+from jaxlings.grading import draws
 from jaxlings.grading.results import Result, measured_ratio
 from jaxlings.isolation import Limits
 
@@ -176,6 +182,32 @@ def test_code_that_runs_only_at_the_speed_size_is_checked_there(tmp_path):
     assert score_of(attack, "static_args.cached_solve:correct") == score_of(honest, "static_args.cached_solve:correct")
     honest_speed = next(t for t in honest.tests if t.check == "speed")
     assert measured_ratio("speed", honest_speed.extra_data) is not None, table(honest)
+
+
+def test_a_stream_family_compiled_at_import_is_counted(tmp_path):
+    """Issue 41, class 3: threads at import compiled the stream's programs before any window, and
+    every call was a lookup (the `compiles` point, which the eager twin does not get). Here the
+    family is cut to the batch size this seed draws and five others (the whole family, 48
+    sizes, costs ~70 s of CPU to compile; the bound that catches it does not depend on that)."""
+    names, seed = ["training.train_step"], 0x5EED
+    drawn = int(draws.generator(seed, "training", "train_step", "compiles", 0).integers(16, 64))
+    sizes = tuple(sorted({drawn, 16, 17, 18, 19, 20}))
+    graded = {}
+    for which, attack in (("attack", True), ("honest", False)):
+        source = module_source("training__attack_precompiled_family", ATTACK=attack, BATCH_SIZES=sizes)
+        folder = tmp_path / which
+        folder.mkdir()
+        (folder / "training.py").write_text(source)
+        graded[which] = grade_dir(folder, names, isolate=True, seed=seed)
+    attack, honest = graded["attack"], graded["honest"]
+    assert_gains_nothing(attack, honest, names)
+    figures = extra_data(attack, "training.train_step:compiles")
+    assert figures["advisory"]["compiles"] == 0 and figures["compiles"] == 0, figures  # no call compiled ...
+    assert figures["untimed_excess_s"] > figures["untimed_allowed_s"], figures  # ... the work was done before
+    said = next(t.output for t in attack.tests if t.name == "training.train_step:compiles")
+    assert "outside the calls' windows" in said and "at import" in said, said
+    twin = extra_data(honest, "training.train_step:compiles")
+    assert twin["untimed_excess_s"] <= twin["untimed_allowed_s"], twin  # the eager twin fails on its weight
 
 
 # -- 2. CPU time the clock does not see -----------------------------------------------------

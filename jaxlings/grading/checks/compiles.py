@@ -50,6 +50,21 @@ Three counts, one verdict.
   replay exceeds `steady`) take it.
 Any count past its allowance fails the check.
 
+Work done before the calls come. The stream's shapes are drawn from a public family (the student
+package describes it), so a module could compile the programs of the whole family at import, or
+in threads of its own while other checks run, and make every call of the stream a lookup. In
+hidden grading the stream therefore runs on two workers of its own (`CheckContext.own_sides`),
+the reference's and the student's, started for it and closed after it, on the host's CPU (on an
+accelerator the chip stays with its one process; compilations are counted alike there). Each
+worker's CPU outside the calls' windows, from its start to its last call (`untimed`: its
+import, whatever that started, `prepare`, the gaps), is read from its cgroup, which counts every
+thread; the student's may exceed the reference's by `UNTIMED_SLACK` (1 s) plus a quarter of the
+reference's (`Compiles.untimed_excess`). Measured on the five streams of the course, 15 gradings
+of the solutions on a 2-core machine: the two differ by -0.17 to +0.16 s (the reference's own
+0.8-2.4 s); compiling `train_step` ahead for six batch sizes read +7 s, for the whole family
+of 48 +69 s (`tests/submissions/training__attack_precompiled_family.py`). A public run keeps the
+topic's workers and judges no such excess: the recording's reference ran on another machine.
+
 A public run (`grade check`) judges the two counts and reports the weight without judging it:
 the recording timed the reference's compilations on the machine that built the package, and
 one compilation's cost differs between machines, and between runs of one recording, by more
@@ -77,12 +92,15 @@ if TYPE_CHECKING:
 
 FALLBACK_THRESHOLD = 0.005  # seconds, where the reference gives no cached or no compiling call
 WEIGHT_SLACK = 1.25  # of the allowance, for the counted calls' weight in reference compilations (`budget`)
+UNTIMED_SLACK = 1.0  # seconds of CPU outside the windows a student's worker may spend beyond the reference's
 
 
 def reference_steps(side: Side, setup: dict[str, Any], cases: list[Case]) -> dict[str, Any]:
     """The reference's stream, prepared (`setup`: no arguments) and run call by call: {"outs",
-    "counts" (as its worker reports them: truthful), "seconds" (per call), "clock"}. Its outputs
-    are kept: every student call is compared with them as it arrives."""
+    "counts" (as its worker reports them: truthful), "seconds" (per call), "clock"}, and on a
+    worker of its own, "untimed": its CPU outside the calls' windows from its start to the
+    last call (`untimed`). Its outputs are kept: every student call is compared with them as
+    it arrives."""
     side.call("prepare", **setup)
     outs, counts, seconds, clocks = [], [], [], set()
     for case in cases:
@@ -91,7 +109,35 @@ def reference_steps(side: Side, setup: dict[str, Any], cases: list[Case]) -> dic
         counts.append(reply["counts"])
         seconds.append(t)
         clocks.add(clock)
-    return {"outs": outs, "counts": counts, "seconds": seconds, "clock": "wall" if "wall" in clocks else "cpu"}
+    clock = "wall" if "wall" in clocks else "cpu"
+    return {
+        "outs": outs,
+        "counts": counts,
+        "seconds": seconds,
+        "clock": clock,
+        "untimed": untimed(side, seconds, clock),
+    }
+
+
+def untimed(side: Side, windows: list[float], clock: str) -> float | None:
+    """The CPU time `side`'s worker spent outside the stream's windows (`windows`, on the CPU
+    clock) from its start: importing, preparing, and whatever its threads did between calls.
+    None on the wall clock, where no worker's own CPU is read, and on the topic's worker,
+    which every check shares."""
+    life = side.lifetime_cpu() if clock == "cpu" else None
+    return None if life is None else max(0.0, life - sum(windows))
+
+
+def early_message(early: dict[str, float]) -> str:
+    """What a student reads when their worker's CPU outside the stream's windows (`untimed`)
+    exceeds the reference's by more than allowed (`Compiles.untimed_excess`'s figures)."""
+    return (
+        f"from its start to the stream's last call, the process of your module spent {early['untimed_s']:.2f} s "
+        f"of CPU outside the calls' windows, {early['untimed_excess_s']:.2f} s more than the reference's doing the "
+        f"same (about {early['untimed_compilations']:g} of its compilations; at most {early['untimed_allowed_s']:g} s "
+        "more): work for the stream's calls (compiling for their shapes above all) is counted whenever it is done, "
+        "at import or in threads of its own before the calls come"
+    )
 
 
 def split(ref: dict[str, Any]) -> tuple[list[float], list[float]]:
@@ -161,14 +207,20 @@ def budget(max_compiles: int, forgiven: int) -> float:
 
 
 def student_steps(
-    ctx: CheckContext, setup: dict[str, Any], cases: list[Case], expected: list[dict[str, Any]], drop: float
+    ctx: CheckContext,
+    side: Side,
+    setup: dict[str, Any],
+    cases: list[Case],
+    expected: list[dict[str, Any]],
+    drop: float,
 ) -> dict[str, Any] | str:
     """The student's stream, judged on arrival: each call's output is compared with the
     reference's as soon as it comes back and then dropped; after the stream, every call slower
     than `drop` runs again (its arguments sent again: a call may donate them), compared too.
     What was wrong (a message), or the figures: {"seconds" (first runs), "replay" ({index:
-    seconds}), "counts" (as the worker reports them), "replay_compiles", "clock"}."""
-    ex, side, fn = ctx.exercise, ctx.student, setup["fn"]
+    seconds}), "counts" (as the worker reports them), "replay_compiles", "clock", "untimed"
+    (`untimed`, read after the last replay)}."""
+    ex, fn = ctx.exercise, setup["fn"]
     side.call("prepare", **setup)
     seconds, counts, clocks = [], [], set()
     for i, case in enumerate(cases):
@@ -186,12 +238,14 @@ def student_steps(
         replay[i] = t
         replay_compiles += reply["counts"][0]
         clocks.add(clock)
+    clock = "wall" if "wall" in clocks else "cpu"
     return {
         "seconds": seconds,
         "replay": replay,
         "counts": counts,
         "replay_compiles": replay_compiles,
-        "clock": "wall" if "wall" in clocks else "cpu",
+        "clock": clock,
+        "untimed": untimed(side, [*seconds, *replay.values()], clock),
     }
 
 
@@ -234,23 +288,13 @@ class Compiles(Check):
             "function whose operations compile one by one, without jit, fails)."
         )
 
-    def reference_stream(self, ctx: CheckContext) -> tuple[list[Case], dict[str, Any], dict[str, Any]]:
-        """The stream's calls, their setup, and the reference's run of it (`reference_steps`):
-        live, recorded, or measured ahead on the device (`prefetch`)."""
+    def stream(self, ctx: CheckContext) -> tuple[list[Case], dict[str, Any], dict[str, Any]]:
+        """The stream's calls, their setup (no arguments), and the request the reference's
+        answer is kept under."""
         ex = ctx.exercise
         cases = ctx.draw("compiles", lambda rng: self.make(rng, self.calls))
         setup = {"fn": ex.name, "jit": self.jit, "static_argnums": ex.static_argnums}
-
-        def reference() -> dict[str, Any]:
-            with ctx.reference.alone():
-                return reference_steps(ctx.reference, setup, cases)
-
-        return cases, setup, ctx.answer("steps", {**setup, "cases": [c.args for c in cases]}, reference)
-
-    def prefetch(self, ctx: CheckContext) -> None:
-        """The reference's stream on the device, ahead of the student's: its per-call times set
-        what a compilation costs there."""
-        self.reference_stream(ctx)
+        return cases, setup, {**setup, "cases": [c.args for c in cases]}
 
     def run(self, ctx: CheckContext) -> Outcome:
         if ctx.public and ctx.device is not None and ctx.device.accelerator:
@@ -258,15 +302,46 @@ class Compiles(Check):
                 "the public expectations hold the reference's stream timed on a CPU, and a compilation on this "
                 "accelerator takes another time"
             )
-        cases, setup, ref = self.reference_stream(ctx)
-        drop, steady = thresholds(ref)
+        cases, setup, request = self.stream(ctx)
         try:
-            got = student_steps(ctx, setup, cases, ref["outs"], drop)
+            if ctx.public:  # the topic's workers; the reference's stream as recorded
+                ref = ctx.answer("steps", request, lambda: self.reference(ctx.reference, ctx.student, setup, cases))
+                got = student_steps(ctx, ctx.student, setup, cases, ref["outs"], thresholds(ref)[0])
+            else:
+                with ctx.own_sides() as (reference, student):
+                    ref = ctx.answer("steps", request, lambda: self.reference(reference, student, setup, cases))
+                    got = student_steps(ctx, student, setup, cases, ref["outs"], thresholds(ref)[0])
         except StudentError as exc:
             return Outcome.fail(f"a stream of {len(cases)} calls: {exc}")
         if isinstance(got, str):
             return Outcome.fail(got)
-        return self.verdict(cases, ref, got, drop, steady, weigh=not ctx.public)
+        return self.verdict(cases, ref, got, *thresholds(ref), weigh=not ctx.public)
+
+    @staticmethod
+    def untimed_excess(ref: dict[str, Any], got: dict[str, Any]) -> dict[str, float] | None:
+        """The student's CPU outside the stream's windows against the reference's (`untimed`),
+        each on a worker of its own from its start: the excess, and what it may be (`UNTIMED_SLACK`
+        seconds, and a quarter more than the reference's own). None where either was not read."""
+        ours, theirs = got.get("untimed"), ref.get("untimed")
+        if ours is None or theirs is None:
+            return None
+        known = [s for s in compile_seconds(ref) if s is not None]
+        one = statistics.median(known) if known else FALLBACK_THRESHOLD
+        excess = ours - theirs
+        return {
+            "untimed_s": round(ours, 3),
+            "reference_untimed_s": round(theirs, 3),
+            "untimed_excess_s": round(excess, 3),
+            "untimed_allowed_s": round(UNTIMED_SLACK + theirs / 4, 2),
+            "untimed_compilations": round(max(0.0, excess) / one),
+        }
+
+    @staticmethod
+    def reference(reference: Side, student: Side, setup: dict[str, Any], cases: list[Case]) -> dict[str, Any]:
+        """The reference's stream (`reference_steps`), the student's worker frozen meanwhile
+        (the topic's, or the one of its own, whose module's threads may be running)."""
+        with reference.alone() if not student.own else student.paused():
+            return reference_steps(reference, setup, cases)
 
     def verdict(
         self,
@@ -314,6 +389,8 @@ class Compiles(Check):
             weight_budget=round(allowed, 2),
             call_weights=[[i + 1, round(w, 2)] for i, w in weights.items()],
         )
+        early = self.untimed_excess(ref, got) if weigh else None
+        data.update(early or {})
         if reported > self.max_compiles:
             return Outcome.fail(
                 f"{len(cases)} calls compiled {reported} times; at most {self.max_compiles} allowed", **data
@@ -337,6 +414,8 @@ class Compiles(Check):
                 "whether or not JAX's events count them",
                 **data,
             )
+        if early is not None and early["untimed_excess_s"] > early["untimed_allowed_s"]:
+            return Outcome.fail(early_message(early), **data)
         weighed_later = (
             "" if weigh else "; the time they spent compiling is weighed against the reference's on submission"
         )
