@@ -53,7 +53,11 @@ HIDDEN = ("specs", "course", "service")
 
 # The student package needs what the grader's core needs: the project's own dependencies.
 DEPENDENCIES = tuple(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"])
-NOTEBOOK_EXTRA = ("jupyterlab>=4", "ipykernel>=6", "nbgrader>=0.9")
+NOTEBOOK_EXTRA = ("jupyterlab>=4", "ipykernel>=6")
+# nbgrader only where the course runs on JupyterHub (the Assignments tab): installed beside JupyterLab
+# it adds its instructor menus (Create Assignment, Formgrader, Validate), which a student working on
+# their own machine has no use for; the hub's docs disable those on the hub.
+HUB_EXTRA = ("nbgrader>=0.9",)
 
 PYPROJECT = """\
 [build-system]
@@ -70,6 +74,7 @@ dependencies = {dependencies}
 
 [project.optional-dependencies]
 notebook = {notebook}
+hub = {hub}
 
 [project.scripts]
 grade = "jaxlings.cli:main"
@@ -150,6 +155,7 @@ def stage(target: Path) -> Path:
             version=__version__,
             dependencies=json.dumps(list(DEPENDENCIES)),
             notebook=json.dumps(list(NOTEBOOK_EXTRA)),
+            hub=json.dumps(list(HUB_EXTRA)),
         )
     )
     (target / "README.md").write_text(README.format(name=DIST_NAME))

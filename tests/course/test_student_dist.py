@@ -114,6 +114,23 @@ def test_the_package_holds_no_solution_no_spec_and_no_hidden_case(built):
     assert not [n for n in names if n.startswith("jaxlings/specs/") and not n.endswith("__init__.py")]
 
 
+def test_a_student_s_jupyterlab_comes_without_nbgrader(built):
+    """`[notebook]` is JupyterLab and a kernel; nbgrader, whose instructor menus (Create
+    Assignment, Formgrader, Validate) appear in any JupyterLab it is installed beside, comes only
+    with `[hub]`, for the course's JupyterHub (docs/jupyterhub.md)."""
+    wheel = zipfile.ZipFile(built["wheel"])
+    metadata = wheel.read(next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))).decode()
+    requires = [line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
+
+    def extra(name: str) -> list[str]:
+        return [r.split(";")[0].strip() for r in requires if f'extra == "{name}"' in r]
+
+    assert any(r.startswith("jupyterlab") for r in extra("notebook")), requires
+    assert not any(r.startswith("nbgrader") for r in extra("notebook")), requires
+    assert [r for r in extra("hub") if r.startswith("nbgrader")], requires
+    assert not any(r.startswith("nbgrader") for r in requires if "extra ==" not in r), requires
+
+
 @pytest.mark.filterwarnings("ignore:Duplicate name")  # a plant replaces a packaged file on purpose
 def test_the_leak_scan_finds_a_planted_solution_a_spec_and_a_hidden_case(built, tmp_path):
     """The scan is what stands between the repo and the students: each kind of leak is caught."""
