@@ -294,7 +294,8 @@ def remat_grad(params, x):
     layers, with k = 4 d, several times the (n, d) inputs of the layers. Compute the same
     numbers keeping only each layer's input and recomputing the rest of the layer during the
     backward pass: `jax.checkpoint` (alias `jax.remat`) applied to the function `lax.scan`
-    repeats. The recomputation costs a second forward pass through each layer.
+    repeats. The recomputation costs one more matrix product per layer (the hidden activations
+    again: about half the layer's forward work).
 
     Example: one layer (L = 1) with `d = k = n = 1`, `W1 = [[[0]]]`, `b1 = [[0]]`,
     `W2 = [[[1]]]` and `x = [[1]]`: the hidden unit is `tanh(0) = 0`, the output 1, the loss

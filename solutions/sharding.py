@@ -14,7 +14,8 @@ layout for a matrix. `jax.device_put(x, sharding)` lays an array out that way, e
 inside `jax.jit` on an Explicit mesh (below); `x.sharding` and
 `jax.debug.inspect_array_sharding` tell you where an array lives.
 
-Two kinds of mesh axes. Since JAX 0.8.1, `jax.make_mesh` makes *Explicit* axes: the sharding
+Two kinds of mesh axes. Since JAX 0.9.0, `jax.make_mesh` makes *Explicit* axes unless
+`axis_types` says otherwise (0.8.1 to 0.8.3 made Auto axes there, with a warning): the sharding
 is part of an array's type, every operation computes the sharding of its result from its
 inputs', and where that is ambiguous (a matmul whose contracted dimension is split on both
 sides) JAX asks you to say where the result goes (`jnp.matmul(a, b, out_sharding=...)`);

@@ -299,8 +299,10 @@ def adamw_step(params, grads, learning_rate, weight_decay):
 def resume_training(checkpoint, x, y, steps, batch_size):
     """Restore a training state from an Orbax checkpoint and train on from it: returns `(restored, losses)`.
 
-    The checkpoint was written by Orbax's standard handler with
-    `state = {"params": ..., "opt_state": ..., "step": ...}`: the MLP's parameters (a nested
+    The checkpoint was written by Orbax's standard handler with OCDBT off
+    (`ocp.StandardCheckpointHandler(use_ocdbt=False)`: a Zarr folder per array; Orbax's
+    default, OCDBT on, writes one combined store instead, and `StandardCheckpointer` restores
+    either) from `state = {"params": ..., "opt_state": ..., "step": ...}`: the MLP's parameters (a nested
     dict as in `mse_loss`), the optimizer state's leaves (a list as `init_opt_state` returns)
     and the number of steps taken so far (an int32 scalar). `checkpoint` holds that
     directory's files, as a dict from each file's path relative to the directory (`"_METADATA"`,

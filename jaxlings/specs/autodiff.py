@@ -541,7 +541,9 @@ TOPIC = Topic(
                             3.0,
                             65536.0,
                             "keep only each layer's input for the backward pass and recompute the rest of the layer "
-                            "(jax.checkpoint on the function that lax.scan repeats)",
+                            "(jax.checkpoint on the function that lax.scan repeats), and let lax.scan run over the "
+                            "stacked parameters: a loop that indexes them (a fori_loop over W1[i]) carries the "
+                            "gradient of the whole stack through every step, however well each layer is checkpointed",
                         ),
                     ),
                 ),
