@@ -5,6 +5,7 @@
     grade watch [TOPIC ...]                    re-check a topic each time its file is saved
     grade hint [TOPIC.]EXERCISE [--level N]    the next hint (a nudge, the API, the shape)
     grade list                                 topics, exercises, points, what passed locally
+    grade take-notebook TOPIC                  copy the answers written in notebooks/TOPIC.ipynb into exercises/
   the grader's side only (the repo, not the student package):
     grade grade SUBMISSION [--json FILE] [--leaderboard]   hidden checks on a submission (dir or .zip)
     grade build [TOPIC...] [--check]           regenerate stubs, notebooks, public expectations
@@ -22,6 +23,7 @@ from typing import ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from jaxlings import __version__
 from jaxlings import public as public_data
@@ -32,7 +34,7 @@ from jaxlings.grading.spares import Spares
 from jaxlings.grading.spec import Topic
 from jaxlings.grading.submission import SubmissionError, open_submission
 from jaxlings.isolation import bwrap_available, bwrap_problem
-from jaxlings.student import hints, report, workspace
+from jaxlings.student import hints, pairing, report, workspace
 
 app = typer.Typer(
     add_completion=False,
@@ -122,6 +124,13 @@ def _run(
         )
 
 
+def tell_pairing(directory: Path, names: list[str] | None) -> None:
+    """Say where a topic's notebook holds answers its file in `directory` does not
+    (`jaxlings.student.pairing`): the commands read the file."""
+    for line in pairing.notices(directory, names):
+        console.print(f"[yellow]note:[/] {escape(line)}", highlight=False)
+
+
 def _failed(result: Result) -> bool:
     """Whether some test that can be judged here did not pass (pending ones wait for the grader)."""
     return any(t.status != "passed" and not t.pending for t in result.tests)
@@ -144,6 +153,7 @@ def check(
     """
     if not directory.is_dir():
         raise FileNotFoundError(f"no exercises folder at {directory.resolve()} (run `grade init` first, or use --dir)")
+    tell_pairing(directory, names)
     result = _run(directory, names, public=True, isolate=sandbox, device_setting=device_setting)
     report.result_tables(result, console)
     report.save_last_check(Path.cwd(), result)
@@ -259,6 +269,7 @@ def list_() -> None:
     known = report.load_last_check(Path.cwd())
     specs = _course()
     report.course_list(specs, known, console, title=f"jaxlings {__version__}")
+    tell_pairing(paths.state_dir(Path.cwd()).parent / "exercises", None)
     console.print("\n" + report.next_line(specs, known), highlight=False)
 
 
@@ -307,7 +318,31 @@ def watch(
 
     if not directory.is_dir():
         raise FileNotFoundError(f"no exercises folder at {directory.resolve()} (run `grade init` first, or use --dir)")
+    tell_pairing(directory, names)
     watching.run(names, directory, interval=interval, console=console)
+
+
+@app.command("take-notebook")
+@friendly
+def take_notebook(
+    topic: str = typer.Argument(..., metavar="TOPIC", help="The topic whose notebook answers to copy."),
+    directory: Path = typer.Option(Path("exercises"), "--dir", help="Your exercises folder."),
+) -> None:
+    """Copy the answers you wrote in notebooks/TOPIC.ipynb into exercises/TOPIC.py, the file the
+    commands read (the file as it was is kept in .jaxlings/backups/ first)."""
+    if topic not in topics.ORDER:
+        raise ValueError(f"no topic {topic!r} (the topics: {', '.join(topics.ORDER)})")
+    if not (directory / f"{topic}.py").is_file():
+        raise FileNotFoundError(f"no {directory / f'{topic}.py'} (run `grade init` first, or use --dir)")
+    names, backup = pairing.take(directory, topic)
+    if not names:
+        console.print(f"notebooks/{topic}.ipynb answers nothing that {directory.name}/{topic}.py does not hold")
+        return
+    console.print(
+        f"copied {', '.join(names)} from notebooks/{topic}.ipynb into {directory.name}/{topic}.py "
+        f"(it was kept as {backup}); now [bold]grade check {topic}[/]",
+        highlight=False,
+    )
 
 
 @app.command()

@@ -161,6 +161,10 @@ def submit(
     timeout: Annotated[float, typer.Option(help="With --wait: give up waiting after this many seconds.")] = 3600.0,
 ) -> None:
     """Zip your exercises' topic files, submit them for hidden grading, and print the submission's id."""
+    from jaxlings.student import pairing
+
+    for line in pairing.notices(directory, names or None):
+        console.print(f"[yellow]note:[/] {escape(line)}", highlight=False)
     api = client.Client(client.connection())
     data, topics = client.zip_exercises(directory, names or [], api.topics())
     dates = api.deadlines()

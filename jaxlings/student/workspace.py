@@ -80,6 +80,11 @@ For each topic:
 
 Run the `grade` commands in this folder: your progress is kept in `.jaxlings/`.
 
+Working in the notebook instead? Its answer cells are graded by its own grade cells, but the
+commands above read `exercises/<topic>.py`: they tell you when the notebook holds answers the
+file does not, and `grade take-notebook <topic>` copies them into the file (the file as it was
+is kept in `.jaxlings/backups/` first).
+
 ## How you are graded
 
 {rules}
