@@ -365,6 +365,6 @@ def remat_grad(params, x):
         temporary bytes for the compiled program (its intermediates, not its arguments or
         outputs) at most about the reference's².
       ¹ rtol 1e-4, atol 1e-7 for float outputs; integers, booleans and keys exactly. ² at most
-      x3 + 65536 the reference's on the same inputs.
+      x2.5 + 65536 the reference's on the same inputs.
     """
     raise NotImplementedError("remat_grad: your code here")

@@ -74,11 +74,11 @@ def test_reference_jacobian_and_hvp_cost_a_few_passes(reference):
 
 
 def test_reference_gradient_keeps_only_the_layer_inputs(reference):
-    # remat_grad at L = 32, n = 128, d = 64, k = 256: 32 layer inputs (n, d) of 32 KiB, 1 MiB,
-    # plus one layer's recomputation; every layer's (n, k) activations would be 4 MiB alone
+    # remat_grad at L = 16, n = 64, d = 32, k = 128: 16 layer inputs (n, d) of 8 KiB, 128 KiB,
+    # plus one layer's recomputation; every layer's (n, k) activations would be 512 KiB alone
     facts = data(reference, "remat_grad", "jit")
-    assert facts["temp_bytes"] == facts["reference_temp_bytes"] < 32 * 128 * 256 * 4
-    assert facts["temp_bytes"] > 32 * 128 * 64 * 4
+    assert facts["temp_bytes"] == facts["reference_temp_bytes"] < 16 * 64 * 128 * 4
+    assert facts["temp_bytes"] > 16 * 64 * 32 * 4
 
 
 def test_reference_per_example_program_does_not_grow(reference):
@@ -151,14 +151,14 @@ def test_gradient_without_checkpoint_fails_jit_on_memory_only(one_fault_each):
     assert failed(one_fault_each, "remat_grad") == {"jit"}
     assert "bytes of temporary memory" in message(one_fault_each, "remat_grad", "jit")
     facts = data(one_fault_each, "remat_grad", "jit")
-    assert facts["temp_bytes"] > 5 * facts["reference_temp_bytes"]  # measured x6.5 on the CPU
+    assert facts["temp_bytes"] > 4 * facts["reference_temp_bytes"]  # measured x5.2 on the CPU
 
 
 def test_checkpoint_with_a_save_everything_policy_fails_jit_on_memory_only(more_faults):
     assert failed(more_faults, "remat_grad") == {"jit"}
     assert "bytes of temporary memory" in message(more_faults, "remat_grad", "jit")
     facts = data(more_faults, "remat_grad", "jit")
-    assert facts["temp_bytes"] > 5 * facts["reference_temp_bytes"]  # the same program as no checkpoint
+    assert facts["temp_bytes"] > 4 * facts["reference_temp_bytes"]  # the same program as no checkpoint
 
 
 # -- right answers written differently --------------------------------------------------------
