@@ -154,6 +154,15 @@ def test_gradient_without_checkpoint_fails_jit_on_memory_only(one_fault_each):
     assert facts["temp_bytes"] > 4 * facts["reference_temp_bytes"]  # measured x5.2 on the CPU
 
 
+def test_checkpointed_layers_in_a_loop_that_indexes_the_stack_fail_jit_naming_the_loop(tmp_path_factory):
+    graded = grade_variant(tmp_path_factory, TOPIC, "remat_fori", [f"{TOPIC}.remat_grad"])
+    assert failing(graded) == {"autodiff.remat_grad:jit"}, failing(graded)
+    said = TopicView(TOPIC).message(graded, "remat_grad", "jit")
+    assert "bytes of temporary memory" in said and "fori_loop" in said, said
+    facts = TopicView(TOPIC).data(graded, "remat_grad", "jit")
+    assert 2.5 * facts["reference_temp_bytes"] < facts["temp_bytes"] < 4 * facts["reference_temp_bytes"], facts
+
+
 def test_checkpoint_with_a_save_everything_policy_fails_jit_on_memory_only(more_faults):
     assert failed(more_faults, "remat_grad") == {"jit"}
     assert "bytes of temporary memory" in message(more_faults, "remat_grad", "jit")
