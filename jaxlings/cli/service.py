@@ -519,7 +519,9 @@ def export(
     canvas_ids: Annotated[
         Path | None,
         typer.Option(
-            "--canvas-ids", help="With --format canvas: a CSV `topic,assignment_id` of Canvas assignment ids."
+            "--canvas-ids",
+            help="With --format canvas: a CSV `topic,assignment_id` of Canvas assignment ids, or Canvas's own "
+            "gradebook export (its assignment ids and each student's Canvas ID, SIS User ID and section).",
         ),
     ] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="The file to write (default: by format).")] = None,

@@ -14,7 +14,10 @@ outline, dropped students left out) and only arranges them; none decides a score
 - `canvas_csv`: Canvas's gradebook import file (Grades > Import): `Student`, `ID`,
   `SIS User ID`, `SIS Login ID`, `Section`, then one column per topic named `TOPIC (ASSIGNMENT ID)`
   when the Canvas assignment id is known, else `TOPIC` (Canvas then creates a new assignment),
-  a first row `Points Possible` holding the maxima, then one row per student.
+  a first row `Points Possible` holding the maxima, then one row per student. The ids come from a
+  `topic,assignment_id` file or from Canvas's own gradebook export (`canvas_ids_file`), which also
+  gives each student's Canvas `ID`, `SIS User ID` and `Section` (matched by `SIS Login ID`, our
+  login).
 - `nbgrader_csv`: the columns and row order of `nbgrader export` (its CsvExportPlugin): one row
   per topic (nbgrader's assignment) per student.
 
@@ -29,6 +32,7 @@ import datetime as dt
 import io
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from jaxlings.grading.rules import NO_RULES, CourseRules
@@ -108,15 +112,28 @@ def gradebook_csv(rows: Sequence[Standing], course: Outline) -> str:
     return _write(header, map(line, rows))
 
 
-def canvas_csv(rows: Sequence[Standing], course: Outline, ids: Mapping[str, str] | None = None) -> str:
+def canvas_csv(
+    rows: Sequence[Standing],
+    course: Outline,
+    ids: Mapping[str, str] | None = None,
+    people: Mapping[str, CanvasPerson] | None = None,
+) -> str:
     """Canvas's gradebook import CSV. Canvas finds each student by `SIS Login ID` (our login)
     and each assignment by the id in its column's parentheses (`ids`: topic -> Canvas assignment
-    id); a topic without an id is a column Canvas offers to create as a new assignment."""
-    ids = ids or {}
+    id); a topic without an id is a column Canvas offers to create as a new assignment. `people`
+    (login -> what Canvas's own export says of them) fills `ID`, `SIS User ID` and `Section`."""
+    ids, people = ids or {}, people or {}
     header = [*CANVAS_IDENTITY, *(f"{t} ({ids[t]})" if t in ids else t for t in course.topics)]
     possible = [POINTS_POSSIBLE, "", "", "", "", *(number(course.max_score(t)) for t in course.topics)]
+    nobody = CanvasPerson("", "", "")
     students = (
-        [text(r.student.name or r.student.login), "", "", text(r.student.login), ""]
+        [
+            text(r.student.name or r.student.login),
+            text((person := people.get(r.student.login, nobody)).canvas_id),
+            text(person.sis_user_id),
+            text(r.student.login),
+            text(person.section),
+        ]
         + [number(r.score(t)) for t in course.topics]
         for r in rows
     )
@@ -165,13 +182,15 @@ def render(
     course: Outline,
     canvas_ids: Mapping[str, str] | None = None,
     rules: CourseRules = NO_RULES,
+    canvas_people: Mapping[str, CanvasPerson] | None = None,
 ) -> str:
     """The export `fmt` (one of FORMATS); a ValueError naming the formats for another. `rules`
-    gives nbgrader's due dates (the scores in `rows` are already counted under them)."""
+    gives nbgrader's due dates (the scores in `rows` are already counted under them);
+    `canvas_ids` and `canvas_people` Canvas's ids (`canvas_csv`)."""
     dues = {t: due for t in course.topics if (due := rules.window(t).due) is not None}
     makers: dict[str, Callable[[], str]] = {
         "csv": lambda: gradebook_csv(rows, course),
-        "canvas": lambda: canvas_csv(rows, course, canvas_ids),
+        "canvas": lambda: canvas_csv(rows, course, canvas_ids, canvas_people),
         "nbgrader": lambda: nbgrader_csv(rows, course, dues),
     }
     if fmt not in makers:
@@ -203,8 +222,33 @@ def filename(fmt: str) -> str:
 # ---------------------------------------------------------------- Canvas assignment ids
 
 
-def canvas_ids_file(path: Path, topics: Sequence[str]) -> dict[str, str]:
-    """topic -> Canvas assignment id from a CSV with the header `topic,assignment_id`.
+@dataclass(frozen=True)
+class CanvasPerson:
+    """What Canvas's gradebook export says of one student: the identities its import wants."""
+
+    canvas_id: str
+    sis_user_id: str
+    section: str
+
+
+@dataclass(frozen=True)
+class CanvasIds:
+    """Canvas's ids for an export: topic -> assignment id, and login -> `CanvasPerson` (empty
+    from a `topic,assignment_id` file)."""
+
+    assignments: dict[str, str]
+    people: dict[str, CanvasPerson] = field(default_factory=dict)
+
+
+CANVAS_ASSIGNMENT = re.compile(r"^(?P<name>.*\S)\s+\((?P<id>[0-9]{1,20})\)$")
+
+
+def canvas_ids_file(path: Path, topics: Sequence[str]) -> CanvasIds:
+    """Canvas's ids from a CSV: either `topic,assignment_id` lines, or Canvas's own gradebook
+    export (Grades > Export: `Student`, `ID`, `SIS User ID`, `SIS Login ID`, `Section`, then a
+    column per assignment named `NAME (ID)`), whose assignments named as topics give their ids
+    and whose students give theirs, matched by `SIS Login ID` (other columns, rows and
+    assignments are left alone).
 
     The assignment id is the number in the assignment's Canvas address
     (`/courses/123/assignments/45678`). A ValueError names a missing column, an unknown topic, an
@@ -213,12 +257,44 @@ def canvas_ids_file(path: Path, topics: Sequence[str]) -> dict[str, str]:
     with open(path, newline="", encoding="utf-8-sig") as f:
         reader = csv.DictReader(f)
         columns = [h.strip().lower() for h in reader.fieldnames or []]
+        if "sis login id" in columns and "student" in columns:
+            return _canvas_gradebook(path, reader, topics)
         if "topic" not in columns or "assignment_id" not in columns:
-            raise ValueError(f"{path}: the first line must be the header `topic,assignment_id`")
+            raise ValueError(
+                f"{path}: the first line must be the header `topic,assignment_id`, or the file Canvas's own "
+                "gradebook export (its header starts `Student,ID,SIS User ID,SIS Login ID`)"
+            )
         pairs = [
             (i + 2, {k.strip().lower(): (v or "").strip() for k, v in row.items() if k}) for i, row in enumerate(reader)
         ]
-    return _checked_ids(((f"{path}: line {n}", r["topic"], r["assignment_id"]) for n, r in pairs), topics)
+    return CanvasIds(_checked_ids(((f"{path}: line {n}", r["topic"], r["assignment_id"]) for n, r in pairs), topics))
+
+
+def _canvas_gradebook(path: Path, reader: csv.DictReader[str], topics: Sequence[str]) -> CanvasIds:
+    """`canvas_ids_file` of Canvas's gradebook export, its header already read by `reader`."""
+    named = {h.strip(): h for h in reader.fieldnames or []}
+    missing = [c for c in ("ID", "SIS Login ID") if c not in named]
+    if missing:
+        raise ValueError(f"{path}: Canvas's gradebook export without the column(s) {', '.join(missing)}")
+    found = [
+        (f"{path}: the header", m["name"], m["id"])
+        for h in named
+        if (m := CANVAS_ASSIGNMENT.match(h)) is not None and m["name"] in topics
+    ]
+    people = {}
+    for n, row in enumerate(reader, start=2):
+        login = (row.get(named["SIS Login ID"]) or "").strip()
+        canvas_id = (row.get(named["ID"]) or "").strip()
+        if not login or not canvas_id:  # the "Points Possible" row, a test student, a row Canvas left blank
+            continue
+        if not CANVAS_ID.fullmatch(canvas_id):
+            raise ValueError(f"{path}: line {n}: a Canvas ID must be a number, not {canvas_id!r}")
+        people[login] = CanvasPerson(
+            canvas_id,
+            (row.get(named.get("SIS User ID", "")) or "").strip(),
+            (row.get(named.get("Section", "")) or "").strip(),
+        )
+    return CanvasIds(_checked_ids(found, topics), people)
 
 
 def canvas_ids_query(value: str, topics: Sequence[str]) -> dict[str, str]:
@@ -265,11 +341,11 @@ def from_database(settings: Settings, fmt: str, canvas_ids: Path | None = None, 
     every = list(settings.topics or course_topics.ORDER)
     course = load_rules(settings.rules_path, every)
     topics = chosen_topics(only, every, fmt, course, dt.datetime.now(dt.UTC))
-    ids = canvas_ids_file(canvas_ids, every) if canvas_ids else None
+    ids = canvas_ids_file(canvas_ids, every) if canvas_ids else CanvasIds({})
     storage.secure_data_dir(settings)
     db.upgrade(settings.db_url)
     with db.sessions(settings.db_url)() as session:
         students = list(session.scalars(select(db.Student)))
         subs = list(session.scalars(select(db.Submission)))
         rows = scores.standings(students, subs, course, deadlines.extensions(session))
-    return render(fmt, rows, scores.outline(topics), ids, course)
+    return render(fmt, rows, scores.outline(topics), ids.assignments, course, ids.people)

@@ -156,7 +156,7 @@ def test_an_export_holds_the_topics_asked_for_and_canvas_those_open():
 def test_the_canvas_ids_file(tmp_path):
     good = tmp_path / "ids.csv"
     good.write_text("topic,assignment_id\nprng,45678\nloops,45679\n")
-    assert exports.canvas_ids_file(good, OUTLINE.topics) == {"prng": "45678", "loops": "45679"}
+    assert exports.canvas_ids_file(good, OUTLINE.topics) == exports.CanvasIds({"prng": "45678", "loops": "45679"})
     bad = tmp_path / "bad.csv"
     bad.write_text("topic,assignment_id\nprng,45678\nquantum,3\n")
     with pytest.raises(ValueError, match=r"bad.csv: line 3: topic 'quantum' is not in the course"):
@@ -165,6 +165,41 @@ def test_the_canvas_ids_file(tmp_path):
     headless.write_text("prng,45678\n")
     with pytest.raises(ValueError, match="header `topic,assignment_id`"):
         exports.canvas_ids_file(headless, OUTLINE.topics)
+
+
+CANVAS_EXPORT = """Student,ID,SIS User ID,SIS Login ID,Root Account,Section,prng (45678),Quiz 1 (9),loops (45679),Current Score
+    Points Possible,,,,,,19.00,10.00,9.00,
+"Lovelace, Ada",101,S-0001,ada,school.instructure.com,Section A,,,,
+"Student, Test",102,,,school.instructure.com,Section A,,,,
+=Bob,103,=HYPERLINK("x"),bob,school.instructure.com,Section B,,,,
+"""
+
+
+def test_canvas_s_own_gradebook_export_gives_assignment_and_student_ids(tmp_path):
+    """Canvas's import wants each student's Canvas ID, SIS User ID and Section; Canvas's own
+    gradebook export holds them (a test student and the Points Possible row without a login)."""
+    path = tmp_path / "canvas-export.csv"
+    path.write_text(CANVAS_EXPORT)
+    ids = exports.canvas_ids_file(path, OUTLINE.topics)
+    assert ids.assignments == {"prng": "45678", "loops": "45679"}  # Quiz 1 is no topic: left alone
+    assert ids.people == {
+        "ada": exports.CanvasPerson("101", "S-0001", "Section A"),
+        "bob": exports.CanvasPerson("103", '=HYPERLINK("x")', "Section B"),
+    }
+    rows = [*ROWS, standing("bob", "Bob")]
+    lines = list(csv.reader(io.StringIO(exports.canvas_csv(rows, OUTLINE, ids.assignments, ids.people))))
+    row = {r[3]: r for r in lines[2:]}
+    assert row["ada"][1:5] == ["101", "S-0001", "ada", "Section A"] and lines[0][5] == "prng (45678)"
+    assert row["bob"][2] == '\'=HYPERLINK("x")'  # what Canvas holds is neutralised like our own text
+    assert row["alan"][1:5] == ["", "", "alan", ""]  # not in Canvas's file: Canvas reports the row on import
+    broken = tmp_path / "broken.csv"
+    broken.write_text(CANVAS_EXPORT.replace(",101,", ",1o1,"))
+    with pytest.raises(ValueError, match=r"broken.csv: line 3: a Canvas ID must be a number, not '1o1'"):
+        exports.canvas_ids_file(broken, OUTLINE.topics)
+    idless = tmp_path / "idless.csv"
+    idless.write_text(CANVAS_EXPORT.replace("Student,ID,", "Student,Identifier,"))
+    with pytest.raises(ValueError, match="without the column"):
+        exports.canvas_ids_file(idless, OUTLINE.topics)
 
 
 # -- through a real server --------------------------------------------------------------------------
@@ -301,6 +336,15 @@ def test_grade_course_export_writes_each_format_from_the_database(course, tmp_pa
     assert [r["student_id"] for r in read((tmp_path / "nbgrader.csv").read_text())] == ["ada", "ada"]
     only = grade(["course", "export", "--format", "canvas", "--topics", "prng", "-o", str(tmp_path / "p.csv")], course)
     assert only.returncode == 0 and next(csv.reader(open(tmp_path / "p.csv")))[5:] == ["prng"], only.stdout
+    canvas_export = tmp_path / "canvas-export.csv"
+    canvas_export.write_text(CANVAS_EXPORT)
+    merged = grade(
+        ["course", "export", "--format", "canvas", "--canvas-ids", str(canvas_export), "-o", str(tmp_path / "m.csv")],
+        course,
+    )
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    lines = list(csv.reader(open(tmp_path / "m.csv")))
+    assert lines[0][5:] == ["prng (45678)", "at_updates"] and lines[2][1:5] == ["101", "S-0001", "ada", "Section A"]
 
     for args, why in [
         (["--format", "xlsx"], "unknown format 'xlsx'; the formats are: csv, canvas, nbgrader"),
