@@ -60,8 +60,18 @@ device-check: setup
 	$(BIN)/python benchmarks/device_check.py
 
 ## Build the student package (wheel + sdist, nothing hidden in it) into dist/.
-student-dist: setup
-	$(BIN)/python -m jaxlings.course.dist dist
+# The student package builds in an environment of its own (requirements-dist.txt), not the development one.
+DIST_VENV := .venv-dist
+DIST_STAMP := $(DIST_VENV)/.installed-stamp
+
+$(DIST_STAMP): requirements-dist.txt
+	$(PYTHON) -m venv $(DIST_VENV)
+	$(DIST_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(DIST_VENV)/bin/python -m pip install --quiet -r requirements-dist.txt
+	touch $(DIST_STAMP)
+
+student-dist: $(DIST_STAMP)
+	PYTHONPATH=$(CURDIR) $(DIST_VENV)/bin/python -m jaxlings.course.dist dist
 
 clean:
-	rm -rf $(VENV) demo/results.json .jaxlings
+	rm -rf $(VENV) $(DIST_VENV) demo/results.json .jaxlings

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.grading import EXERCISES, SOLUTIONS, SUBMISSIONS, grade_dir, submission_source
+from helpers.grading import EXERCISES, ROOT, SOLUTIONS, SUBMISSIONS, grade_dir, submission_source
 from helpers.service import BROKEN, course  # noqa: F401  (a course server on loopback, for `grade submit`)
 from jaxlings.course import dist
 from jaxlings.grading import engine, topics
@@ -48,10 +48,21 @@ disk): the repo's unsandboxed engine has the solutions beside it, the student pa
 tests/core/test_trust.py judges them under the hidden grader's sandbox."""
 
 
+NOT_FOR_THE_BUILD = ("jax", "jaxlib", "flax", "optax", "orbax", "netket", "jupyterhub", "fastapi", "celery")
+"""What the development environment has and the student package's build must not need
+(`make student-dist` builds in .venv-dist, from requirements-dist.txt)."""
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> dict[str, Path]:
+    """The wheel and sdist, built as `make student-dist` builds them, in a process where none of
+    `NOT_FOR_THE_BUILD` can be imported (a module set to None in sys.modules raises ImportError)."""
     out = tmp_path_factory.mktemp("dist")
-    artifacts = dist.build(out)
+    blocked = "; ".join(f"sys.modules[{name!r}] = None" for name in NOT_FOR_THE_BUILD)
+    script = f"import sys; {blocked}; from jaxlings.course import dist; dist.main()"
+    done = subprocess.run([sys.executable, "-c", script, str(out)], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    artifacts = sorted(out.iterdir())
     return {("wheel" if a.suffix == ".whl" else "sdist"): a for a in artifacts}
 
 
@@ -112,6 +123,22 @@ def test_the_package_holds_no_solution_no_spec_and_no_hidden_case(built):
     assert "jaxlings/student_files/notebooks/prng.ipynb" in names
     assert not [n for n in names if n.startswith(("solutions/", "jaxlings/course/", "tests/"))]
     assert not [n for n in names if n.startswith("jaxlings/specs/") and not n.endswith("__init__.py")]
+
+
+def test_make_student_dist_builds_in_an_environment_of_its_own(tmp_path):
+    """Not the development environment (182 s and several GB with JAX, NetKet and JupyterHub):
+    .venv-dist from requirements-dist.txt, which names none of `NOT_FOR_THE_BUILD`."""
+    plan = subprocess.run(
+        ["make", "-n", "-B", "student-dist", f"DIST_VENV={tmp_path / 'venv'}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "requirements-dist.txt" in plan and "jaxlings.course.dist dist" in plan, plan
+    assert '-e ".[test]"' not in plan and "/.venv/bin/" not in plan, plan  # the development venv is not made
+    wanted = (ROOT / "requirements-dist.txt").read_text().lower()
+    assert not [name for name in NOT_FOR_THE_BUILD if f"\n{name}" in wanted], wanted
 
 
 def test_a_student_s_jupyterlab_comes_without_nbgrader(built):
