@@ -114,6 +114,7 @@ def test_the_student_packages_help_lists_only_student_commands():
         "submissions",
         "result",
         "pseudonym",
+        "take-notebook",
     }
     grader = grade("--help")
     assert {"serve", "worker", "course", "export", "grade", "build"} <= commands(grader.stdout)

@@ -123,8 +123,11 @@ def test_a_faulty_submission_fails_the_same_checks_on_the_device(tmp_path):
     def slow(result: Result) -> set[str]:
         return {name for name, ratio in ratios(result).items() if ratio >= 2} & short_of_full_marks(result)
 
-    assert far_off(cpu) and far_off(dev), (ratios(cpu), ratios(dev))
-    assert far_off(cpu) <= slow(dev) and far_off(dev) <= slow(cpu), (ratios(cpu), ratios(dev))
+    # One side at least reads a check far off (CI's runs: affine x6.8 on the CPU and x4.8 on the
+    # device in one grading), and whatever is far off on either side is clearly slow on both.
+    assert far_off(cpu) | far_off(dev), (ratios(cpu), ratios(dev))
+    both = far_off(cpu) | far_off(dev)
+    assert both <= slow(dev) and both <= slow(cpu), (ratios(cpu), ratios(dev))
 
 
 def test_outputs_made_after_the_window_earn_no_speed_points(tmp_path, jit_basics_on_device):
