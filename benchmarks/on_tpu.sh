@@ -6,11 +6,14 @@
 #   bash benchmarks/on_tpu.sh verdicts   # speed verdicts of the reference and of twice its work
 #   bash benchmarks/on_tpu.sh compiles   # what compiling costs there (compile_probe.py, then the
 #                                        # survey at the specs' sizes: each program's compile time)
+#   bash benchmarks/on_tpu.sh digest     # what the outputs' digest costs, XLA's loop and the
+#                                        # Pallas kernel (digest_cost.py; SHAPES=dropout,... to pick)
+# With JAXLINGS_DIGEST_KERNEL=1 the course and verdicts steps commit with the kernel.
 # With TOPICS=a,b the course step grades those topics only; with PROFILE=1 every Python process
 # is sampled (benchmarks/sampler/sitecustomize.py: $OUT/samples/<pid>.txt).
 # Each line of progress goes to a file in $OUT as it is said: a step cut at its limit keeps them.
 set -u
-step=${1:?a step: course, survey, verdicts or compiles}
+step=${1:?a step: course, survey, verdicts, compiles or digest}
 limit=${2:-500}
 OUT=${OUT:?the output folder of the device machine}
 if [ -d /tmp/site ]; then  # a warm machine keeps /tmp between calls: the wheels are there already
@@ -47,6 +50,9 @@ sys.argv[0] = "grade"; main()' "$OUT/course.steps" grade solutions --device tpu 
       ${ROWS:+--rows $ROWS} > "$OUT/compiles.log" 2>&1
     timeout $((limit * 2 / 5)) python3 -u benchmarks/device_survey.py --out "$OUT/survey" --skip opens,tolerance \
       --sizes spec --reps 3 ${EXERCISES:+--exercises $EXERCISES} > "$OUT/compiles.out" 2>&1 ;;
+  digest)
+    timeout "$limit" python3 -u benchmarks/digest_cost.py --out "$OUT/digest.jsonl" \
+      ${SHAPES:+--shapes $SHAPES} > "$OUT/digest.out" 2>&1 ;;
   *) echo "unknown step: $step"; exit 2 ;;
 esac
 rc=$?

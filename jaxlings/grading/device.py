@@ -36,16 +36,21 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from jaxlings.worker import commit
+
 SETTING_ENV = "JAXLINGS_DEVICE"
 SETTINGS = ("auto", "cpu", "exclusive", "tpu", "gpu")
 MATMUL_PRECISION = "highest"
 """float32 matrix products on an accelerator, both sides alike: a TPU's default runs them in
 one bfloat16 pass (about 3 digits against float64; 'highest': about 7)."""
-TOLERANCE = {"tpu": (5e-4, 5e-5), "gpu": (1e-5, 1e-6)}
+TOLERANCE = {"tpu": (5e-4, 2e-4), "gpu": (1e-5, 1e-6)}
 """The least (rtol, atol) a float output computed on each accelerator is compared with the
 reference's on the CPU at (an exercise's own tolerance where larger): at 'highest', a TPU's
 matrix products agree with float64 to about 7 digits, but its exp, log, tanh and erf to 4 or 5
 (shared/JAX_NOTES.md); a GPU's float32 is IEEE's, its transcendentals within a few ulps.
+The TPU's atol: the reference graded on a TPU v5e was off by up to 5.9e-5 where the expected
+value is near zero (`autodiff.tall_jacobian`, `autodiff.per_example_grads`: products of tanh's
+outputs that cancel; benchmarks/results/2026-12-07-tpu-v5e-grading-6.md), so 5e-5 failed it.
 Provisional: `benchmarks/device_survey.py` measures the reference on the device against the
 CPU, case by case (its runs: benchmarks/results/)."""
 SERIAL_BITS = {"JAX_THREEFRY_PARTITIONABLE": "false"}
@@ -139,7 +144,14 @@ class Device:
         bits = SERIAL_BITS if self.serial_bits else {}
         if not on_device or not self.accelerator:
             return {"JAX_PLATFORMS": "cpu", **bits}
-        return {"JAX_PLATFORMS": BACKENDS[self.kind], "JAX_DEFAULT_MATMUL_PRECISION": MATMUL_PRECISION, **bits}
+        # the outputs' digest as a kernel on a TPU, where the grader's environment asks (both sides alike)
+        kernel = {commit.KERNEL_ENV: "1"} if self.kind == "tpu" and os.environ.get(commit.KERNEL_ENV) == "1" else {}
+        return {
+            "JAX_PLATFORMS": BACKENDS[self.kind],
+            "JAX_DEFAULT_MATMUL_PRECISION": MATMUL_PRECISION,
+            **bits,
+            **kernel,
+        }
 
     def summary(self) -> dict[str, Any]:
         """The device's entry in a result's `extra_data`: its kind and each lease (the opens),

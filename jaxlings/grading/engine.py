@@ -491,7 +491,7 @@ def grade_exercise(
     timings["cases"] = round(time.monotonic() - t0, 3)
     tests = []
     died_in = None
-    for check in ordered(ex.checks):
+    for check in ordered(ctx.exercise.checks):  # as the context holds it: on an accelerator, at its tolerance
         t0 = time.monotonic()
         deaths = session.deaths
         waiting = waiting_for(check, ctx.findings.passed)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 import datetime as dt
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from jaxlings.grading import paths, stubs, topics
@@ -39,6 +39,7 @@ class Divergence:
     file: str
     missing: tuple[str, ...]
     different: tuple[str, ...]
+    cells: tuple[str, ...] = field(default=(), repr=False, compare=False)  # the notebook as read, for `take`
 
     def notice(self) -> str:
         """What the student reads (one line per kind of difference, and what to do)."""
@@ -123,7 +124,8 @@ def compare(exercises_dir: Path, topic: str) -> Divergence | None:
     except (OSError, UnicodeDecodeError):
         return None
     mine, unwritten = _definitions(text), stubs.find(text, names)
-    answered = notebook_answers(notebook_cells(notebook), names)
+    cells = notebook_cells(notebook)
+    answered = notebook_answers(cells, names)
     # the notebook's module as its grade cells build it: the stub, each answered exercise replaced
     module = assemble((paths.exercises_dir() / f"{topic}.py").read_text(), list(answered.values()), names)
     theirs, still_stubs = _definitions(module), stubs.find(module, names)
@@ -142,6 +144,7 @@ def compare(exercises_dir: Path, topic: str) -> Divergence | None:
         f"{exercises_dir.name}/{topic}.py",
         tuple(sorted(missing, key=order.__getitem__)),
         tuple(sorted(different, key=order.__getitem__)),
+        tuple(cells),
     )
 
 
@@ -167,6 +170,5 @@ def take(exercises_dir: Path, topic: str) -> tuple[list[str], Path | None]:
     backups.mkdir(parents=True, exist_ok=True)
     backup = backups / f"{topic}-{dt.datetime.now():%Y%m%d-%H%M%S-%f}.py"
     backup.write_text(before, encoding="utf-8")
-    cells = notebook_cells(exercises_dir.parent / "notebooks" / f"{topic}.ipynb")
-    file.write_text(assemble(before, cells, names), encoding="utf-8")
+    file.write_text(assemble(before, list(found.cells), names), encoding="utf-8")  # the notebook as compared
     return names, backup

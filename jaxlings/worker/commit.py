@@ -34,7 +34,10 @@ from __future__ import annotations
 from typing import Any
 
 MASK = 0xFFFFFFFF
-_SIGMA = (0x61707865, 0x3320646E, 0x79622D32, 0x6B206574)  # ChaCha's "expand 32-byte k"
+KERNEL_ENV = "JAXLINGS_DIGEST_KERNEL"
+"""Set to 1 in a worker's environment on a TPU: its first level runs as a Pallas kernel
+(`commit_kernel`). Off until measured on the chip: benchmarks/digest_cost.py."""
+SIGMA = (0x61707865, 0x3320646E, 0x79622D32, 0x6B206574)  # ChaCha's "expand 32-byte k"
 DOUBLE_ROUNDS = 4
 WORDS = 4  # of a digest
 
@@ -99,24 +102,32 @@ def compress(message: Any, key: list[Any], xp: Any) -> Any:
     uint32 arrays of one value per column, or scalars): the ChaCha permutation of (constants,
     message, key), fed forward, its first and last rows of four words folded together. Columns,
     not rows: on a TPU the last axis is the vector lanes' (128 wide), and an array of 8 per row
-    would take 16 times its size. In JAX the double rounds are a loop (one small compiled body,
-    whatever the number of levels of the tree)."""
+    would take 16 times its size."""
     u32 = xp.uint32
-    columns = message.shape[1]
+    columns = message.shape[1:]  # one axis in `digest`; any, for benchmarks/digest_cost.py's layouts
     start = tuple(
-        [xp.full((columns,), c, u32) for c in _SIGMA]
+        [xp.full(columns, c, u32) for c in SIGMA]
         + [message[i] for i in range(8)]
-        + [xp.broadcast_to(xp.asarray(k, u32), (columns,)) for k in key]
+        + [xp.broadcast_to(xp.asarray(k, u32), columns) for k in key]
     )
-    if xp.__name__ == "numpy":
-        state = start
-        for _ in range(DOUBLE_ROUNDS):
-            state = _double_round(state, xp)
-    else:
+    return xp.stack(permuted(start, xp, loop=xp.__name__ != "numpy"))
+
+
+def permuted(start: tuple[Any, ...], xp: Any, loop: bool) -> list[Any]:
+    """The four words `compress` keeps of the state `start` (sixteen arrays of one shape): the
+    double rounds applied, fed forward, folded. With `loop`, the double rounds are a JAX loop
+    (one small compiled body, whatever the number of levels of the tree): unrolled, XLA on the
+    CPU compiled them for over two minutes (benchmarks/digest_cost.py); a Pallas kernel unrolls
+    them (`commit_kernel`), its compiler does not."""
+    if loop:
         import jax
 
         state = jax.lax.fori_loop(0, DOUBLE_ROUNDS, lambda _, s: _double_round(s, xp), start)
-    return xp.stack([(state[i] + start[i]) ^ (state[12 + i] + start[12 + i]) for i in range(4)])
+    else:
+        state = start
+        for _ in range(DOUBLE_ROUNDS):
+            state = _double_round(state, xp)
+    return [(state[i] + start[i]) ^ (state[12 + i] + start[12 + i]) for i in range(4)]
 
 
 FAN = 64
@@ -124,7 +135,7 @@ FAN = 64
 a few stages cover any output, each one small compiled loop."""
 
 
-def digest(leaves: list[Any], salt: Any, xp: Any) -> Any:
+def digest(leaves: list[Any], salt: Any, xp: Any, first: Any = None) -> Any:
     """The digest of `leaves` (arrays of `xp`) under `salt` (a uint32: a Python int, or a traced
     scalar in a jitted function): four uint32 words. The words, padded to a multiple of 8, are
     laid out as 8 rows (word `i * columns + b` is word `i` of block `b`) and each block is
@@ -132,7 +143,11 @@ def digest(leaves: list[Any], salt: Any, xp: Any) -> Any:
     folded into one by a chain of compressions (each absorbing two states into the chaining
     value, which starts from the salt, the stage, the group and the length), until one is left.
     Group `g` of a stage holds the states `g, g + groups, g + 2 * groups, ...`: every reshape
-    keeps the states' index on the last axis (`compress`)."""
+    keeps the states' index on the last axis (`compress`).
+
+    `first` (JAX only): another implementation of the first level, called as
+    `first(blocks, salt, n)` for `blocks` (8, columns), giving what `compress` gives there (on a
+    TPU, `commit_kernel.first_level`: the bulk of the work, in one pass)."""
     u32 = xp.uint32
     flat = [words(leaf, xp) for leaf in leaves]
     data = xp.concatenate(flat) if flat else xp.zeros((0,), u32)
@@ -140,7 +155,16 @@ def digest(leaves: list[Any], salt: Any, xp: Any) -> Any:
     salt = xp.asarray(salt & MASK if isinstance(salt, int) else salt, u32)
     data = xp.concatenate([data, xp.zeros((-n % 8 if n else 8,), u32)])
     blocks = data.reshape(8, -1)
-    states = compress(blocks, [salt, u32(0), xp.arange(blocks.shape[1], dtype=u32), u32(n & MASK)], xp)
+    if xp.__name__ != "numpy":
+        import jax
+
+        # the words laid out flat first, on their own: XLA on a TPU otherwise fuses a leaf's
+        # relayout (a (2048, 512, 3) output's) into the compressions' loop and compiles for 28 s
+        blocks = jax.lax.optimization_barrier(blocks)
+    if first is not None:
+        states = first(blocks, salt, n)
+    else:
+        states = compress(blocks, [salt, u32(0), xp.arange(blocks.shape[1], dtype=u32), u32(n & MASK)], xp)
     stage = 1
     while states.shape[1] > 1:
         fan = min(FAN, states.shape[1] + states.shape[1] % 2)

@@ -5,6 +5,7 @@ tolerance of outputs computed there. The whole flow, graded, is tests/topics/tes
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from dataclasses import replace
@@ -24,7 +25,7 @@ from jaxlings.grading.check import SpecError
 from jaxlings.grading.checks import Correct, Speed
 from jaxlings.grading.spec import Case, Exercise
 from jaxlings.isolation import WorkerDied, WorkerProcess
-from jaxlings.worker import commit
+from jaxlings.worker import commit, commit_kernel, harness
 
 EMPTY = '"""Nothing."""\n'
 
@@ -130,6 +131,31 @@ def test_a_changed_word_or_order_or_salt_changes_the_digest():
     assert list(commit.digest([x], 8, np)) != base
     # the words, not the leaves: where they split is the outputs' structure, compared apart
     assert list(commit.digest([x[:500], x[500:]], 7, np)) == base
+
+
+@pytest.mark.parametrize("words", [8 * commit_kernel.COLUMNS, 8 * (2 * commit_kernel.COLUMNS + 5) - 3, 100])
+def test_the_digest_kernel_gives_the_digest(words):
+    """The first level as a Pallas kernel (a TPU's, `commit_kernel`, run here in Pallas's
+    interpreter) gives NumPy's digest: one grid step, a ragged last one (padded, its extra
+    states dropped), and too few columns for it (XLA's loop)."""
+    x = np.random.default_rng(words).integers(0, 2**32, size=words, dtype=np.uint32)
+    kernel = functools.partial(commit_kernel.first_level, interpret=True)
+    with_kernel = jax.jit(lambda leaves, salt: commit.digest(leaves, salt, jnp, kernel))
+    assert [int(v) for v in with_kernel([jnp.asarray(x)], np.uint32(5))] == list(commit.digest([x], 5, np))
+
+
+def test_a_tpu_worker_uses_the_digest_kernel_where_the_grader_asks(monkeypatch, tmp_path):
+    """Only on a TPU and only where the grader's environment asks, for both sides alike
+    (`Device.env`): off until measured on the chip."""
+    monkeypatch.delenv(commit.KERNEL_ENV, raising=False)
+    assert harness.first_level("tpu") is None
+    tpu = device.Device("tpu", device.Lease(tmp_path / "lease"))
+    assert commit.KERNEL_ENV not in tpu.env(on_device=True)
+    monkeypatch.setenv(commit.KERNEL_ENV, "1")
+    assert harness.first_level("tpu") is commit_kernel.first_level
+    assert harness.first_level("cpu") is None
+    assert tpu.env(on_device=True)[commit.KERNEL_ENV] == "1"
+    assert commit.KERNEL_ENV not in tpu.env(on_device=False)
 
 
 # -- inputs made on the device ---------------------------------------------------------------------

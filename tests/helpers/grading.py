@@ -302,8 +302,9 @@ def reference_solutions(request: pytest.FixtureRequest, topic: str) -> Result:
 
 
 def module_source(name: str, **settings: object) -> str:
-    """tests/submissions/<name>.py with module-level `NAME = value` lines replaced."""
-    source = (SUBMISSIONS / f"{name}.py").read_text()
+    """tests/submissions/<name>.py as it grades (a `PATCH` file applied to the reference first),
+    with module-level `NAME = value` lines replaced."""
+    source = submission_source(SUBMISSIONS / f"{name}.py")
     for key, value in settings.items():
         source, n = re.subn(rf"^{key} = .*$", f"{key} = {value!r}", source, count=1, flags=re.M)
         assert n == 1, f"{name}.py has no `{key} = ...` line"

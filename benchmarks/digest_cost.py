@@ -1,0 +1,130 @@
+"""What a device round's commitment costs (`jaxlings/worker/commit.py`): the outputs' digest
+compiled and run on this machine's default device, beside an elementwise pass over the same
+words (what the cheapest function of that output would cost).
+
+For each output shape: an elementwise pass and the words' flat layout alone, the whole digest,
+then its first level alone (every 8 words compressed into 4) in two layouts; on a TPU (or with
+`--interpret`) the same with the first level as a Pallas kernel (`commit_kernel`); compile seconds (no
+persistent cache) and the best of `--reps` runs in milliseconds. A "flat" shape is another's
+words as one vector: what its layout costs to compile. A line of JSON per
+measurement to `--out`, as it is made (a run cut at its limit keeps what it measured).
+
+    python benchmarks/digest_cost.py --out digest.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxlings.worker import commit, commit_kernel
+
+SHAPES = {
+    "dropout": (2**27,),
+    "noisy_walk": (2048, 512, 3),
+    "affine": (3072, 3072),
+    "bce_fast": (2**22,),
+    "noisy_walk flat": (2048 * 512 * 3,),
+    "affine flat": (3072 * 3072,),
+}
+
+
+def timed(fn: Callable[..., Any], args: tuple[Any, ...], reps: int) -> tuple[float, float]:
+    """(compile seconds, best run in ms) of `jax.jit(fn)` on `args`."""
+    start = time.perf_counter()
+    compiled = jax.jit(fn).lower(*args).compile()
+    compile_s = time.perf_counter() - start
+    jax.block_until_ready(compiled(*args))
+    best = float("inf")
+    for _ in range(reps):
+        start = time.perf_counter()
+        np.asarray(compiled(*args))
+        best = min(best, time.perf_counter() - start)
+    return compile_s, best * 1e3
+
+
+def digest_with(kernel: Callable[..., Any], x: Any, salt: Any) -> Any:
+    """The whole digest of `x`, its first level by `kernel`."""
+    return commit.digest([x], salt, jnp, kernel)
+
+
+def first_level(lanes: bool, kernel: Callable[..., Any] | None = None) -> Callable[..., Any]:
+    """The digest's first level alone: every 8 words compressed into 4 (then summed, so that
+    the run returns a few words, as the whole digest does), by XLA's loop or by `kernel`."""
+
+    def run(x: Any, salt: Any) -> Any:
+        data = commit.words(x, jnp)
+        data = jnp.concatenate([data, jnp.zeros((-data.shape[0] % 1024,), jnp.uint32)])
+        blocks = data.reshape(8, -1, 128) if lanes else data.reshape(8, -1)
+        index = jnp.arange(data.shape[0] // 8, dtype=jnp.uint32).reshape(blocks.shape[1:])
+        if kernel is not None:
+            states = kernel(blocks.reshape(8, -1), salt, 7)
+        else:
+            states = commit.compress(blocks, [salt, jnp.uint32(0), index, jnp.uint32(7)], jnp)
+        return jnp.sum(states, axis=tuple(range(1, states.ndim)))
+
+    return run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--shapes", default=",".join(SHAPES))
+    parser.add_argument("--interpret", action="store_true", help="the kernel too, in Pallas's interpreter (slow)")
+    parser.add_argument("--skip", default="", help="variants to leave out: words of their labels, comma-separated")
+    args = parser.parse_args()
+    jax.config.update("jax_compilation_cache_dir", None)
+    device = jax.devices()[0]
+    salt = np.uint32(12345)
+    with open(args.out, "a") as out:
+
+        def say(row: dict[str, Any]) -> None:
+            row = {"device": device.device_kind, **row}
+            print(json.dumps(row), flush=True)
+            out.write(json.dumps(row) + "\n")
+            out.flush()
+
+        for name in args.shapes.split(","):
+            shape = SHAPES[name]
+            x = jax.device_put(jax.random.normal(jax.random.key(0), shape, jnp.float32), device)
+            variants: dict[str, Callable[..., Any]] = {
+                "elementwise x*2+1": lambda x, salt: jnp.sum(x * 2 + 1),
+                "words only": lambda x, salt: jnp.sum(commit.words(x, jnp).reshape(8, -1), axis=1),
+                "digest": lambda x, salt: commit.digest([x], salt, jnp),
+                "first level, (8, words / 8)": first_level(False),
+                "first level, (8, rows, 128)": first_level(True),
+            }
+            if device.platform == "tpu" or args.interpret:  # the Pallas kernel (commit_kernel)
+                kernel = functools.partial(commit_kernel.first_level, interpret=args.interpret)
+                variants["digest, kernel"] = functools.partial(digest_with, kernel)
+                variants["first level, kernel"] = first_level(False, kernel)
+            digests: dict[str, list[int]] = {}
+            for label, fn in variants.items():
+                if any(word and word in label for word in args.skip.split(",")):
+                    continue
+                compile_s, ms = timed(fn, (x, salt), args.reps)
+                say({"shape": name, "variant": label, "compile_s": round(compile_s, 2), "ms": round(ms, 3)})
+                if label.startswith("digest"):
+                    digests[label] = [int(v) for v in np.asarray(jax.jit(fn)(x, salt))]
+            host = list(commit.digest([np.asarray(x)], int(salt), np)) if x.size <= 2**22 else None
+            # every digest alike (the kernel's too), and NumPy's, the grader's definition, where it is quick
+            say(
+                {
+                    "shape": name,
+                    "digests agree": len({tuple(d) for d in digests.values()} | ({tuple(host)} if host else set()))
+                    <= 1,
+                }
+            )
+
+
+if __name__ == "__main__":
+    main()
