@@ -19,7 +19,9 @@ discounted. The ranking then combines both sides (`combined`: the mean), beside 
 one (`full`) and the program side alone (`program`). A copy whose edit breaks it has no program and
 is scored on its source, as a grading whose `jit` check failed early would be. Last, the time of
 one report over a class of `--class-size` students (the variants and planted copies of them,
-repeated), source only and combined.
+repeated), source only and combined. Also the copies disguised as what runs
+(tests/helpers/similarity.py's `DISGUISES`: the body moved into a helper; a decoy function shown
+first and the copy bound to the name after it), on the source side.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ def written_grams(text: str, exercise: str) -> Counter[str]:
     """The ablation without normalisation: the n-grams of the function as written (docstring aside)."""
     found = similarity.function_in(text, exercise)
     assert found is not None
-    fn = found[0]
+    fn = found.fn
     fn.body = fn.body[1:] if source.docstring(fn) is not None else fn.body
     return similarity.shingles(similarity.tokens(fn))
 
@@ -175,7 +177,20 @@ def main() -> None:
         print(
             f"  {variant:<16} {precision:>11.3f} {int(separated):>5}/{len(rows):<4} {margin:>11.3f} {low:>15.3f} {high:>15.3f}"
         )
-    for variant in ("full", "full, edited", "combined", "combined, edited"):
+    for disguise in corpus.DISGUISES:  # copies disguised as what runs (issue 46), source side
+        rows = [
+            figures(case, ranking(case, "full"))
+            for topic, exercise in corpus.exercises()
+            for seed in range(args.seeds)
+            for case in [corpus.disguised(topic, exercise, disguise, seed)]
+        ]
+        summary[f"{disguise}, source"] = rows
+        print(
+            f"  {disguise + ', source':<16} {sum(r['precision'] for r in rows) / len(rows):>11.3f}"
+            f" {int(sum(r['separated'] for r in rows)):>5}/{len(rows):<4} {min(r['margin'] for r in rows):>11.3f}"
+            f" {min(r['lowest_planted'] for r in rows):>15.3f} {max(r['highest_independent'] for r in rows):>15.3f}"
+        )
+    for variant in ("full", "full, edited", "combined", "combined, edited", "split, source", "decoy, source"):
         verdict = "yes" if all(r["separated"] for r in summary[variant]) else "NO"
         print(f"Every planted pair ranks above every independent pair ({variant}, every case): {verdict}")
     pairs = args.class_size * (args.class_size - 1) // 2

@@ -28,6 +28,10 @@ class SimilarPair(BaseModel):
     )
     identical: bool = Field(description="the same code once names, order and dead code are normalised")
     reference: bool = Field(description="both are the reference solution itself")
+    a_notes: list[str] = Field(
+        default=[], description="how a's function was read (a name bound twice, helpers compared)"
+    )
+    b_notes: list[str] = Field(default=[], description="how b's function was read")
 
 
 class ExerciseSimilarity(BaseModel):

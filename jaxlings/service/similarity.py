@@ -3,14 +3,19 @@
 Pure functions over source text; the routes hand them each student's counted submission
 (`scores`) read from its stored upload (`views.topic_files`). For one exercise:
 
-1. **Read** the exercise's function from the student's topic file (`jaxlings.grading.source`, the one
-   reader of Python source; a file that does not parse has nothing to compare). Stubs
-   (`jaxlings.grading.stubs`) and missing functions are left out: an unsolved exercise is not a copy.
+1. **Read** what the student's topic file binds to the exercise's name, as the grader runs it
+   (`jaxlings.grading.source`, the one reader of Python source; a file that does not parse has
+   nothing to compare): the last top-level `def` of the name, or the function a later `name = f`
+   or `name = jax.jit(f)` binds (a file that binds the name more than once says so: `Code.notes`),
+   with every module-level function it reaches by name (`reached`), compared with it, so that a
+   body moved into a helper is still the body. Stubs (`jaxlings.grading.stubs`) and missing
+   functions are left out: an unsolved exercise is not a copy.
 2. **Normalise** it, so that what a copier changes cheaply changes nothing: the docstring,
    comments and formatting go (never in the tree); module aliases read as what they import
    (`np` bound to `jax.numpy` is `jax.numpy`); dead code goes (bare expressions that call
    nothing, `pass`, assignments and nested functions whose names are never read, to a fixed
-   point); runs of simple statements are put in one canonical order where their order does not
+   point); arithmetic that changes nothing goes (`x + 0`, `x * 1`, ...); the helpers are named
+   `h0, h1, ...` by first reach; runs of simple statements are put in one canonical order where their order does not
    matter (a topological order of their data dependencies, ties broken by the statement's text
    with local names masked), and so are the operands of commutative operations (`b * a` is
    `a * b`); then local names are renamed `v0, v1, ...` by first use. Constants,
@@ -90,6 +95,24 @@ class Code:
     grams: Counter[str] = field(compare=False, repr=False)
     program: frozenset[int] | None = field(default=None, compare=False, repr=False)
     """The sketch of its exported program (`program_sketch`), where its grading has one."""
+    bindings: int = 1
+    """Top-level statements of its file that bind the exercise's name (more than one: a file that
+    shows one function and runs another, or redefines it; `notes`)."""
+    helpers: tuple[str, ...] = ()
+    """The module-level functions it reaches, compared with it (`reached`)."""
+
+    @property
+    def notes(self) -> list[str]:
+        """What the instructor should know of how this function was read."""
+        out = []
+        if self.bindings > 1:
+            out.append(
+                f"its file binds the exercise's name {self.bindings} times at the top level; compared is what"
+                " it binds last, which the grader runs"
+            )
+        if self.helpers:
+            out.append("compared with the functions it calls: " + ", ".join(f"`{h}`" for h in self.helpers))
+        return out
 
     @property
     def program_full(self) -> bool:
@@ -144,17 +167,83 @@ class Ranking:
 # -- reading and normalising ------------------------------------------------------------------
 
 
-def function_in(text: str, name: str) -> tuple[Functions, dict[str, str], int, str] | None:
-    """The last top-level function `name` of a topic file (what an import binds), with the
-    module's import aliases, its first line and its text; None when the file does not parse or
-    has no such function."""
+@dataclass(frozen=True)
+class Bound:
+    """What a topic file binds to an exercise's name, as the grader runs it: the function, the
+    module-level functions it reaches (first reached first), the file's import aliases, the
+    function's first line and text, and how many top-level statements bind the name."""
+
+    name: str
+    fn: Functions
+    helpers: tuple[Functions, ...]
+    imported: dict[str, str]
+    start: int
+    text: str
+    bindings: int
+
+
+def function_in(text: str, name: str) -> Bound | None:
+    """What the module binds to `name` once it has run (`bound_to`) and what that reaches
+    (`reached`); None when the file does not parse or binds no function of its own there."""
     tree = source.parse(text)
-    found = [f for f in source.functions(tree) if f.name == name]
-    if tree is None or not found:
+    if tree is None:
         return None
-    fn = found[-1]
+    fn, bindings = bound_to(tree, name)
+    if fn is None:
+        return None
+    found = source.Function(fn)
     lines = text.splitlines()
-    return fn.node, aliases(tree), fn.start, "\n".join(lines[fn.start - 1 : fn.end])
+    body = "\n".join(lines[found.start - 1 : found.end])
+    return Bound(name, fn, tuple(reached(tree, fn)), aliases(tree), found.start, body, bindings)
+
+
+def bound_to(tree: ast.Module, name: str) -> tuple[Functions | None, int]:
+    """(the top-level function the module binds to `name` last, the number of top-level statements
+    that bind it). A `def name`, or `name = f` / `name = wrapper(f, ...)` for a function `f`
+    defined above (`jax.jit(f)`, `functools.partial(f, ...)`): the grader runs what the module
+    binds, so a file that shows one `def name` and then rebinds the name is read as it runs."""
+    defs: dict[str, Functions] = {}
+    bound: Functions | None = None
+    bindings = 0
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            defs[node.name] = node
+            if node.name == name:
+                bound, bindings = node, bindings + 1
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                bound, bindings = _function_of(node.value, defs), bindings + 1
+    return bound, bindings
+
+
+def _function_of(value: ast.expr, defs: Mapping[str, Functions]) -> Functions | None:
+    """The function an assigned value stands for: a name of one, or a call wrapping one (its first
+    argument), or a lambda (read as the `def` that returns its body); None for anything else."""
+    if isinstance(value, ast.Call) and value.args:
+        value = value.args[0]
+    if isinstance(value, ast.Lambda):
+        body: list[ast.stmt] = [ast.Return(value.body)]
+        fn = ast.FunctionDef(name="<lambda>", args=value.args, body=body, decorator_list=[])
+        setattr(fn, "type_params", [])  # noqa: B010 - a field from Python 3.12 on (mypy reads 3.11), read by `ast.unparse` there
+        return ast.fix_missing_locations(ast.copy_location(fn, value))
+    return defs.get(value.id) if isinstance(value, ast.Name) else None
+
+
+def reached(tree: ast.Module, fn: Functions) -> list[Functions]:
+    """The module-level functions `fn` reaches by name, transitively, first reached first (each
+    as the module binds it last): a body moved into a helper is compared with the helper."""
+    defs = {f.name: f.node for f in source.functions(tree)}
+    out: list[Functions] = []
+    todo = [fn]
+    while todo:
+        for node in _preorder(todo.pop(0)):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                helper = defs.get(node.id)
+                if helper is not None and helper is not fn and helper not in out:
+                    out.append(helper)
+                    todo.append(helper)
+    return out
 
 
 def aliases(tree: ast.Module) -> dict[str, str]:
@@ -183,10 +272,25 @@ def normalise(fn: Functions, imported: Mapping[str, str] | None = None) -> Funct
         read = _read_names(fn)
         if not _clean(fn, read):
             break
+    fn = _Identities().visit(fn)
     masks = _masks(fn, local_names(fn))
     _commute(fn, masks)
     _reorder(fn, masks)
     return _rename(fn, local_names(fn))
+
+
+def normalise_bound(found: Bound) -> list[Functions]:
+    """`found`'s function (under the name it is bound to) and helpers normalised (`normalise`),
+    the helpers named `h0, h1, ...` by first reach, at their definitions and wherever they are
+    called."""
+    names = {h.name: f"h{i}" for i, h in enumerate(found.helpers)}
+    fns = [copy.deepcopy(f) for f in (found.fn, *found.helpers)]
+    for i, f in enumerate(fns):
+        for node in ast.walk(f):
+            if isinstance(node, ast.Name) and node.id in names:
+                node.id = names[node.id]
+        f.name = names[f.name] if i else found.name
+    return [normalise(f, found.imported) for f in fns]
 
 
 def local_names(fn: Functions) -> set[str]:
@@ -374,6 +478,27 @@ def _reorder(fn: Functions, masks: Mapping[str, str]) -> None:
         block[:] = out
 
 
+class _Identities(ast.NodeTransformer):
+    """Arithmetic that changes nothing taken away, as XLA's simplifier would: `x + 0`, `0 + x`,
+    `x - 0`, `x * 1`, `1 * x`, `x / 1` (a copier's cheapest edit)."""
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.expr:
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Add | ast.Sub | ast.Mult | ast.Div) and _is(node.right, _UNIT[type(node.op)]):
+            return node.left
+        if isinstance(node.op, ast.Add | ast.Mult) and _is(node.left, _UNIT[type(node.op)]):
+            return node.right
+        return node
+
+
+_UNIT = {ast.Add: 0, ast.Sub: 0, ast.Mult: 1, ast.Div: 1}
+
+
+def _is(node: ast.expr, value: int) -> bool:
+    """Whether `node` is the number `value` written as a constant (an int or a float, not a bool)."""
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float) and node.value == value
+
+
 class _Renamer(ast.NodeTransformer):
     """Renames local names `v0, v1, ...` in order of first appearance (in source order)."""
 
@@ -456,12 +581,15 @@ def read(login: str, submission_id: int, text: str, exercise: str) -> Code | Non
     found = _read(text, exercise)
     if found is None:
         return None
-    written, start, canonical, grams = found
-    return Code(login, submission_id, written, start, canonical, Counter(dict(grams)))
+    written, start, canonical, grams, bindings, helpers = found
+    return Code(
+        login, submission_id, written, start, canonical, Counter(dict(grams)), bindings=bindings, helpers=helpers
+    )
 
 
-Read = tuple[str, int, str, tuple[tuple[str, int], ...]]
-"""A function read: its text as written, its first line, its normalised code, its counted n-grams."""
+Read = tuple[str, int, str, tuple[tuple[str, int], ...], int, tuple[str, ...]]
+"""A function read: its text as written, its first line, its normalised code (with its helpers'),
+its counted n-grams, the top-level statements binding its name, its helpers' names."""
 READS_KEPT = 4096
 """Functions read and normalised that are remembered (a report is worked out on every view, over
 the same stored files), from topic files of at most `READ_CACHED_BYTES`."""
@@ -489,12 +617,14 @@ def _read_now(text: str, exercise: str) -> Read | None:
     found = function_in(text, exercise)
     if found is None or stubs.find(text, [exercise]):
         return None
-    fn, imported, start, written = found
     try:
-        norm = normalise(fn, imported)
-        return written, start, ast.unparse(norm), tuple(shingles(tokens(norm)).items())
+        norms = normalise_bound(found)
+        grams = shingles([t for norm in norms for t in tokens(norm)])
+        canonical = "\n\n".join(ast.unparse(norm) for norm in norms)
     except source.UNREADABLE:  # nesting too deep for a walk: nothing to compare
         return None
+    helpers = tuple(h.name for h in found.helpers)
+    return found.text, found.start, canonical, tuple(grams.items()), found.bindings, helpers
 
 
 # -- what everyone is given -------------------------------------------------------------------
@@ -574,7 +704,7 @@ def _read_function(path: Path, name: str) -> tuple[Functions, dict[str, str]] | 
     if not path.is_file():
         return None
     found = function_in(path.read_text(), name)
-    return (found[0], found[1]) if found else None
+    return (found.fn, found.imported) if found else None
 
 
 # -- ranking ----------------------------------------------------------------------------------
@@ -819,6 +949,8 @@ def view(topic: str, rankings: Iterable[Ranking], top: int) -> schemas.Similarit
                         program_score=p.program,
                         identical=p.identical,
                         reference=p.is_reference(r.given),
+                        a_notes=p.a.notes,
+                        b_notes=p.b.notes,
                     )
                     for p in r.pairs[:top]
                 ],

@@ -294,3 +294,54 @@ def test_the_reference_program_is_discounted_when_a_student_handed_in_the_refere
     assert similarity.reference_program([with_programs[1]], given_now) == frozenset()
     weight = similarity.program_weights(with_programs, ref_program)
     assert all(weight[h] < 1 for h in ref_program)
+
+
+# -- what runs: a name rebound, a body moved into a helper, no-ops (issue 46) --------------------
+
+
+@pytest.mark.parametrize(("topic", "exercise"), EXERCISES)
+@pytest.mark.parametrize("kind", corpus.DISGUISES)
+def test_a_copy_disguised_as_what_runs_ranks_above_every_independent_pair(topic, exercise, kind):
+    """`split`: the copied body moved into a helper of a fresh name, the exercise a one-line call
+    of it (before: every copy 0.001-0.003, below every independent pair); `decoy`: another
+    student's function shown first, the copy (plus two `+ 0.0`) bound to the name after it
+    (before: the decoy's author paired with the copy at 1.000, the copy's source below 0.03)."""
+    case = corpus.disguised(topic, exercise, kind)
+    ranking = ranked(case)
+    planted = [p.score for p in ranking.pairs if case.is_planted(p.a.login, p.b.login)]
+    independent = [p.score for p in ranking.pairs if not case.is_planted(p.a.login, p.b.login)]
+    assert len(planted) == len(case.planted) and independent
+    assert min(planted) > max(independent), ranking.pairs[: len(planted) + 2]
+
+
+def test_a_name_bound_twice_is_read_as_it_runs_and_said():
+    """The grader runs what the module binds last: a `def`, then `name = f`, `name = jax.jit(f)`."""
+    shown = "def ema(xs, alpha):\n    return xs\n"
+    runs = "def _mine(xs, alpha):\n    return xs * alpha + 1\n"
+    for binding in ("ema = _mine", "ema = jax.jit(_mine)", "ema: object = functools.partial(_mine)"):
+        code = similarity.read("s", 1, "import jax\n" + shown + runs + binding + "\n", "ema")
+        assert code is not None and code.text.startswith("def _mine")
+        assert code.canonical == canonical(runs.replace("_mine", "ema"), "ema")
+        assert code.bindings == 2 and "binds the exercise's name 2 times" in code.notes[0]
+    plain = similarity.read("s", 1, shown, "ema")
+    assert plain is not None and plain.bindings == 1 and plain.notes == []
+    # a lambda is the function it returns, a helper it calls compared with it
+    wrapped = similarity.read("s", 1, shown + runs + "ema = lambda xs, alpha: _mine(xs, alpha)\n", "ema")
+    assert wrapped is not None and wrapped.helpers == ("_mine",) and wrapped.bindings == 2
+    # bound to what the file does not define: nothing of its own to compare
+    assert similarity.read("s", 1, shown + "ema = print\n", "ema") is None
+
+
+def test_helpers_are_compared_under_names_of_their_own():
+    """A helper's name is the copier's to choose: renamed, the function reads the same."""
+    one = "def _core(x):\n    return x * 2 + 1\n\n\ndef f(x):\n    return _core(x)\n"
+    code = similarity.read("s", 1, one, "f")
+    assert code is not None and code.helpers == ("_core",) and "`_core`" in code.notes[0]
+    assert canonical(one.replace("_core", "other_name"), "f") == code.canonical
+
+
+def test_arithmetic_that_changes_nothing_is_normalised_away():
+    plain = canonical("def f(x):\n    return x * 2\n", "f")
+    for padded in ("x * 2 + 0.0", "0 + x * 2", "1 * (x * 2) / 1", "(x * 2 - 0) * 1.0"):
+        assert canonical(f"def f(x):\n    return {padded}\n", "f") == plain
+    assert canonical("def f(x):\n    return x * 2 + 1\n", "f") != plain  # a real constant stays

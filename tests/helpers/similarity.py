@@ -10,6 +10,7 @@ one also has the operands of a `+` or `*` swapped and one number changed.
 from __future__ import annotations
 
 import ast
+import copy
 import functools
 import random
 from dataclasses import dataclass
@@ -204,3 +205,56 @@ def _programs(topic: str, exercise: str, text: str) -> frozenset[int] | None:
     except Exception:  # noqa: BLE001 - a variant that does not export has no program side
         return None
     return similarity.program_sketch(program.inspect_module(module, shingles=True)["program_shingles"])
+
+
+# -- disguises that change what is compared, not the code (issue 46) ----------------------------
+
+
+def split(text: str, exercise: str, rng: random.Random) -> str:
+    """A copy of `text` with the function's body moved into a module-level helper of a fresh
+    name, the exercise's function a one-line call of it (the other disguises of `plant` too)."""
+    tree = ast.parse(plant(text, exercise, rng))
+    fn = _function(tree, exercise)
+    helper = copy.deepcopy(fn)
+    helper.name = f"_{rng.choice(['core', 'impl', 'work', 'inner'])}{rng.randrange(100)}"
+    helper.decorator_list = []
+    args = ", ".join(a.arg for a in fn.args.args)
+    fn.body = ast.parse(f"return {helper.name}({args})").body
+    tree.body.insert(tree.body.index(fn), helper)
+    return ast.unparse(tree) + "\n"
+
+
+def decoy(honest: str, copied: str, exercise: str, rng: random.Random) -> str:
+    """`honest`'s file, its function `exercise` left as the decoy the reader sees first, then the
+    copied function under another name with two no-ops added (`+ 0.0` on what it returns), and
+    the exercise's name bound to it: what the grader runs is the copy."""
+    tree = ast.parse(honest)
+    copy_tree = ast.parse(plant(copied, exercise, rng))
+    mine = _function(copy_tree, exercise)
+    mine.name = "_mine"
+    for node in ast.walk(mine):
+        if isinstance(node, ast.Return) and node.value is not None:
+            node.value = ast.BinOp(ast.BinOp(node.value, ast.Add(), ast.Constant(0.0)), ast.Add(), ast.Constant(0.0))
+    imports = [n for n in copy_tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+    tree.body = imports + tree.body + [mine, ast.parse(f"{exercise} = _mine").body[0]]
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+
+
+DISGUISES = ("split", "decoy")
+
+
+def disguised(topic: str, exercise: str, kind: str, seed: int = 0) -> Case:
+    """The exercise's variants plus a copy of each of `PLANTED_FROM` disguised as `kind` says
+    (`split`; `decoy`: the copy's file shows the next variant's function first)."""
+    files = variants(topic, exercise)
+    names = sorted(files)
+    rng = random.Random(f"{topic}.{exercise}.{kind}.{seed}")
+    planted = set()
+    for name in PLANTED_FROM:
+        if kind == "split":
+            files[f"{name}_copy"] = split(files[name], exercise, rng)
+        else:
+            other = names[(names.index(name) + 1) % len(names)]
+            files[f"{name}_copy"] = decoy(files[other], files[name], exercise, rng)
+        planted.add(frozenset((name, f"{name}_copy")))
+    return Case(topic, exercise, files, frozenset(planted))
