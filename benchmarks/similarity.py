@@ -21,7 +21,7 @@ is scored on its source, as a grading whose `jit` check failed early would be. L
 one report over a class of `--class-size` students (the variants and planted copies of them,
 repeated), source only and combined. Also the copies disguised as what runs
 (tests/helpers/similarity.py's `DISGUISES`: the body moved into a helper; a decoy function shown
-first and the copy bound to the name after it), on the source side.
+first and the copy bound to the name after it; API synonyms swapped in), on the source side.
 """
 
 from __future__ import annotations
@@ -190,7 +190,8 @@ def main() -> None:
             f" {int(sum(r['separated'] for r in rows)):>5}/{len(rows):<4} {min(r['margin'] for r in rows):>11.3f}"
             f" {min(r['lowest_planted'] for r in rows):>15.3f} {max(r['highest_independent'] for r in rows):>15.3f}"
         )
-    for variant in ("full", "full, edited", "combined", "combined, edited", "split, source", "decoy, source"):
+    disguised = [f"{d}, source" for d in corpus.DISGUISES]
+    for variant in ("full", "full, edited", "combined", "combined, edited", *disguised):
         verdict = "yes" if all(r["separated"] for r in summary[variant]) else "NO"
         print(f"Every planted pair ranks above every independent pair ({variant}, every case): {verdict}")
     pairs = args.class_size * (args.class_size - 1) // 2

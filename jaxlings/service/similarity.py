@@ -272,7 +272,7 @@ def normalise(fn: Functions, imported: Mapping[str, str] | None = None) -> Funct
         read = _read_names(fn)
         if not _clean(fn, read):
             break
-    fn = _Identities().visit(fn)
+    fn = _Identities().visit(_Synonyms().visit(fn))
     masks = _masks(fn, local_names(fn))
     _commute(fn, masks)
     _reorder(fn, masks)
@@ -476,6 +476,69 @@ def _reorder(fn: Functions, masks: Mapping[str, str]) -> None:
             if stmt is not None:
                 out.append(stmt)
         block[:] = out
+
+
+MODULES = ("jax", "numpy")
+"""Where a dotted name is an API's, not a value's (`jax.numpy.sum` against `x.sum`)."""
+MATMUL = {"jax.numpy.matmul", "jax.numpy.dot", "numpy.matmul", "numpy.dot"}
+WHERE = {"jax.numpy.where", "jax.lax.select", "numpy.where"}
+SQUARE = {"jax.numpy.square", "numpy.square"}
+POWER = {"jax.numpy.power", "numpy.power", "jax.lax.pow"}
+REDUCTIONS = {"sum", "mean", "max", "min", "prod", "any", "all"}
+"""Methods of an array that are also functions of `jax.numpy` taking it first."""
+
+
+def dotted(node: ast.expr) -> str | None:
+    """`a.b.c` for a chain of attributes on a name (an alias already read as what it imports)."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])
+
+
+class _Synonyms(ast.NodeTransformer):
+    """One form for the API synonyms a rewrite swaps in: `jnp.matmul(a, b)`, `jnp.dot(a, b)` and
+    `a.dot(b)` are `a @ b`; `jax.lax.select(c, x, y)` is `jnp.where(c, x, y)`; `x * x`,
+    `jnp.square(x)` and `jnp.power(x, 2)` are `x ** 2`; `x.sum(...)` is `jnp.sum(x, ...)` (and
+    the other reductions). API names are written as one dotted name (`jax.numpy.sum`)."""
+
+    def visit_Call(self, node: ast.Call) -> ast.expr:
+        self.generic_visit(node)
+        name, args = dotted(node.func), node.args
+        plain = not node.keywords and not any(isinstance(a, ast.Starred) for a in args)
+        if plain and name in MATMUL and len(args) == 2:
+            return ast.BinOp(args[0], ast.MatMult(), args[1])
+        if plain and name in SQUARE and len(args) == 1:
+            return ast.BinOp(args[0], ast.Pow(), ast.Constant(2))
+        if plain and name in POWER and len(args) == 2:
+            return ast.BinOp(args[0], ast.Pow(), args[1])
+        if name in WHERE and len(args) == 3:
+            return ast.Call(ast.Name("jax.numpy.where", ast.Load()), args, node.keywords)
+        if isinstance(node.func, ast.Attribute) and not _is_api(node.func.value):
+            if plain and node.func.attr == "dot" and len(args) == 1:
+                return ast.BinOp(node.func.value, ast.MatMult(), args[0])
+            if node.func.attr in REDUCTIONS:
+                return ast.Call(
+                    ast.Name(f"jax.numpy.{node.func.attr}", ast.Load()), [node.func.value, *args], node.keywords
+                )
+        if name is not None and name.split(".")[0] in MODULES:
+            node.func = ast.Name(name, ast.Load())
+        return node
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.expr:
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Mult) and ast.dump(node.left) == ast.dump(node.right):
+            return ast.BinOp(node.left, ast.Pow(), ast.Constant(2))
+        return node
+
+
+def _is_api(node: ast.expr) -> bool:
+    """Whether `node` names a module of the API (`jax.numpy`), not a value."""
+    name = dotted(node)
+    return name is not None and name.split(".")[0] in MODULES
 
 
 class _Identities(ast.NodeTransformer):

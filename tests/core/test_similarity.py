@@ -345,3 +345,21 @@ def test_arithmetic_that_changes_nothing_is_normalised_away():
     for padded in ("x * 2 + 0.0", "0 + x * 2", "1 * (x * 2) / 1", "(x * 2 - 0) * 1.0"):
         assert canonical(f"def f(x):\n    return {padded}\n", "f") == plain
     assert canonical("def f(x):\n    return x * 2 + 1\n", "f") != plain  # a real constant stays
+
+
+def test_api_synonyms_read_as_one_form():
+    """What a rewrite swaps in reads as what it replaced; a different operation does not."""
+    head = "import jax\nimport jax.numpy as jnp\nfrom jax import lax\n\n\ndef f(a, b, c):\n    return "
+    forms = {
+        "a @ b": ["jnp.matmul(a, b)", "jnp.dot(a, b)", "a.dot(b)", "jax.numpy.matmul(a, b)"],
+        "jnp.where(c, a, b)": ["lax.select(c, a, b)", "jax.lax.select(c, a, b)"],
+        "a ** 2": ["a * a", "jnp.square(a)", "jnp.power(a, 2)"],
+        "jnp.sum(a, axis=0)": ["a.sum(axis=0)"],
+        "jnp.max(a)": ["a.max()"],
+    }
+    for plain, synonyms in forms.items():
+        want = canonical(head + plain + "\n", "f")
+        for synonym in synonyms:
+            assert canonical(head + synonym + "\n", "f") == want, synonym
+    assert canonical(head + "a * b\n", "f") != canonical(head + "a @ b\n", "f")
+    assert canonical(head + "jnp.mean(a)\n", "f") != canonical(head + "jnp.sum(a)\n", "f")

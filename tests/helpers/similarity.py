@@ -240,12 +240,48 @@ def decoy(honest: str, copied: str, exercise: str, rng: random.Random) -> str:
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
 
 
-DISGUISES = ("split", "decoy")
+class _Rewrite(ast.NodeTransformer):
+    """The API synonyms a rewrite swaps in: `a @ b` -> `jax.numpy.matmul(a, b)`, `where(c, x, y)`
+    -> `jax.lax.select(c, x, y)`, `x ** 2` -> `x * x`, `jnp.sum(x, ...)` -> `x.sum(...)`."""
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.expr:
+        self.generic_visit(node)
+        if isinstance(node.op, ast.MatMult):
+            return ast.Call(_dotted("jax.numpy.matmul"), [node.left, node.right], [])
+        if isinstance(node.op, ast.Pow) and isinstance(node.right, ast.Constant) and node.right.value == 2:
+            return ast.BinOp(node.left, ast.Mult(), copy.deepcopy(node.left))
+        return node
+
+    def visit_Call(self, node: ast.Call) -> ast.expr:
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "where" and len(node.args) == 3:
+            return ast.Call(_dotted("jax.lax.select"), node.args, node.keywords)
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "sum" and len(node.args) == 1:
+            if isinstance(node.func.value, ast.Name) and node.func.value.id in ("jnp", "np"):
+                return ast.Call(ast.Attribute(node.args[0], "sum", ast.Load()), [], node.keywords)
+        return node
+
+
+def _dotted(name: str) -> ast.expr:
+    """`a.b.c` as an expression."""
+    return ast.parse(name, mode="eval").body
+
+
+def rewrite(text: str, exercise: str, rng: random.Random) -> str:
+    """A planted copy (`plant`) with its API calls swapped for synonyms (`_Rewrite`), `import jax`
+    added for them."""
+    tree = ast.parse(plant(text, exercise, rng))
+    fn = _function(tree, exercise)
+    tree.body[tree.body.index(fn)] = ast.fix_missing_locations(_Rewrite().visit(fn))
+    return "import jax\n" + ast.unparse(tree) + "\n"
+
+
+DISGUISES = ("split", "decoy", "rewrite")
 
 
 def disguised(topic: str, exercise: str, kind: str, seed: int = 0) -> Case:
     """The exercise's variants plus a copy of each of `PLANTED_FROM` disguised as `kind` says
-    (`split`; `decoy`: the copy's file shows the next variant's function first)."""
+    (`split`; `decoy`: the copy's file shows the next variant's function first; `rewrite`)."""
     files = variants(topic, exercise)
     names = sorted(files)
     rng = random.Random(f"{topic}.{exercise}.{kind}.{seed}")
@@ -253,6 +289,8 @@ def disguised(topic: str, exercise: str, kind: str, seed: int = 0) -> Case:
     for name in PLANTED_FROM:
         if kind == "split":
             files[f"{name}_copy"] = split(files[name], exercise, rng)
+        elif kind == "rewrite":
+            files[f"{name}_copy"] = rewrite(files[name], exercise, rng)
         else:
             other = names[(names.index(name) + 1) % len(names)]
             files[f"{name}_copy"] = decoy(files[other], files[name], exercise, rng)
