@@ -40,6 +40,12 @@ class ExerciseSimilarity(BaseModel):
 
     exercise: str
     compared: int
+    same_as_another: int = Field(
+        default=0, description="the largest group of students who wrote one function, once normalised"
+    )
+    too_short_to_tell: bool = Field(
+        default=False, description="half the class or more wrote one function: a match here is no evidence by itself"
+    )
     pairs: list[SimilarPair]
 
 

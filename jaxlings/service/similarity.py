@@ -76,6 +76,10 @@ what, short enough that a reordered argument list or one changed constant costs 
 DISCOUNT = 0.1
 """The weight kept by an n-gram that the stub, the hints or the reference already give everyone."""
 
+CROWDED = 0.5
+"""The share of a class writing one function (once normalised) from which an exercise is "too
+short to tell" (`Ranking.too_short_to_tell`)."""
+
 Functions = ast.FunctionDef | ast.AsyncFunctionDef
 SIMPLE = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.FunctionDef)
 """Statements whose order within a run may be made canonical (their dependencies decide it)."""
@@ -162,6 +166,21 @@ class Ranking:
     compared: int
     pairs: list[Pair]
     given: Given
+
+    @property
+    def same_as_another(self) -> int:
+        """The largest group of students whose functions are one function once normalised (1
+        where no two are)."""
+        canonical = {code.login: code.canonical for p in self.pairs for code in (p.a, p.b)}
+        return max(Counter(canonical.values()).values(), default=0)
+
+    @property
+    def too_short_to_tell(self) -> bool:
+        """Whether the exercise leaves too little room for difference: `CROWDED` of the class (four
+        students at least) wrote one function once normalised, so a pair that did so is no
+        evidence of copying by itself (a short task, or the reference handed in by many); pairs
+        of copies, each its own group, are not a crowd."""
+        return self.compared >= 4 and self.same_as_another >= CROWDED * self.compared
 
 
 # -- reading and normalising ------------------------------------------------------------------
@@ -1001,6 +1020,8 @@ def view(topic: str, rankings: Iterable[Ranking], top: int) -> schemas.Similarit
             schemas.ExerciseSimilarity(
                 exercise=r.exercise,
                 compared=r.compared,
+                same_as_another=r.same_as_another,
+                too_short_to_tell=r.too_short_to_tell,
                 pairs=[
                     schemas.SimilarPair(
                         a=p.a.login,

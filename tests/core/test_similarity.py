@@ -363,3 +363,17 @@ def test_api_synonyms_read_as_one_form():
             assert canonical(head + synonym + "\n", "f") == want, synonym
     assert canonical(head + "a * b\n", "f") != canonical(head + "a @ b\n", "f")
     assert canonical(head + "jnp.mean(a)\n", "f") != canonical(head + "jnp.sum(a)\n", "f")
+
+
+def test_an_exercise_most_of_the_class_answers_alike_is_too_short_to_tell():
+    """Where half the class or more wrote one function (once normalised), the report says a match
+    there is no evidence; on the corpus (answers that differ, three pairs of copies) it does not."""
+    short = "def f(x):\n    return x * 2\n"
+    files = {f"s{i}": (i, short.replace("x", name)) for i, name in enumerate(["x", "y", "z", "w"], 1)}
+    files["s5"] = (5, "def f(x):\n    y = x + x\n    return y\n")
+    [ranking] = similarity.report("t", ["f"], files)
+    assert ranking.compared == 5 and ranking.same_as_another == 4 and ranking.too_short_to_tell
+    [two] = similarity.report("t", ["f"], {k: files[k] for k in ("s1", "s2", "s5")})
+    assert not two.too_short_to_tell  # three students: no class to weigh against
+    for topic, exercise in EXERCISES:
+        assert not ranked(corpus.case(topic, exercise)).too_short_to_tell
