@@ -1,21 +1,21 @@
 """The digest's first level (`commit.compress` of every 8 output words) as a Pallas kernel for a
-TPU: the same words as XLA's loop gives, in one pass over the outputs.
+TPU: the same states as XLA's loop gives, in one pass over the outputs.
 
 Why a kernel. XLA runs the first level at about 0.45 ns a word on a TPU v5e, whatever the shape
-(`benchmarks/digest_cost.py`): the double rounds are a loop that writes the sixteen state rows to
-memory and reads them back at every step, and unrolled they do not compile in reasonable time.
-At 2**27 words (`prng.dropout`'s output at its TPU size) that is 61 ms against a 4 ms function, so
-a speed round on the TPU times the digest, not the function. Here each grid step loads a tile of
-the message, runs the four double rounds on one (8, 128) slice at a time (each state word one
-vector register) and writes the four words kept: the outputs are read once, the state never
-leaves the core.
+(`benchmarks/digest_cost.py`), far below what the chip's vector unit is rated for; the double
+rounds are a loop (unrolled, XLA on the CPU compiled them for over two minutes), so the state
+likely goes through memory between its steps. At 2**27 words (`prng.dropout`'s output at its
+TPU size) that is 61 ms against a 4 ms function: a speed round on the TPU times the digest, not
+the function. Here each grid step loads a tile of the message and runs the four double rounds,
+unrolled, on one (8, 128) slice at a time (each state word one vector register), writing the four
+words kept. Not yet measured on the chip (`bash benchmarks/on_tpu.sh digest`).
 
 Layout: `blocks` (8, columns) viewed as (8, columns / 128, 128), so that column `b` sits at row
 `b // 128`, lane `b % 128` of each message row; its key word 2 (the column's index) is made in
 the kernel from the grid step and the slice. Columns past the last are zeros, their states
-dropped. Fewer columns than a grid step's go to XLA's loop. A worker on a TPU uses it where
-the grader turned it on (`commit.KERNEL_ENV`, `harness.first_level`); `tests/core/test_device.py` holds it to `commit.compress` in Pallas's
-interpreter, which any machine runs.
+dropped. Fewer columns than a grid step's go to XLA's loop. A worker on a TPU uses it where the
+grader turned it on (`commit.KERNEL_ENV`, `harness.first_level`); `tests/core/test_device.py`
+holds it to NumPy's digest in Pallas's interpreter, which any machine runs.
 
 This module belongs to the worker package: it imports nothing of the grader.
 """
