@@ -146,8 +146,8 @@ def digest(leaves: list[Any], salt: Any, xp: Any, first: Any = None) -> Any:
     keeps the states' index on the last axis (`compress`).
 
     `first` (JAX only): another implementation of the first level, called as
-    `first(blocks, salt, n)` for `blocks` (8, columns), giving what `compress` gives there (on a
-    TPU, `commit_kernel.first_level`: the bulk of the work, in one pass)."""
+    `first(blocks, salt, n)`, giving what `first_level` gives (on a TPU,
+    `commit_kernel.first_level`: the bulk of the work, in one pass)."""
     u32 = xp.uint32
     flat = [words(leaf, xp) for leaf in leaves]
     data = xp.concatenate(flat) if flat else xp.zeros((0,), u32)
@@ -161,10 +161,7 @@ def digest(leaves: list[Any], salt: Any, xp: Any, first: Any = None) -> Any:
         # the words laid out flat first, on their own: XLA on a TPU otherwise fuses a leaf's
         # relayout (a (2048, 512, 3) output's) into the compressions' loop and compiles for 28 s
         blocks = jax.lax.optimization_barrier(blocks)
-    if first is not None:
-        states = first(blocks, salt, n)
-    else:
-        states = compress(blocks, [salt, u32(0), xp.arange(blocks.shape[1], dtype=u32), u32(n & MASK)], xp)
+    states = first(blocks, salt, n) if first is not None else first_level(blocks, salt, n, xp)
     stage = 1
     while states.shape[1] > 1:
         fan = min(FAN, states.shape[1] + states.shape[1] % 2)
@@ -183,6 +180,13 @@ def digest(leaves: list[Any], salt: Any, xp: Any, first: Any = None) -> Any:
         states = _fold(groups, chain, xp)
         stage += 1
     return states[:, 0]
+
+
+def first_level(blocks: Any, salt: Any, n: int, xp: Any) -> Any:
+    """The digest's first level: each block of `blocks` (8, columns) compressed under its key
+    (the salt, 0, the block's index, the outputs' length `n`), as (4, columns) states."""
+    u32 = xp.uint32
+    return compress(blocks, [salt, u32(0), xp.arange(blocks.shape[1], dtype=u32), u32(n & MASK)], xp)
 
 
 def _fold(groups: Any, chain: Any, xp: Any) -> Any:

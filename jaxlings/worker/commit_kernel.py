@@ -38,13 +38,12 @@ COLUMNS = TILE * LANES
 
 
 def first_level(blocks: Any, salt: Any, n: int, interpret: bool = False) -> Any:
-    """`commit.compress(blocks, [salt, 0, arange(columns), n & MASK], jnp)` for `blocks` (8,
-    columns) uint32 and `salt` a uint32 scalar: the (4, columns) states, computed by the kernel.
-    `interpret`: run in Pallas's interpreter (any platform: the tests')."""
+    """`commit.first_level(blocks, salt, n, jnp)` for `blocks` (8, columns) uint32 and `salt` a
+    uint32 scalar: the (4, columns) states, computed by the kernel (by XLA's loop below a grid
+    step's columns). `interpret`: run in Pallas's interpreter (any platform: the tests')."""
     columns = blocks.shape[1]
     if columns < COLUMNS:
-        index = jnp.arange(columns, dtype=jnp.uint32)
-        return commit.compress(blocks, [salt, jnp.uint32(0), index, jnp.uint32(n & commit.MASK)], jnp)
+        return commit.first_level(blocks, salt, n, jnp)
     short = -columns % COLUMNS
     if short:
         blocks = jnp.pad(blocks, ((0, 0), (0, short)))
