@@ -10,7 +10,8 @@ requirements=(...)), Speed(2, size={...}), KeyReuse())`. A check class declares,
   (it reads what they found, `jaxlings.grading.context.Findings`); the engine orders an exercise's
   checks by both, and keeps the spec's order otherwise;
 - `timed` (its verdict reads the grader's clock: `jaxlings.grading.gate` runs it alone where that is
-  wall time), `analyses` (it sends the student's exported programs to the trusted side, in
+  wall time; with `gates_on_device`, in hidden grading on a device it takes the gate itself,
+  alone only for the work the clock times: `CheckContext.gated`), `analyses` (it sends the student's exported programs to the trusted side, in
   public runs too), `advisory` (it reports facts the student's process could fake: shown, worth
   no points), `cost` (its rough weight in grading time, for the planner);
 - its options as typed dataclass fields, validated when the instance is built: an unknown or
@@ -86,6 +87,7 @@ class Check(metaclass=_Validated):
     requires: ClassVar[tuple[str, ...]] = ()
     after: ClassVar[tuple[str, ...]] = ()
     timed: ClassVar[bool] = False
+    gates_on_device: ClassVar[bool] = False
     analyses: ClassVar[bool] = False
     advisory: ClassVar[bool] = False
     cost: ClassVar[int] = 1

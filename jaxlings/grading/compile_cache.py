@@ -98,14 +98,22 @@ NEVER_WRITE_SECONDS = "1e9"
 """JAX writes an entry only for a compilation at least this long: never."""
 
 
+GRADER_DIR_ENV = "JAXLINGS_GRADER_CACHE_DIR"
+"""Where a worker's `harness.PersistentCache.for_grader` compiles the grader's own programs, when
+not in its cache (`Policy.grader`)."""
+
+
 @dataclass(frozen=True)
 class Policy:
     """A worker's cache: where it lives (None: no cache), which ops may use it, and whether the
-    worker only reads it (then `directory` is the cache a `View` is taken of, per worker)."""
+    worker only reads it (then `directory` is the cache a `View` is taken of, per worker).
+    `grader`: a directory of its own for the grader's programs that the worker compiles (the
+    reference's worker on a device writes them there, for the student's to read: `grader_device`)."""
 
     directory: Path | None = None
     ops: frozenset[str] = CACHED_OPS
     read_only: bool = False
+    grader: Path | None = None
 
     def env(self, at: Path | str | None = None) -> dict[str, str]:
         """The worker's environment for this policy (JAX's own variables, and the ops); `at`:
@@ -125,7 +133,14 @@ class Policy:
             # every key's compile options: without them a key is the same wherever it is read
             "JAX_PERSISTENT_CACHE_ENABLE_XLA_CACHES": "none",
             OPS_ENV: ",".join(sorted(self.ops)),
+            **self._grader_env(),
         }
+
+    def _grader_env(self) -> dict[str, str]:
+        if self.grader is None:
+            return {}
+        self.grader.mkdir(parents=True, exist_ok=True)
+        return {GRADER_DIR_ENV: str(self.grader)}
 
 
 ENTRY_SUFFIX = "-cache"
@@ -135,11 +150,13 @@ ENTRY_SUFFIX = "-cache"
 class View:
     """A snapshot of a read-only `Policy`'s cache for one worker: hard links to its entries in a
     fresh directory beside it (`<root>/views/<host>-<pid>-<random>`), mode 0111 once filled,
-    so that a process that is not root can open an entry by name but not list them. `path` is None where no view could
-    be made (no entries, or another filesystem): the worker then gets no cache. `remove()`
-    when the worker is gone; views left by a grader that died are removed by the next one."""
+    so that a process that is not root can open an entry by name but not list them; with
+    `copy`, copies (for a worker outside the sandbox, which would not see the view read-only:
+    what it writes into a copy is its own). `path` is None where no view could be made (no
+    entries, or another filesystem): the worker then gets no cache. `remove()` when the worker
+    is gone; views left by a grader that died are removed by the next one."""
 
-    def __init__(self, policy: Policy) -> None:
+    def __init__(self, policy: Policy, copy: bool = False) -> None:
         self.path: Path | None = None
         source = policy.directory
         if source is None or not policy.read_only or not source.is_dir():
@@ -152,7 +169,7 @@ class View:
         try:
             for entry in os.scandir(source):
                 if entry.name.endswith(ENTRY_SUFFIX) and entry.is_file(follow_symlinks=False):
-                    os.link(entry.path, path / entry.name)
+                    (shutil.copyfile if copy else os.link)(entry.path, path / entry.name)
         except OSError:
             _remove(path)
             return
@@ -217,8 +234,24 @@ def reference_device() -> Policy:
     Its timed ops are speed rounds only (no VMC there; streams are `prepare`/`step`, never
     cached), whose first round, the one that compiles, is never counted; on a TPU compiling a
     function for its speed workload took 5-40 s (benchmarks/results/2026-12-06-tpu-v5e-grading-4.md),
-    the same every run."""
-    return _side("reference-device", CACHED_OPS | {"timed"})
+    the same every run. The grader's own programs it compiles go to `grader_device`'s directory,
+    which the student's worker on the device reads."""
+    policy = _side("reference-device", CACHED_OPS | {"timed"})
+    grader = grader_device().directory
+    return policy if policy.directory is None else replace(policy, grader=grader)
+
+
+def grader_device() -> Policy:
+    """The student's worker on a device, in hidden grading: reads a `View` of the grader's own
+    programs there (a round's generator, the outputs' digest), which the reference's worker on
+    the device compiled (`reference_device`'s `grader`), the same programs the student's rounds
+    run; nothing else of its own is cached (its function compiles, as every timed op's does).
+    On the TPU v5e each took 4-10 s to compile, in the student's first round of each speed check
+    (benchmarks/results/2026-12-07-tpu-v5e-grading-6.md)."""
+    base = root()
+    if base is None:
+        return NONE
+    return Policy(base / "grader-device" / f"jax-{metadata.version('jax')}", frozenset(), read_only=True)
 
 
 def reference_view() -> Policy:

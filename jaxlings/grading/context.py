@@ -24,6 +24,7 @@ import numpy as np
 
 from jaxlings.grading import structure
 from jaxlings.grading.compare import mismatch
+from jaxlings.grading.gate import ClockGate
 from jaxlings.grading.replies import format_error
 from jaxlings.grading.session import REFERENCE_TIMEOUT, GraderError, StudentError
 from jaxlings.grading.spec import Case, Exercise
@@ -89,21 +90,36 @@ class Side:
     grader's (`GraderError`); the student's raise `StudentError` with a message for them."""
 
     def __init__(
-        self, session: TopicSession, student: bool, exercise: str, worker: WorkerProcess | None = None
+        self,
+        session: TopicSession,
+        student: bool,
+        exercise: str,
+        worker: WorkerProcess | None = None,
+        *,
+        on_device: bool = False,
     ) -> None:
         self._session, self.student, self.exercise = session, student, exercise
         self._own = worker  # a worker of this side's own (`CheckContext.own_sides`), else the topic's
+        self._on_device = on_device  # the student's process on the device (`CheckContext.device_student`)
 
     def _worker(self) -> WorkerProcess:
         if self._own is not None:
             return self._own
+        if self._on_device:
+            return self._session.device_student()
         return self._session.student() if self.student else self._session.ref
 
     def call(self, op: str, **fields: Any) -> dict[str, Any]:
         """One request; its checked reply."""
         if self.student:
-            return self._session.call_student(op, worker=self._own, **fields)
+            worker = self._session.device_student() if self._on_device else self._own
+            return self._session.call_student(op, worker=worker, **fields)
         return self._session.call_reference(op, exercise=self.exercise, worker=self._own, **fields)
+
+    def ready(self) -> None:
+        """This side's worker started, its module imported (the device's, for a side on it);
+        a student's that will not: StudentError."""
+        self._worker()
 
     def paused(self) -> contextlib.AbstractContextManager[bool]:
         """This side's worker frozen meanwhile (`WorkerProcess.paused`)."""
@@ -214,27 +230,60 @@ class CheckContext:
     `cases` and `expected` are this run's cases and the reference's outputs on them, which every
     check of the exercise judges alike; `findings` is what the checks hand each other."""
 
-    def __init__(self, session: TopicSession, exercise: Exercise, cases: list[Case], expected: list[Output]) -> None:
-        self._session = session
+    def __init__(
+        self,
+        session: TopicSession,
+        exercise: Exercise,
+        cases: list[Case],
+        expected: list[Output],
+        gate: ClockGate | None = None,
+    ) -> None:
+        self._session, self._gate = session, gate or ClockGate()
         self.exercise, self.cases, self.expected = exercise, cases, expected
         self.findings = Findings()
         self.reference, self.student = (
             Side(session, student=False, exercise=exercise.name),
             Side(session, student=True, exercise=exercise.name),
         )
+        self.device_student = Side(session, student=True, exercise=exercise.name, on_device=True)
+        """The student's process on the device (`TopicSession.device_student`): in hidden
+        grading, the one the timed rounds there run in; `student` is on the host's CPU."""
 
     @classmethod
-    def start(cls, session: TopicSession, exercise: Exercise) -> CheckContext:
+    def start(cls, session: TopicSession, exercise: Exercise, gate: ClockGate | None = None) -> CheckContext:
         """An exercise's context: this run's cases drawn, and the reference's outputs on them.
-        On an accelerator, the exercise's tolerances are at least the device's (`device.TOLERANCE`,
-        and the exercise's own for that kind, `Exercise.accelerator_tolerance`):
-        the student's outputs come from it, the reference's from the host's CPU."""
-        if session.device is not None and session.device.accelerator:
-            exercise = exercise.on_accelerator(session.device.kind)
+        Where the student's worker runs on an accelerator (a public run there), the exercise's
+        tolerances are at least the device's (`device.TOLERANCE`, and the exercise's own for
+        that kind, `Exercise.accelerator_tolerance`): the student's outputs come from it, the
+        reference's from the CPU (in hidden grading only the timed rounds run on the device,
+        and `speed` compares them so: `CheckContext.on_device_tolerance`)."""
+        if session.student_on_device:
+            exercise = cls.on_device_tolerance(session, exercise)
         cases = session.draw(exercise.name, "cases", lambda rng: exercise.cases(rng, session.public))
-        ctx = cls(session, exercise, cases, [])
+        ctx = cls(session, exercise, cases, [], gate)
         ctx.expected = [ctx.reference_output(fn=exercise.name, args=c.args, **reference_call(exercise)) for c in cases]
         return ctx
+
+    def gated(self, timed: bool) -> contextlib.AbstractContextManager[None]:
+        """The clock gate of the topics graded side by side (`jaxlings.grading.gate`), for a check
+        that takes it itself (`Check.gates_on_device`): alone for the work the clock times
+        (`timed`), shared with every other topic's checks for the rest."""
+        return self._gate.exclusive() if timed else self._gate.shared()
+
+    def device_held(self) -> contextlib.AbstractContextManager[None]:
+        """The student's process on the device held for this check's work alone (one request
+        at a time: topics graded side by side take it in turn)."""
+        return self._session.device_held()
+
+    @staticmethod
+    def on_device_tolerance(session: TopicSession, exercise: Exercise) -> Exercise:
+        """`exercise` with its tolerances raised to the device's, where it is an accelerator."""
+        device = session.device
+        return exercise.on_accelerator(device.kind) if device is not None and device.accelerator else exercise
+
+    def on_device(self) -> Exercise:
+        """The exercise as outputs computed on this run's device are compared (`on_device_tolerance`)."""
+        return self.on_device_tolerance(self._session, self.exercise)
 
     @contextlib.contextmanager
     def own_sides(self) -> Iterator[tuple[Side, Side]]:

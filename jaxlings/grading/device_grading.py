@@ -4,16 +4,22 @@ Where the grading machine has an accelerator (`jaxlings.grading.device`), the to
 there (`Topic.platform == "accelerator"`) are graded in two phases, each ONE process on the
 device for every such topic:
 
-1. the reference (trusted), hidden grading only: its modules imported in turn, it does every
-   check's work that must run on the device ahead of the student (`Check.prefetch`: the timed
-   rounds of `speed`, the timed stream of `compiles`), on inputs drawn from the run's secret,
-   and the grader keeps its answers (times, input digests, a stream's outputs: small) until
-   the student's phase asks for them in the same words (`answers.Prefetched`);
-2. the student (untrusted, sandboxed where the sandbox runs): one process that imports each
-   topic's module in turn (`device_workers.SharedWorker`) and answers every check, topic after topic, while
-   the reference answers live from a worker on the host's CPU and the student's exported
-   programs are analysed on the CPU too. A death costs the topic it happened in; the next
-   request starts a fresh process (a new lease, a new opening of the device).
+1. the reference (trusted), hidden grading only, before anything of the student's starts: its
+   modules imported in turn, it does every check's work that must run on the device ahead of
+   the student (`Check.prefetch`: the timed rounds of `speed`), on inputs drawn from the run's
+   secret, and the grader keeps its answers (times, input digests: small) until the student's
+   phase asks for them in the same words (`answers.Prefetched`);
+2. the student (untrusted, sandboxed where the sandbox runs): the topics graded side by side on
+   the host's CPU, as on any machine (the reference answering live from a worker there, the
+   student's exported programs analysed there), and every speed check's rounds, one check at
+   a time, in ONE process on the device that imports each topic's module in turn
+   (`device_workers.SharedWorker`). Only what is judged on the device's clock runs there:
+   compiling a function for every case's shapes costs the TPU v5e several times what it costs
+   the host's CPU, and the host's cores grade topics side by side (the course on one chip took
+   over 600 s with every check on the device: benchmarks/results/2026-12-07-tpu-v5e-grading-6.md).
+   A death there costs the speed check it happened in; the next one starts a fresh process (a
+   new lease, a new opening of the device). A public run (a student's own machine) has no
+   first phase and runs each such topic whole in the device's one process.
 
 Each phase holds the device's lease for as long as its process lives (`device.Lease`), so no
 two processes ever hold the device at once; a result records each lease (`extra_data.device`).
@@ -24,7 +30,9 @@ What stays as in docs/grading.md "What is trusted": every input is drawn by the 
 run's secret and reaches the student's process with the request that times it (a speed round's
 inputs are made on the device from a key sent with it, `jaxlings.grading.workloads`); the clock is the
 grader's; a round's outputs are committed to inside the window (`worker.commit`) and the best
-round's are fetched and compared with the reference's after it (`checks.speed`).
+round's are fetched and compared with the reference's after it, at the device's tolerance
+(`checks.speed`). Correctness is judged on the host's CPU at the exercise's own tolerance, as
+in a student's `grade check`; the timed outputs are the device's correctness check.
 """
 
 from __future__ import annotations

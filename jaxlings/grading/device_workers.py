@@ -14,6 +14,8 @@ import contextlib
 import logging
 import shutil
 import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,7 @@ class SharedWorker:
         self.isolate, self.limits, self.cache = isolate, limits, cache
         self.worker: WorkerProcess | None = None
         self.current: str | None = None  # the module name the worker has imported last
+        self._lock = threading.Lock()  # topics graded side by side ask for it (one at a time uses it)
         self.platform: dict[str, Any] = {}
         self._lease: contextlib.ExitStack | None = None
         self._folder = Path(tempfile.mkdtemp(prefix=f"jaxlings-{who}-"))
@@ -59,16 +62,17 @@ class SharedWorker:
         """The live worker with `module` imported as `name` (imported now unless it is the one
         imported last), and the import's reply (`{"ok": ..., "functions" | "error"}`). Raises
         WorkerDied where the process will not start or dies importing."""
-        if self.worker is None or not self.worker.alive:
-            self._start(min(timeout, LOAD_TIMEOUT))
-        assert self.worker is not None
-        if self.current == name:
-            return self.worker, {"ok": True}
-        reply = replies.check(
-            "module", self.worker.request("module", timeout, path=self.worker.path_of(module), name=name)
-        )
-        self.current = name if reply["ok"] else None
-        return self.worker, reply
+        with self._lock:
+            if self.worker is None or not self.worker.alive:
+                self._start(min(timeout, LOAD_TIMEOUT))
+            assert self.worker is not None
+            if self.current == name:
+                return self.worker, {"ok": True}
+            reply = replies.check(
+                "module", self.worker.request("module", timeout, path=self.worker.path_of(module), name=name)
+            )
+            self.current = name if reply["ok"] else None
+            return self.worker, reply
 
     def _start(self, timeout: float) -> None:
         """A fresh worker on the empty module, the device leased to it for its lifetime."""
@@ -119,13 +123,14 @@ class DeviceRun:
         self.device = device
         self.store: dict[str, dict[str, Any]] = {}  # topic -> request key -> answer
         self.reference_platform: dict[str, Any] = {}
+        self._held = threading.Lock()
         self.student = SharedWorker(
             device,
             "student",
             student_modules,
             isolate=isolate,
             limits=limits,
-            cache=compile_cache.reference_view() if isolate else compile_cache.NONE,
+            cache=compile_cache.grader_device(),
         )
 
     @property
@@ -133,6 +138,13 @@ class DeviceRun:
         """The device as its trusted worker described it (the reference's phase), else as the
         student's worker did (a run without that phase decides nothing on its time), else its kind."""
         return self.reference_platform or self.student.platform or {"backend": self.device.backend}
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """The student's process on the device, for one check at a time: the topics graded side
+        by side send it requests in turn, never interleaved."""
+        with self._held:
+            yield
 
     def student_worker(self, module: Path, name: str, timeout: float) -> tuple[WorkerProcess | None, str | None]:
         """The student's worker with `module` imported, or (None, why not) as a topic reports it."""

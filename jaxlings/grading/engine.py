@@ -156,20 +156,20 @@ def grade(
         """Replayed, live, or on the device live but for the answers measured there first."""
         if answers is not None:
             return answers(topic.name)
-        return Prefetched(run.store.get(topic.name, {})) if run is not None else None
+        return Prefetched(run.store.setdefault(topic.name, {})) if run is not None else None
 
-    def on_the_device(watch: Watch) -> dict[str, Graded]:
-        """The topics graded on the device, one after another: the reference's phase there
-        first (hidden grading), then the student's shared process (`device_grading`)."""
+    def device_run() -> DeviceRun:
+        """The device's side of this grading: its student's process imports these topics' modules."""
         assert device is not None
         modules = [Path(submission) / f"{t.name}.py" for t in on_device]
-        run = DeviceRun(device, isolate=isolate, limits=limits, student_modules=[m for m in modules if m.is_file()])
+        return DeviceRun(device, isolate=isolate, limits=limits, student_modules=[m for m in modules if m.is_file()])
+
+    def on_the_device(watch: Watch) -> dict[str, Graded]:
+        """A public run's topics on the device, one after another, in the student's one
+        process there (`device_grading`)."""
+        run = device_run()
         watch.guard(run.close)
         try:
-            if answers is None and reference_dir is not None:
-                reference_phase(
-                    run, device_work(on_device, Path(submission), Path(reference_dir)), seed, limits=limits, gate=gate
-                )
             return {topic.name: one(topic, watch, run) for topic in on_device}
         finally:
             run.close()
@@ -183,22 +183,41 @@ def grade(
         )
         return tests, {}, topic_summary(tests, round(seconds, 2), {}, {})
 
-    parts = plan([t for t in topics if t not in on_device], jobs, Path(submission))
-    pieces: list[Piece[Any]] = []
-    if on_device:
-        pieces.append(
-            Piece(
-                "device",
-                on_the_device,
-                sum(t.time_limit + grace for t in on_device),
-                lambda seconds: {t.name: abandoned(t, seconds) for t in on_device},
+    # Hidden grading on a device: the reference's phase there first, alone; then every topic side
+    # by side on the host's CPU, each speed check's rounds in the student's one process on the device.
+    run = device_run() if on_device and not public else None
+    device_names = {t.name for t in on_device}
+    try:
+        if run is not None and answers is None and reference_dir is not None:
+            reference_phase(
+                run, device_work(on_device, Path(submission), Path(reference_dir)), seed, limits=limits, gate=gate
             )
-        )
-    for part in sorted(parts, key=lambda part: part.cost, reverse=True):
-        pieces.append(
-            Piece(id(part), partial(one, part.topic), part.topic.time_limit + grace, partial(abandoned, part.topic))
-        )
-    done = run_all(pieces, min(jobs, len(pieces)))
+        parts = plan([t for t in topics if run is not None or t not in on_device], jobs, Path(submission))
+        pieces: list[Piece[Any]] = []
+        if on_device and run is None:
+            pieces.append(
+                Piece(
+                    "device",
+                    on_the_device,
+                    sum(t.time_limit + grace for t in on_device),
+                    lambda seconds: {t.name: abandoned(t, seconds) for t in on_device},
+                )
+            )
+        for part in sorted(parts, key=lambda part: part.cost, reverse=True):
+            on_it = run if part.name in device_names else None
+            pieces.append(
+                Piece(
+                    id(part),
+                    partial(one, part.topic, run=on_it),
+                    # its speed rounds wait for the device, which the topics' speed checks take in turn
+                    sum(t.time_limit + grace for t in on_device) if on_it else part.topic.time_limit + grace,
+                    partial(abandoned, part.topic),
+                )
+            )
+        done = run_all(pieces, min(jobs, len(pieces)))
+    finally:
+        if run is not None:
+            run.close()
     on_device_graded: dict[str, Graded] = done.get("device", {})
     graded: list[Graded] = [
         on_device_graded[topic.name]
@@ -207,9 +226,9 @@ def grade(
         for topic in topics
     ]
     tests = [t for topic_tests, _, _ in graded for t in topic_tests]
-    platform: dict[str, Any] = next((p for _, p, _ in on_device_graded.values() if p), {}) or next(
-        (p for _, p, _ in reversed(graded) if p), {}
-    )
+    platform: dict[str, Any] = next(
+        (p for topic, (_, p, _) in zip(topics, graded) if p and topic.name in device_names), {}
+    ) or next((p for _, p, _ in reversed(graded) if p), {})
     summary = {topic.name: entry for topic, (_, _, entry) in zip(topics, graded)}
     extra = {
         "seed": seed,
@@ -467,6 +486,8 @@ def _gated(session: TopicSession, gate: ClockGate, check: Check | None) -> conte
     clock is wall time, or where its two sides are timed apart (on a device: the reference's
     rounds in a phase of their own, so each side must see the same quiet machine), everything
     else shared."""
+    if check is not None and check.gates_on_device and session.device_run is not None and not session.public:
+        return contextlib.nullcontext()  # it takes the gate itself (`CheckContext.gated`)
     if check is not None and check.timed and (session.wall_clock or session.device is not None):
         return gate.exclusive()
     return gate.shared()
@@ -487,7 +508,7 @@ def grade_exercise(
     gate = gate or ClockGate()
     t0 = time.monotonic()
     with _gated(session, gate, None):
-        ctx = CheckContext.start(session, ex)
+        ctx = CheckContext.start(session, ex, gate)
     timings["cases"] = round(time.monotonic() - t0, 3)
     tests = []
     died_in = None

@@ -61,10 +61,12 @@ class TopicSession:
     no exercise has a check that sends programs to it (a check whose `analyses` is set, `jaxlings.grading.check`).
 
     On a machine with an accelerator (`jaxlings.grading.device_grading`): `device` is the grading's
-    device side, whose shared worker is the student's process for a topic graded on the device
-    (every other worker then runs on the host's CPU, with `cpu_env`); with `reference_worker`
-    (the device's trusted process) the session is the reference's phase on the device: no
-    student, the reference's answers from that worker.
+    device side. In hidden grading the student's worker runs on the host's CPU, as every other
+    worker does (with `cpu_env`), and the device's shared worker (`device_student`) runs only
+    the timed rounds that must be timed there; in a public run (a student's own machine) the
+    shared worker is the student's process for the whole topic. With `reference_worker` (the
+    device's trusted process) the session is the reference's phase on the device: no student,
+    the reference's answers from that worker.
     """
 
     def __init__(
@@ -119,8 +121,37 @@ class TopicSession:
 
     @property
     def device(self) -> Device | None:
-        """The accelerator this topic's student functions run on, or None (the CPU)."""
+        """The accelerator this topic's timed student functions run on, or None (the CPU)."""
         return self.device_run.device if self.device_run is not None else None
+
+    @property
+    def student_on_device(self) -> bool:
+        """Whether the topic's student worker is the device's shared one (a public run on a
+        machine with an accelerator); in hidden grading it is on the host's CPU."""
+        return self.device_run is not None and self.public
+
+    def device_held(self) -> contextlib.AbstractContextManager[None]:
+        """The device's student process for one check's work alone (`DeviceRun.held`); nothing
+        to hold where the topic's own worker is that process (a public run) or there is none."""
+        if self.device_run is None or self.student_on_device:
+            return contextlib.nullcontext()
+        return self.device_run.held()
+
+    def device_student(self) -> WorkerProcess:
+        """The student's process on the device with this topic's module imported: the topic's
+        worker in a public run, else the device's shared worker (hidden grading: for the timed
+        rounds only), started or importing the module now where need be. StudentError (counted
+        as a death) where it does not start or import."""
+        if self.device_run is None or self.student_on_device:
+            return self.student()
+        if self.abandoned:
+            raise StudentError("not run: the topic was stopped past its time limit")
+        worker, error = self.device_run.student_worker(self.module, self.topic.name, min(120.0, self.time_left()))
+        if worker is None:
+            self.deaths += 1
+            raise StudentError(f"there {error}")
+        worker.bound_for = self.reply_bound
+        return worker
 
     def _shared_reference(self, shared: SharedWorker) -> WorkerProcess:
         """The device's trusted worker with this topic's reference imported."""
@@ -174,7 +205,8 @@ class TopicSession:
         this topic); (None, reason) when the module cannot be imported."""
         spares, self._spares = self._spares, None
         timeout = min(120.0, self.time_left())
-        if self.device_run is not None:
+        if self.student_on_device:
+            assert self.device_run is not None
             shared, error = self.device_run.student_worker(self.module, self.topic.name, timeout)
             if shared is not None:
                 shared.bound_for = self.reply_bound

@@ -51,6 +51,7 @@ from jaxlings.worker import shm, wire
 CPU_TIMING_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 STDOUT_CAPTURE_LIMIT = 256 << 10  # bytes of stdout kept while a check captures it
 DEVICE_LOCK_ENV = "JAXLINGS_DEVICE_LOCK_FD"  # the worker's `harness._hold_device` reads it
+MEMORY_POLL = 0.1  # seconds between two readings of a worker's memory (`_watch_memory`)
 
 
 TIMED_OUT = "did not finish in time"
@@ -306,7 +307,7 @@ class WorkerProcess:
         of a fresh `compile_cache.View` (bound into the sandbox), or none where none was made."""
         if not self.cache.read_only:
             return self.cache.env()
-        self._view = compile_cache.View(self.cache)
+        self._view = compile_cache.View(self.cache, copy=not self.isolate)
         if self._view.path is None:
             return compile_cache.NONE.env()
         return self.cache.env(at=compile_cache.SANDBOX_PATH if self.isolate else self._view.path)
@@ -522,7 +523,7 @@ class WorkerProcess:
         """The worker's memory now: its cgroup's, or its live process tree's resident set
         (None where its cgroup can no longer be read)."""
         if self._cgroup is None:
-            return procfs.rss_bytes(procfs.descendants(self.proc.pid))
+            return procfs.rss_bytes(procfs.descendants(self.proc.pid, max_age=MEMORY_POLL))
         try:
             return self._cgroup.memory_bytes()
         except (OSError, ValueError):
@@ -537,7 +538,7 @@ class WorkerProcess:
 
     def _watch_memory(self) -> None:
         """Poll the worker's memory (`_memory_used`); past the cap above its base, kill it."""
-        while not self._closed.wait(0.1):
+        while not self._closed.wait(MEMORY_POLL):
             if self.proc.poll() is not None:
                 return
             base, used = self.memory_base, self._memory_used()

@@ -85,6 +85,8 @@ class PersistentCache:
             else frozenset()
         )
         self.on = self.configured
+        # where the grader's own programs go, when not with the rest (`compile_cache.Policy.grader`)
+        self.grader_dir = os.environ.pop("JAXLINGS_GRADER_CACHE_DIR", "") if self.configured else ""
 
     def for_op(self, op: str) -> None:
         """Switch the cache on or off for one request of `op`."""
@@ -94,17 +96,30 @@ class PersistentCache:
     def for_grader(self) -> Iterator[None]:
         """On (where the worker has a cache at all), whatever the op, while the grader's own
         programs compile: a round's generator and the outputs' digest, the same programs in
-        every run, whose compilations are no fact of any verdict (on a TPU, 2-5 s each, most of
-        a speed check's time: benchmarks/results/2026-12-06-tpu-v5e-grading-4.md)."""
+        every run, whose compilations are no fact of any verdict (on a TPU, 2-10 s each, most of
+        a speed check's time: benchmarks/results/2026-12-06-tpu-v5e-grading-4.md); in the
+        grader's directory for them where the worker has one (the reference's on a device, for
+        the student's there to read: `compile_cache.grader_device`)."""
         was = self.on
-        self._switch(self.configured)
+        if not self.grader_dir:
+            self._switch(self.configured)
+            try:
+                yield
+            finally:
+                self._switch(was)
+            return
+        mine = os.environ["JAX_COMPILATION_CACHE_DIR"]
+        self.update("jax_compilation_cache_dir", self.grader_dir)
+        self._switch(True, force=True)
         try:
             yield
         finally:
-            self._switch(was)
+            self.update("jax_compilation_cache_dir", mine)
+            self._switch(was, force=True)
 
-    def _switch(self, wanted: bool) -> None:
-        if wanted != self.on:
+    def _switch(self, wanted: bool, force: bool = False) -> None:
+        """The cache on or off; `force`: its directory changed, so JAX must open it afresh."""
+        if wanted != self.on or force:
             self.update("jax_enable_compilation_cache", wanted)
             self.reset()
             self.on = wanted

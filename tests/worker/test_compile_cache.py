@@ -267,3 +267,36 @@ def test_the_references_device_rounds_cache_apart_from_what_students_see(tmp_pat
             hits = w.request("stats", 60)["cache_hits"]
     assert hits == 2  # the second process loaded `f` and the digest in its timed round
     assert not _entries(viewed.directory)
+
+
+def test_the_students_device_worker_loads_the_graders_programs_the_reference_compiled(tmp_path, monkeypatch):
+    """On a device the reference's worker compiles the grader's own programs (a round's generator,
+    the outputs' digest) into a directory of their own (`compile_cache.grader_device`), apart
+    from its rounds; the student's worker there, outside the sandbox, gets a copy of it and
+    loads both, while its function still compiles. What it writes is its own copy's: the view
+    holds copies, never links to the grader's files."""
+    from jaxlings.grading import workloads
+
+    monkeypatch.setenv("JAXLINGS_COMPILE_CACHE", str(tmp_path / "xla"))
+
+    def generate(key, size):
+        return (workloads.uniform(key, (size,), -1.0, 1.0),)
+
+    work = workloads.export(generate, 96, ("cpu",))
+    reference, student = compile_cache.reference_device(), compile_cache.grader_device()
+    assert reference.directory is not None and student.directory is not None and student.read_only
+    assert reference.grader == student.directory and not student.ops
+    with _worker(tmp_path, reference) as w:
+        digest = _round(w, work, 5)["digest"]
+    programs = [e for e in _entries(student.directory) if e.name.endswith(compile_cache.ENTRY_SUFFIX)]
+    assert len(programs) == 2  # the generator and the digest, nothing of `f`
+    assert _entries(reference.directory)  # `f`'s round, apart
+    with _worker(tmp_path, student) as w:
+        before = w.request("stats", 60)
+        assert _round(w, work, 5)["digest"] == digest
+        after = w.request("stats", 60)
+        view = w._view.path
+        assert view is not None and not view.samefile(student.directory)
+        assert all(p.stat().st_nlink == 1 for p in programs)  # copied into the view, not linked
+    assert after["cache_hits"] - before["cache_hits"] == 2
+    assert after["compilations"] > before["compilations"]  # `f` itself: compiled

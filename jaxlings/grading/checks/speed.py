@@ -87,8 +87,9 @@ class Speed(Check):
     `jit=False` times the functions as written (for functions that jit internally).
 
     On a device (`jaxlings.grading.device_grading`) the reference's rounds are timed first, in its
-    own process on the device (`prefetch`), then the student's, on the same inputs, in theirs
-    (`on_device`). A round's inputs are made on the device, inside the window, from a key the
+    own process on the device (`prefetch`), then the student's, on the same inputs, in the
+    student's process there (`on_device`: the only work of the student's on the device in hidden
+    grading; its other checks, the twin's call included, run on the host's CPU). A round's inputs are made on the device, inside the window, from a key the
     request carries (`generate(key, size)`, `jaxlings.grading.workloads`), where the exercise gives a
     generator: its inputs are large, and their transfer from the host would be most of what the
     clock measured; otherwise they are drawn and sent as on a CPU (they are small). The outputs
@@ -114,6 +115,7 @@ class Speed(Check):
     requires = ("correct",)
     after = ("jit",)
     timed = True
+    gates_on_device = True
     cost = 4
 
     def fits(self, exercise: Exercise) -> None:
@@ -165,13 +167,13 @@ class Speed(Check):
     def run(self, ctx: CheckContext) -> Outcome:
         if ctx.public:
             return self.own_time(ctx)
+        if ctx.device is not None:
+            return self.on_device(ctx)
         ex, backend = ctx.exercise, ctx.backend
         size = self.size_for(backend)
         jit = self.jitted(ctx)
         if (problem := self.twin_mismatch(ctx, size, jit)) is not None:
             return Outcome.fail(problem, size=size)
-        if ctx.device is not None:
-            return self.on_device(ctx)
         ref_times: list[Timed] = []
         stu_times: list[Timed] = []
         rep = 0
@@ -313,42 +315,80 @@ class Speed(Check):
 
     def on_device(self, ctx: CheckContext) -> Outcome:
         """The student's rounds on the device, on the inputs of the reference's rounds (drawn
-        again, in the same order), until the ratio is decided or the reference's rounds run out;
-        the worker told to keep each new best round's outputs; after the last, the kept outputs
-        fetched, held to the digest that round's reply carried, and compared with the
-        reference's outputs on the same inputs, computed on the host's CPU."""
-        ex, backend = ctx.exercise, ctx.backend
-        size = self.size_for(backend)
+        again, in the same order), until the ratio is decided or the reference's rounds run out
+        (`device_rounds`); then the best round's outputs compared with the reference's on the
+        same inputs, computed on the host's CPU, at the device's tolerance (`CheckContext.on_device`).
+        The check takes the clock gate itself (`gates_on_device`): alone for the timed rounds
+        only, shared with the other topics' checks for the rest (the twin's call, the warm-up
+        that compiles, the outputs' fetch and comparison)."""
+        size = self.size_for(ctx.backend)
         jit = self.jitted(ctx)
-        ref = self.reference_rounds(ctx)
+        with ctx.gated(timed=False):
+            if (problem := self.twin_mismatch(ctx, size, jit)) is not None:
+                return Outcome.fail(problem, size=size)
+            ref = self.reference_rounds(ctx)
+        with ctx.device_held():
+            rounds = self.device_rounds(ctx, ref, size, jit)
+        if isinstance(rounds, Outcome):
+            return rounds
+        ref_times, stu_times, best, outs = rounds
+        with ctx.gated(timed=False):
+            problem = self._bound(outs, best) or self._against_reference(ctx, best, outs, ref, size)
+        if problem is not None:
+            return Outcome.fail(f"on the speed workload (size {size}) {problem}", size=size)
+        return verdict(self, ref_times, stu_times, size, ctx.backend, "generated" if self.generated(ctx) else "device")
+
+    def device_rounds(
+        self, ctx: CheckContext, ref: dict[str, Any], size: int, jit: bool
+    ) -> tuple[list[Timed], list[Timed], tuple[int, dict[str, Any], Timed], list[dict[str, Any]]] | Outcome:
+        """The student's rounds in their process on the device: the first (it compiles) beside
+        the other topics' work, the timed ones alone; the worker told to keep each new best
+        round's outputs, fetched after the last. (reference's times, student's times, the best
+        round, its outputs), or the failing Outcome."""
+        ex, backend = ctx.exercise, ctx.backend
+        student = ctx.device_student
+        try:
+            with ctx.gated(timed=False):
+                student.ready()
+        except StudentError as exc:
+            return Outcome.fail(f"the speed workload runs on the device, and {exc}", size=size)
         ref_times = [Timed(s, c, []) for s, c in zip(ref["seconds"][1:], ref["cpu_seconds"][1:])]
         stu_times: list[Timed] = []
         best: tuple[int, dict[str, Any], Timed] | None = None
         limit = WARMUP_TIMEOUT
         started = time.monotonic()
-        try:
-            for i, ref_seconds in enumerate(ref["seconds"]):
-                drawn = self.round_inputs(ctx, size)
-                limit = self.limit(i == 0, Timed(ref_seconds, None, []), DEVICE_WARMUP_TIMEOUT)
-                t = ctx.student.committed(
-                    ex.name,
-                    jit=jit,
-                    timeout=limit,
-                    salt=drawn["salt"],
-                    static_argnums=ex.static_argnums,
-                    **self.round_request(ctx, drawn, size),
-                )
-                if i == 0:
-                    continue
+
+        def one_round(i: int, ref_seconds: float) -> Timed:
+            nonlocal limit, best
+            drawn = self.round_inputs(ctx, size)
+            limit = self.limit(i == 0, Timed(ref_seconds, None, []), DEVICE_WARMUP_TIMEOUT)
+            t = student.committed(
+                ex.name,
+                jit=jit,
+                timeout=limit,
+                salt=drawn["salt"],
+                static_argnums=ex.static_argnums,
+                **self.round_request(ctx, drawn, size),
+            )
+            if i > 0:
                 stu_times.append(t)
                 _, pick = clock_for(backend, ref_times + stu_times)
                 if best is None or pick(t) < pick(best[2]):
-                    ctx.student.keep()
+                    student.keep()
                     best = (i, drawn, t)
-                if len(stu_times) >= self.min_reps and self.decided(*ratios(backend, ref_times, stu_times)):
-                    break
+            return t
+
+        try:
+            with ctx.gated(timed=False):
+                one_round(0, ref["seconds"][0])
+            with ctx.gated(timed=True):
+                for i, ref_seconds in enumerate(ref["seconds"][1:], start=1):
+                    one_round(i, ref_seconds)
+                    if len(stu_times) >= self.min_reps and self.decided(*ratios(backend, ref_times, stu_times)):
+                        break
             assert best is not None  # the reference's rounds are at least two: a warm-up and min_reps
-            outs = ctx.student.fetched(max(limit, 60.0))
+            with ctx.gated(timed=False):
+                outs = student.fetched(max(limit, 60.0))
         except (WorkerDied, StudentError, CallFailed) as exc:
             return Outcome.fail(
                 f"the timed call on the speed workload (size {size}) did not finish well within {limit:.0f} s: {exc}",
@@ -362,10 +402,7 @@ class Speed(Check):
             sum(t.seconds for t in stu_times),
             time.monotonic() - started,
         )
-        problem = self._bound(outs, best) or self._against_reference(ctx, best, outs, ref, size)
-        if problem is not None:
-            return Outcome.fail(f"on the speed workload (size {size}) {problem}", size=size)
-        return verdict(self, ref_times, stu_times, size, backend, "generated" if self.generated(ctx) else "device")
+        return ref_times, stu_times, best, outs
 
     @staticmethod
     def _bound(outs: list[dict[str, Any]], best: tuple[int, dict[str, Any], Timed]) -> str | None:
@@ -394,7 +431,7 @@ class Speed(Check):
         """The student's best round against the reference's outputs on the same inputs, computed
         on the host's CPU (a generated workload made there too: its inputs' digest must equal
         the device's, or the generator is not exact and the grader says so)."""
-        ex = ctx.exercise
+        ex = ctx.on_device()
         i, drawn, _ = best
         request = self.round_request(ctx, drawn, size)
         if "cases" in request:
