@@ -41,7 +41,7 @@ import logging
 import time
 from pathlib import Path
 
-from jaxlings.grading import compile_cache
+from jaxlings.grading import compile_cache, source, stubs
 from jaxlings.grading.answers import Prefetching
 from jaxlings.grading.check import Check, ordered
 from jaxlings.grading.context import CheckContext
@@ -57,6 +57,40 @@ log = logging.getLogger(__name__)  # silent unless configured: the phases' steps
 def prefetching(ex: Exercise) -> list[Check]:
     """The checks of `ex` that do work on the device ahead of the student (`Check.prefetch`)."""
     return [c for c in ordered(ex.checks) if type(c).prefetch is not Check.prefetch]
+
+
+def _stubbed(topic: Topic, submission: Path) -> set[str] | None:
+    """The exercises of `topic` that are stubs in the submission's file; None where it has no
+    such file or it does not parse (the topic fails before anything runs)."""
+    module = submission / f"{topic.name}.py"
+    if not module.is_file():
+        return None
+    text = module.read_text(errors="replace")
+    if source.syntax_error(text, module.name):
+        return None
+    return set(stubs.find(text, [ex.name for ex in topic.exercises]))
+
+
+def device_work(topics: list[Topic], submission: Path, reference_dir: Path) -> list[tuple[Topic, Path, set[str]]]:
+    """What the reference's phase on the device has to do: each topic the submission has, with
+    its reference module and the exercises that are stubs there (the student's file read for
+    them: a stub is never called, so nothing of its checks is measured ahead)."""
+    work = []
+    for topic in topics:
+        stubbed = _stubbed(topic, submission)
+        if stubbed is not None:
+            work.append((topic, reference_dir / f"{topic.name}.py", stubbed))
+    return work
+
+
+def needs_device(topics: list[Topic], submission: Path) -> bool:
+    """Whether the student's process will take the device: some exercise of `topics` that the
+    submission has written (not a stub) has a check that runs there (`prefetching`)."""
+    for topic in topics:
+        stubbed = _stubbed(topic, submission)
+        if stubbed is not None and any(prefetching(ex) for ex in topic.exercises if ex.name not in stubbed):
+            return True
+    return False
 
 
 def reference_phase(

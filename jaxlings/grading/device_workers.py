@@ -74,6 +74,13 @@ class SharedWorker:
             self.current = name if reply["ok"] else None
             return self.worker, reply
 
+    def open(self, timeout: float = LOAD_TIMEOUT) -> None:
+        """Start the process now, where it is not running (from a thread that outlives its use:
+        a sandboxed process dies with the thread that started it). Raises WorkerDied."""
+        with self._lock:
+            if self.worker is None or not self.worker.alive:
+                self._start(timeout)
+
     def _start(self, timeout: float) -> None:
         """A fresh worker on the empty module, the device leased to it for its lifetime."""
         self.close()
@@ -145,6 +152,16 @@ class DeviceRun:
         by side send it requests in turn, never interleaved."""
         with self._held:
             yield
+
+    def open_student(self) -> None:
+        """Open the device for the student's process ahead of its first speed check, while the
+        topics start on the host's CPU (opening a TPU v5e takes a process 10-14 s). Called
+        from the grading's own thread, which outlives every topic's; a process that will not
+        start is left for the first speed check to try again and report."""
+        try:
+            self.student.open()
+        except WorkerDied as exc:
+            log.warning("the student's process on the device did not start ahead: %s", exc)
 
     def student_worker(self, module: Path, name: str, timeout: float) -> tuple[WorkerProcess | None, str | None]:
         """The student's worker with `module` imported, or (None, why not) as a topic reports it."""

@@ -22,6 +22,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -32,7 +33,7 @@ from jaxlings.grading.answers import Live, Prefetched
 from jaxlings.grading.checks import Check, ordered, waiting_for
 from jaxlings.grading.context import CheckContext
 from jaxlings.grading.device import Device, detect
-from jaxlings.grading.device_grading import reference_phase
+from jaxlings.grading.device_grading import device_work, needs_device, reference_phase
 from jaxlings.grading.device_workers import DeviceRun
 from jaxlings.grading.gate import ClockGate
 from jaxlings.grading.replies import format_error
@@ -214,7 +215,11 @@ def grade(
                     partial(abandoned, part.topic),
                 )
             )
-        done = run_all(pieces, min(jobs, len(pieces)))
+        with ThreadPoolExecutor(1) as pool:
+            grading = pool.submit(run_all, pieces, min(jobs, len(pieces)))
+            if run is not None and needs_device(on_device, Path(submission)):
+                run.open_student()  # this thread outlives the topics': the chip opens while they start
+            done = grading.result()
     finally:
         if run is not None:
             run.close()
@@ -255,23 +260,6 @@ def off_device_env(device: Device | None) -> dict[str, str]:
     if device is not None:
         return device.env(on_device=False)
     return {"JAX_PLATFORMS": "cpu"} if detect() is not None else {}
-
-
-def device_work(topics: list[Topic], submission: Path, reference_dir: Path) -> list[tuple[Topic, Path, set[str]]]:
-    """What the reference's phase on the device has to do: each topic the submission has, with
-    its reference module and the exercises that are stubs there (the student's file read for
-    them: a stub is never called, so nothing of its checks is measured ahead)."""
-    work = []
-    for topic in topics:
-        module = submission / f"{topic.name}.py"
-        if not module.is_file():
-            continue
-        text = module.read_text(errors="replace")
-        if source.syntax_error(text, module.name):  # the topic fails before anything runs
-            continue
-        found = stubs.find(text, [ex.name for ex in topic.exercises])
-        work.append((topic, reference_dir / f"{topic.name}.py", set(found)))
-    return work
 
 
 SPLIT_MIN_COST = 20

@@ -306,6 +306,7 @@ def test_grade_grade_takes_the_device_setting(tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["extra_data"]["device"]["topics"] == ["prng"] and doc["score"] == doc["max_score"]
+    assert doc["extra_data"]["device"]["opens"] == 0  # no speed check: nothing of it runs on the device
     wrong = grade_cli(str(folder), "-t", "prng", "--device", "tpuu", timeout=120)
     assert wrong.returncode == 2 and "the device setting must be one of auto, cpu, exclusive, tpu, gpu" in wrong.stdout
     shutil.rmtree(folder)
