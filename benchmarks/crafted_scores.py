@@ -21,7 +21,7 @@ from jaxlings.grading.paths import solutions_dir
 
 SUBMISSIONS = Path(__file__).resolve().parent.parent / "tests" / "submissions"
 sys.path.insert(0, str(SUBMISSIONS.parent))
-from helpers.grading import submission_source  # noqa: E402 - tests/ is not a package on the path
+from helpers.crafted import submission_source  # noqa: E402 - tests/ is not a package on the path
 
 FIGURES = ("n_ops", "flops", "hlo_lines", "ratio", "cases", "compiles")
 

@@ -8,12 +8,15 @@
 #                                        # survey at the specs' sizes: each program's compile time)
 #   bash benchmarks/on_tpu.sh digest     # what the outputs' digest costs, XLA's loop and the
 #                                        # Pallas kernel (digest_cost.py; SHAPES=dropout,... to pick)
+#   bash benchmarks/on_tpu.sh written    # the crafted right answers written differently
+#                                        # (tests/submissions/<topic>__written_differently.py),
+#                                        # their topics graded whole, hidden: any point lost is false
 # With JAXLINGS_DIGEST_KERNEL=1 the course and verdicts steps commit with the kernel.
 # With TOPICS=a,b the course step grades those topics only; with PROFILE=1 every Python process
 # is sampled (benchmarks/sampler/sitecustomize.py: $OUT/samples/<pid>.txt).
 # Each line of progress goes to a file in $OUT as it is said: a step cut at its limit keeps them.
 set -u
-step=${1:?a step: course, survey, verdicts, compiles or digest}
+step=${1:?a step: course, survey, verdicts, compiles, digest or written}
 limit=${2:-500}
 OUT=${OUT:?the output folder of the device machine}
 if [ -d /tmp/site ]; then  # a warm machine keeps /tmp between calls: the wheels are there already
@@ -53,6 +56,16 @@ sys.argv[0] = "grade"; main()' "$OUT/course.steps" grade solutions --device tpu 
   digest)
     timeout "$limit" python3 -u benchmarks/digest_cost.py --out "$OUT/digest.jsonl" \
       ${SHAPES:+--shapes $SHAPES} > "$OUT/digest.out" 2>&1 ;;
+  written)
+    topics=${TOPICS:-jit_basics,prng,at_updates,static_args}
+    python3 -c 'import sys; sys.path.insert(0, "tests")
+from pathlib import Path
+from helpers.crafted import crafted_source
+folder = Path(sys.argv[1]); folder.mkdir(parents=True, exist_ok=True)
+for topic in sys.argv[2].split(","):
+    (folder / f"{topic}.py").write_text(crafted_source(f"{topic}__written_differently"))' /tmp/written "$topics"
+    timeout "$limit" python3 -u -m jaxlings grade /tmp/written --device tpu --sandbox off --jobs 8 -t "$topics" \
+      --json "$OUT/written.json" > "$OUT/written.log" 2>&1 ;;
   *) echo "unknown step: $step"; exit 2 ;;
 esac
 rc=$?

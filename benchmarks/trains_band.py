@@ -65,7 +65,7 @@ def _module(name: str):
         else ROOT / "tests" / "submissions" / f"training__{name}.py"
     )
     sys.path.insert(0, str(ROOT / "tests"))
-    from helpers.grading import submission_source  # a crafted file may be a patch of the reference
+    from helpers.crafted import submission_source  # a crafted file may be a patch of the reference
 
     module = types.ModuleType(f"training_{name}")
     module.__file__ = str(path)

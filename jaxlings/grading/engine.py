@@ -93,9 +93,11 @@ def grade(
     timed checks run alone where the clock is wall time); the result keeps the topics' order.
     `spares` holds student workers started ahead (`grade watch`, `jaxlings.grading.spares`): used in
     public, unsandboxed runs only (`TopicSession`). `device` is the grading machine's accelerator
-    (`jaxlings.grading.device.resolve`; None: the CPU): the topics whose spec runs there are graded in
-    one process on it at a time (`jaxlings.grading.device_grading`), the others beside them on the
-    host's CPU; the result's `extra_data["device"]` records each process that held it. Each topic
+    (`jaxlings.grading.device.resolve`; None: the CPU): the topics whose spec runs there have their
+    speed rounds timed on it, one process on it at a time, the reference's phase first, and the
+    rest of every topic graded on the host's CPU (`jaxlings.grading.device_grading`; a public run
+    keeps those topics whole in the one process on it); the result's `extra_data["device"]`
+    records each process that held it. Each topic
     (or part of one) runs under an outside deadline, its time limit plus `grace` seconds
     (`jaxlings.grading.watchdog`): past it its workers are stopped, its tests fail with the
     reason, and the run goes on.

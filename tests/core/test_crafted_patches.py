@@ -8,7 +8,8 @@ import textwrap
 
 import pytest
 
-from helpers.grading import PATCH, SUBMISSIONS, _patched, crafted_source, crafted_stems
+from helpers.crafted import PATCH, SUBMISSIONS, _patched, crafted_source
+from helpers.grading import crafted_stems
 
 REFERENCE = textwrap.dedent(
     '''\

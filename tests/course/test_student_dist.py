@@ -28,7 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers.grading import EXERCISES, ROOT, SOLUTIONS, SUBMISSIONS, grade_dir, submission_source
+from helpers.crafted import submission_source
+from helpers.grading import EXERCISES, ROOT, SOLUTIONS, SUBMISSIONS, grade_dir
 from helpers.service import BROKEN, course  # noqa: F401  (a course server on loopback, for `grade submit`)
 from jaxlings.course import dist
 from jaxlings.grading import engine, topics

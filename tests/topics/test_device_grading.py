@@ -227,6 +227,29 @@ def test_a_public_run_on_an_accelerator_compares_every_check_at_its_tolerance(tm
     assert all(t.status == "passed" for t in result.tests if t.check != "grad")
 
 
+WRITTEN_DIFFERENTLY = {
+    "jit_basics": ["bce_fast", "affine"],
+    "prng": ["dropout", "monte_carlo_pi"],
+    "at_updates": ["histogram"],
+    "static_args": ["cached_solve", "standardize"],
+}
+"""The speed-checked exercises of tests/submissions/<topic>__written_differently.py."""
+
+
+def test_right_answers_written_differently_lose_nothing_on_the_device(tmp_path):
+    """Right functions written otherwise than the reference (`einsum` for `@`, the stable loss
+    summed in another order, a product for a `where`, a bincount for the scatter-add, ...) keep every point
+    where their speed rounds run on the device and those outputs are compared with the
+    reference's on the CPU (on the TPU: `bash benchmarks/on_tpu.sh written`)."""
+    folder = write_submission(
+        tmp_path / "written", {t: crafted_source(f"{t}__written_differently") for t in WRITTEN_DIFFERENTLY}
+    )
+    names = [f"{t}.{e}" for t, exercises in WRITTEN_DIFFERENTLY.items() for e in exercises]
+    result = on_device(folder, names)
+    assert {t.exercise for t in result.tests if t.check == "speed"} == {n.split(".")[1] for n in names}
+    assert not short_of_full_marks(result), [t.output for t in result.tests if t.score < t.max_score]
+
+
 SLOW_FIRST_TRACE = """
 import time as _time
 

@@ -381,7 +381,9 @@ class Speed(Check):
         try:
             with ctx.gated(timed=False):
                 one_round(0, ref["seconds"][0])
+            warmed = time.monotonic()
             with ctx.gated(timed=True):
+                alone = time.monotonic()
                 for i, ref_seconds in enumerate(ref["seconds"][1:], start=1):
                     one_round(i, ref_seconds)
                     if len(stu_times) >= self.min_reps and self.decided(*ratios(backend, ref_times, stu_times)):
@@ -395,12 +397,14 @@ class Speed(Check):
                 size=size,
             )
         log.info(
-            "%s.%s: %d rounds, their windows %.3f s of %.3f s",
+            "%s.%s: %d rounds, their windows %.3f s of %.3f s (the first round %.3f s, then %.3f s waiting to be alone)",
             ctx.topic_name,
             ex.name,
             len(stu_times) + 1,
             sum(t.seconds for t in stu_times),
             time.monotonic() - started,
+            warmed - started,
+            alone - warmed,
         )
         return ref_times, stu_times, best, outs
 
