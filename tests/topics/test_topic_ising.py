@@ -63,7 +63,8 @@ def test_reference_vmc_reaches_the_ground_state_in_its_own_time(graded_solutions
     both sides return are evaluated exactly, far below the bound, at a time ratio near 1."""
     vmc = data(graded_solutions, "vmc_ground_state:vmc")
     assert len(vmc["errors"]) == len(vmc["reference_errors"]) == 2
-    assert max(vmc["errors"] + vmc["reference_errors"]) < vmc["max_error"] / 1.5  # the family's worst: x2.1 below
+    # the reference's worst seen: 6.7e-4 (a CI run's draw), 5.5e-4 over 600 runs of benchmarks/vmc_family.py
+    assert max(vmc["errors"] + vmc["reference_errors"]) < vmc["max_error"] / 1.25
     assert vmc["clock"] == "cpu" and all(0.5 < r < 2 for r in vmc["ratios"]), vmc
     assert_in_the_hidden_family(vmc["instances"])
     assert data(graded_solutions, "ground_state_energy:speed")["size"] == 14
