@@ -49,7 +49,6 @@ class SharedWorker:
         self.isolate, self.limits, self.cache = isolate, limits, cache
         self.worker: WorkerProcess | None = None
         self.current: str | None = None  # the module name the worker has imported last
-        self._lock = threading.Lock()  # topics graded side by side ask for it (one at a time uses it)
         self.platform: dict[str, Any] = {}
         self._lease: contextlib.ExitStack | None = None
         self._folder = Path(tempfile.mkdtemp(prefix=f"jaxlings-{who}-"))
@@ -61,25 +60,23 @@ class SharedWorker:
     ) -> tuple[WorkerProcess, dict[str, Any]]:
         """The live worker with `module` imported as `name` (imported now unless it is the one
         imported last), and the import's reply (`{"ok": ..., "functions" | "error"}`). Raises
-        WorkerDied where the process will not start or dies importing."""
-        with self._lock:
-            if self.worker is None or not self.worker.alive:
-                self._start(min(timeout, LOAD_TIMEOUT))
-            assert self.worker is not None
-            if self.current == name:
-                return self.worker, {"ok": True}
-            reply = replies.check(
-                "module", self.worker.request("module", timeout, path=self.worker.path_of(module), name=name)
-            )
-            self.current = name if reply["ok"] else None
-            return self.worker, reply
+        WorkerDied where the process will not start or dies importing. One caller at a time:
+        topics graded side by side hold `DeviceRun.held` around it."""
+        self.open(min(timeout, LOAD_TIMEOUT))
+        assert self.worker is not None
+        if self.current == name:
+            return self.worker, {"ok": True}
+        reply = replies.check(
+            "module", self.worker.request("module", timeout, path=self.worker.path_of(module), name=name)
+        )
+        self.current = name if reply["ok"] else None
+        return self.worker, reply
 
     def open(self, timeout: float = LOAD_TIMEOUT) -> None:
         """Start the process now, where it is not running (from a thread that outlives its use:
         a sandboxed process dies with the thread that started it). Raises WorkerDied."""
-        with self._lock:
-            if self.worker is None or not self.worker.alive:
-                self._start(timeout)
+        if self.worker is None or not self.worker.alive:
+            self._start(timeout)
 
     def _start(self, timeout: float) -> None:
         """A fresh worker on the empty module, the device leased to it for its lifetime."""
@@ -159,7 +156,8 @@ class DeviceRun:
         from the grading's own thread, which outlives every topic's; a process that will not
         start is left for the first speed check to try again and report."""
         try:
-            self.student.open()
+            with self.held():  # a speed check that comes meanwhile waits for the process
+                self.student.open()
         except WorkerDied as exc:
             log.warning("the student's process on the device did not start ahead: %s", exc)
 

@@ -14,9 +14,23 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 
 _table_lock = threading.Lock()
 _table: tuple[float, dict[int, list[int]]] = (float("-inf"), {})
+
+
+def _live_stats() -> Iterator[tuple[int, list[str]]]:
+    """(pid, the fields of /proc/PID/stat after the command's name: state, ppid, pgrp, ...) of
+    every live process (zombies and vanished ones skipped)."""
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields and fields[0] != "Z":
+            yield int(entry), fields
 
 
 def _children_table(max_age: float) -> dict[int, list[int]]:
@@ -30,14 +44,8 @@ def _children_table(max_age: float) -> dict[int, list[int]]:
         if time.monotonic() - taken <= max_age:
             return table
         fresh: dict[int, list[int]] = {}
-        for entry in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            if fields[0] != "Z":
-                fresh.setdefault(int(fields[1]), []).append(int(entry))
+        for pid, fields in _live_stats():
+            fresh.setdefault(int(fields[1]), []).append(pid)
         _table = (time.monotonic(), fresh)
         return fresh
 
@@ -56,15 +64,7 @@ def descendants(root: int, max_age: float = 0.0) -> list[int]:
 
 def _group_alive(pgid: int) -> bool:
     """Whether any process of group `pgid` is alive (a zombie is not)."""
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            return True
-    return False
+    return any(int(fields[2]) == pgid for _, fields in _live_stats())
 
 
 def await_group_exit(pgid: int, timeout: float = 2.0) -> None:
