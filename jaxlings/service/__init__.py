@@ -21,6 +21,8 @@ Modules, one concern each:
     roster     students enrolled, dropped and listed; tokens; instructor tokens
     leaderboard  the speed leaderboard (opt-in): pseudonyms, each one's best measured time ratio
     similarity   the similarity report: pairs of students' functions alike in source and program
+    inline       the similarity report's helpers read in place (a wrapper is its helper's body)
+    reference_programs  the references' programs fingerprinted for the similarity report (a subprocess)
     gradescope `grade export gradescope`: an autograder zip running the same engine
     client     the student's side (`grade login`, `grade submit`, ...): stdlib + httpx only
     cli        the commands, registered on the `grade` app

@@ -21,13 +21,21 @@ class SimilarPair(BaseModel):
     b: str
     a_submission: int
     b_submission: int
-    score: float = Field(description="the mean of source_score and program_score, or source_score alone")
-    source_score: float = Field(description="how alike the normalised source is")
+    score: float = Field(
+        description="1 - (1 - source_score) (1 - program_score), or source_score alone: either side strong ranks it high"
+    )
+    source_score: float = Field(
+        description="how much the normalised sources share, weighed by how unusual it is in the class (0 to 1)"
+    )
     program_score: float | None = Field(
-        default=None, description="how alike the exported programs are (normalised StableHLO), where both have one"
+        default=None,
+        description="the same for the exported programs (normalised StableHLO), where both have one",
     )
     identical: bool = Field(description="the same code once names, order and dead code are normalised")
     reference: bool = Field(description="both are the reference solution itself")
+    prescribed: bool = Field(
+        default=False, description="both exported programs are the reference's own: the program side is no evidence"
+    )
     a_notes: list[str] = Field(
         default=[], description="how a's function was read (a name bound twice, helpers compared)"
     )
@@ -43,8 +51,13 @@ class ExerciseSimilarity(BaseModel):
     same_as_another: int = Field(
         default=0, description="the largest group of students who wrote one function, once normalised"
     )
+    same_program: int = Field(
+        default=0, description="the largest group of students who handed in one program (0 where none has one)"
+    )
     too_short_to_tell: bool = Field(
-        default=False, description="half the class or more wrote one function: a match here is no evidence by itself"
+        default=False,
+        description="half the class or more wrote one function or handed in one program: a match here is no evidence"
+        " by itself",
     )
     pairs: list[SimilarPair]
 

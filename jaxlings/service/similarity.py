@@ -7,39 +7,50 @@ Pure functions over source text; the routes hand them each student's counted sub
    (`jaxlings.grading.source`, the one reader of Python source; a file that does not parse has
    nothing to compare): the last top-level `def` of the name, or the function a later `name = f`
    or `name = jax.jit(f)` binds (a file that binds the name more than once says so: `Code.notes`),
-   with every module-level function it reaches by name (`reached`), compared with it, so that a
-   body moved into a helper is still the body. Stubs (`jaxlings.grading.stubs`) and missing
-   functions are left out: an unsolved exercise is not a copy.
+   with every module-level function it reaches by name (`reached`). Helpers are read in place
+   where they can be (`jaxlings.service.inline`): a function that only calls a helper with its
+   own parameters is the helper's body, and a call of a helper that returns one expression is
+   that expression; the others are compared beside it. So a body moved into helpers is still the
+   body. Stubs (`jaxlings.grading.stubs`) and missing functions are left out: an unsolved
+   exercise is not a copy.
 2. **Normalise** it, so that what a copier changes cheaply changes nothing: the docstring,
    comments and formatting go (never in the tree); module aliases read as what they import
    (`np` bound to `jax.numpy` is `jax.numpy`); dead code goes (bare expressions that call
    nothing, `pass`, assignments and nested functions whose names are never read, to a fixed
-   point); arithmetic that changes nothing goes (`x + 0`, `x * 1`, ...); the helpers are named
-   `h0, h1, ...` by first reach; runs of simple statements are put in one canonical order where their order does not
-   matter (a topological order of their data dependencies, ties broken by the statement's text
-   with local names masked), and so are the operands of commutative operations (`b * a` is
-   `a * b`); then local names are renamed `v0, v1, ...` by first use. Constants,
-   attribute names (the JAX API used) and free names are kept.
+   point); API synonyms read as one form (`_Synonyms`); arithmetic that changes nothing goes
+   (`x + 0`, `x * 1`, ...); the helpers left are named `h0, h1, ...` by first reach; runs of
+   simple statements are put in one canonical order where their order does not matter (a
+   topological order of their data dependencies, ties broken by the statement's text with local
+   names masked), and so are the operands of commutative operations (`b * a` is `a * b`); then
+   local names are renamed `v0, v1, ...` by first use. Constants, attribute names (the JAX API
+   used) and free names are kept. What was changed is noted with its line for the instructor
+   (`Code.normalised`), and each normalised statement keeps the lines it was written on
+   (`Code.spans`), so that the page marks the matched regions where each student wrote them.
 3. **Shingle** the normalised tree: its preorder tokens (node types, names, attributes,
-   constants) in overlapping n-grams (`N`), counted.
-4. **Weigh** each n-gram by its rarity across the class for this exercise (`log(1 + n/df)`,
-   n functions compared, df of them containing it), and **discount** (`DISCOUNT`) the n-grams
-   that the stub, the hints (the code in their backticks) and the reference solution already
-   give everyone: sharing them is expected, not suspicious.
-5. **Score** each pair by weighted Jaccard over the counted n-grams (shared weight over the
-   union's): 1 for functions identical once normalised, whatever their weights, so two students
-   who both handed in the reference unchanged are flagged as identical (and marked so), while two
-   who share only the stub's signature and a hint's snippet are not alike.
+   constants) in overlapping n-grams (`N`), and beside them long ones (`LONG`: a long run two
+   functions share is rare on its own), counted (`grams`).
+4. **Weigh** what sharing each n-gram is worth: its `rarity` across the class for this exercise
+   (1 where at most two of the n functions hold it, falling to 0 where all do:
+   `log(n/df) / log(n/2)`), times `DISCOUNT` for the n-grams that the stub, the hints (the code in
+   their backticks) and the reference solution already give everyone.
+5. **Score** each pair by how unusual what they share is, not by how much they share: each
+   shared occurrence at its weight, over the occurrences either holds (`alike`; 0 to 1). Two
+   functions alike in what only they write score near 1; two alike in what most of the class
+   writes, or in what the reference gives, near 0 (two copies of the reference are marked
+   identical and `reference`, and ranked low). An exercise where half the class or more wrote one
+   function, or handed in one program, is "too short to tell" (`Ranking.too_short_to_tell`).
 6. **The program side**, where both students' gradings hold one: the `jit` test's
    `program_shingles`, a sketch of the exported program's normalised StableHLO computed by the
-   grader's trusted analysis worker (`jaxlings.worker.program.program_shingles`: op names and
-   result ranks and dtypes in order, SSA names, constants, locations and function names gone,
-   4-grams hashed, the 128 smallest hashes kept). Scored as the source is (rarity across the class,
-   what the reference's program shares discounted, weighted Jaccard; sketches cut at 128 compared
-   on the hashes both sketches cover: the bottom-k estimator), and the pair's score is the mean
-   of the source's and the program's (`combined`). Without a program on either side (results
-   graded before the fingerprint existed, an exercise without a `jit` check, a jit that failed
-   before its program was analysed) the score is the source's alone.
+   grader's trusted analysis worker (`jaxlings.worker.dataflow`: calls inlined, constants folded,
+   identities and no-op conversions gone, equivalent forms read as one, a Weisfeiler-Lehman
+   labelling of the dataflow, the 128 smallest hashes kept). Scored as the source is (rarity
+   across the class, the reference's program discounted, which the service fingerprints itself:
+   `reference_programs`; sketches cut at 128 compared below the smaller cut: the bottom-k
+   estimator); a pair whose programs are both the reference's own is marked `prescribed`. The
+   pair's score combines the sides by a noisy-or (`combined`), so that either side strong ranks
+   it high and evidence on both adds up. Without a program on either side (results graded before
+   the fingerprint existed, an exercise without a `jit` check, a jit that failed before its
+   program was analysed) the score is the source's alone.
 """
 
 from __future__ import annotations
@@ -55,7 +66,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from markupsafe import Markup
@@ -65,13 +75,19 @@ from pygments.lexers import PythonLexer  # type: ignore[import-untyped]
 from sqlalchemy.orm import Session
 
 from jaxlings.grading import source, stubs
-from jaxlings.service import schemas, scores, views
+from jaxlings.service import inline, reference_programs, schemas, scores, views
 from jaxlings.service.db import Submission
 from jaxlings.service.kept import Kept
 
 N = 4
 """The length of the token n-grams compared (4: long enough that an n-gram says what is done to
 what, short enough that a reordered argument list or one changed constant costs few)."""
+LONG = 12
+"""The length of the long n-grams compared beside them (`grams`): about three lines' worth of
+tokens, rarely written alike by two students on their own, so that a long run two functions
+share counts as such, not as the common 4-grams it is made of (a verbatim copy of an answer
+written the reference's way ranked above every honest pair in 25 of 47 cases of the benchmark's
+cohort with 4-grams alone, 33 with these beside them; benchmarks/similarity.py)."""
 
 DISCOUNT = 0.1
 """The weight kept by an n-gram that the stub, the hints or the reference already give everyone."""
@@ -104,6 +120,12 @@ class Code:
     shows one function and runs another, or redefines it; `notes`)."""
     helpers: tuple[str, ...] = ()
     """The module-level functions it reaches, compared with it (`reached`)."""
+    blocks: tuple[tuple[int, str], ...] = field(default=(), compare=False, repr=False)
+    """(first line, text) of each of those helpers as written."""
+    spans: tuple[tuple[str, int, int], ...] = field(default=(), compare=False, repr=False)
+    """Its normalised statements, each with the lines of the file it was written on (`spans`)."""
+    normalised: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    """What normalisation changed, for the instructor (`normalise`'s notes)."""
 
     @property
     def notes(self) -> list[str]:
@@ -115,13 +137,16 @@ class Code:
                 " it binds last, which the grader runs"
             )
         if self.helpers:
-            out.append("compared with the functions it calls: " + ", ".join(f"`{h}`" for h in self.helpers))
+            out.append(
+                "compared with the functions it calls (read in place where it only forwards to one, or one"
+                " returns an expression): " + ", ".join(f"`{h}`" for h in self.helpers)
+            )
         return out
 
     @property
-    def program_full(self) -> bool:
-        """Whether the program's sketch was cut at `PROGRAM_KEPT` (a larger program: a sample)."""
-        return self.program is not None and len(self.program) >= PROGRAM_KEPT
+    def written(self) -> list[tuple[int, str]]:
+        """(first line, text) of what was compared as written: the function, then its helpers."""
+        return [(self.start, self.text), *self.blocks]
 
 
 @dataclass(frozen=True)
@@ -144,9 +169,12 @@ class Pair:
     b: Code
     score: float
     source: float | None = None
-    """The source side's score (`score` is the mean of it and `program`, or it alone)."""
+    """The source side's score (`score` combines it with `program`, or is it alone: `combined`)."""
     program: float | None = None
     """The program side's score, where both have a program sketch."""
+    prescribed: bool = False
+    """Whether both programs are the reference's own (what the task prescribes, computed as it
+    does): the program side is no evidence, and two such answers may be written alike honestly."""
 
     @property
     def identical(self) -> bool:
@@ -166,6 +194,8 @@ class Ranking:
     compared: int
     pairs: list[Pair]
     given: Given
+    same_program: int = 0
+    """The largest group of students whose programs are one program (0 where none has one)."""
 
     @property
     def same_as_another(self) -> int:
@@ -177,10 +207,12 @@ class Ranking:
     @property
     def too_short_to_tell(self) -> bool:
         """Whether the exercise leaves too little room for difference: `CROWDED` of the class (four
-        students at least) wrote one function once normalised, so a pair that did so is no
+        students at least) wrote one function once normalised, or handed in one program (a task
+        that prescribes the computation: right answers compile alike), so a pair that did so is no
         evidence of copying by itself (a short task, or the reference handed in by many); pairs
         of copies, each its own group, are not a crowd."""
-        return self.compared >= 4 and self.same_as_another >= CROWDED * self.compared
+        crowd = max(self.same_as_another, self.same_program)
+        return self.compared >= 4 and crowd >= CROWDED * self.compared
 
 
 # -- reading and normalising ------------------------------------------------------------------
@@ -199,6 +231,8 @@ class Bound:
     start: int
     text: str
     bindings: int
+    blocks: tuple[tuple[int, str], ...] = ()
+    """(first line, text) of each helper as written, in the order they are reached."""
 
 
 def function_in(text: str, name: str) -> Bound | None:
@@ -210,10 +244,17 @@ def function_in(text: str, name: str) -> Bound | None:
     fn, bindings = bound_to(tree, name)
     if fn is None:
         return None
-    found = source.Function(fn)
     lines = text.splitlines()
-    body = "\n".join(lines[found.start - 1 : found.end])
-    return Bound(name, fn, tuple(reached(tree, fn)), aliases(tree), found.start, body, bindings)
+    helpers = tuple(reached(tree, fn))
+    start, body = _written(fn, lines)
+    blocks = tuple(_written(h, lines) for h in helpers)
+    return Bound(name, fn, helpers, aliases(tree), start, body, bindings, blocks)
+
+
+def _written(fn: Functions, lines: Sequence[str]) -> tuple[int, str]:
+    """(first line, text) of a function as written (decorators included)."""
+    found = source.Function(fn)
+    return found.start, "\n".join(lines[found.start - 1 : found.end])
 
 
 def bound_to(tree: ast.Module, name: str) -> tuple[Functions | None, int]:
@@ -281,35 +322,79 @@ def aliases(tree: ast.Module) -> dict[str, str]:
     return bound
 
 
-def normalise(fn: Functions, imported: Mapping[str, str] | None = None) -> Functions:
-    """A normalised copy of `fn` (see the module's docstring, step 2)."""
+def normalise(fn: Functions, imported: Mapping[str, str] | None = None, noted: list[str] | None = None) -> Functions:
+    """A normalised copy of `fn` (see the module's docstring, step 2); what was changed that the
+    instructor may want to know is added to `noted` (`note`), where given."""
     fn = copy.deepcopy(fn)
     fn.body = fn.body[1:] if source.docstring(fn) is not None else fn.body
     local = local_names(fn)
-    _resolve_aliases(fn, {k: v for k, v in (imported or {}).items() if k not in local})
+    _resolve_aliases(fn, {k: v for k, v in (imported or {}).items() if k not in local}, noted)
     for _ in range(20):  # each pass may make another assignment dead; 20 is far past real code
         read = _read_names(fn)
-        if not _clean(fn, read):
+        if not _clean(fn, read, noted):
             break
-    fn = _Identities().visit(_Synonyms().visit(fn))
+    fn = _Identities(noted).visit(_Synonyms(noted).visit(fn))
     masks = _masks(fn, local_names(fn))
     _commute(fn, masks)
+    before = [id(s) for block in _blocks(fn) for s in block]
     _reorder(fn, masks)
+    if noted is not None and [id(s) for block in _blocks(fn) for s in block] != before:
+        noted.append("statements that do not depend on each other put in one order")
+    renamed = local_names(fn) - {fn.name}
+    if noted is not None and renamed:
+        noted.append(f"{len(renamed)} local names renamed v0, v1, ... in order of use")
     return _rename(fn, local_names(fn))
 
 
-def normalise_bound(found: Bound) -> list[Functions]:
-    """`found`'s function (under the name it is bound to) and helpers normalised (`normalise`),
-    the helpers named `h0, h1, ...` by first reach, at their definitions and wherever they are
-    called."""
-    names = {h.name: f"h{i}" for i, h in enumerate(found.helpers)}
-    fns = [copy.deepcopy(f) for f in (found.fn, *found.helpers)]
+def note(noted: list[str] | None, node: ast.AST | None, text: str) -> None:
+    """Add `text` to `noted` (where given), with the line of `node` in the file where known."""
+    if noted is None or len(noted) >= NOTES_KEPT:
+        return
+    line = getattr(node, "lineno", None)
+    noted.append(f"line {line}: {text}" if isinstance(line, int) else text)
+
+
+def short(node: ast.AST) -> str:
+    """Code as a note quotes it: one line, at most 60 characters."""
+    text = " ".join(ast.unparse(node).split())
+    return text if len(text) <= 60 else text[:59] + "\u2026"
+
+
+def normalise_bound(found: Bound, noted: list[str] | None = None) -> list[Functions]:
+    """`found`'s function (under the name it is bound to) and helpers normalised (`normalise`):
+    helpers it only forwards to, or that return one expression, read in place (`inline`); the
+    rest named `h0, h1, ...` by first reach, at their definitions and wherever they are called."""
+    fn, helpers, inlined = inline.inline(found.fn, found.helpers)
+    if noted is not None:
+        noted.extend(inlined)
+    names = {h.name: f"h{i}" for i, h in enumerate(helpers)}
+    if noted is not None and names:
+        noted.append("helpers named by first call: " + ", ".join(f"`{a}` as `{b}`" for a, b in names.items()))
+    fns = [fn, *helpers]
     for i, f in enumerate(fns):
         for node in ast.walk(f):
             if isinstance(node, ast.Name) and node.id in names:
                 node.id = names[node.id]
         f.name = names[f.name] if i else found.name
-    return [normalise(f, found.imported) for f in fns]
+    return [normalise(f, found.imported, noted) for f in fns]
+
+
+def spans(norms: Iterable[Functions]) -> tuple[tuple[str, int, int], ...]:
+    """Each statement of normalised functions as (its normalised text, the first and last line of
+    the file it was written on): what two students share, found where each wrote it. A compound
+    statement (`def`, `for`, `if`, ...) is its first line alone; its body's statements are their
+    own."""
+    out = []
+    for norm in norms:
+        for node in ast.walk(norm):
+            if isinstance(node, ast.stmt) and node is not norm and isinstance(getattr(node, "lineno", None), int):
+                compound = any(
+                    isinstance(getattr(node, f, None), list) and getattr(node, f) for f in ("body", "orelse")
+                )
+                text = ast.unparse(node).split("\n", 1)[0] if compound else ast.unparse(node)
+                last = node.lineno if compound else (node.end_lineno or node.lineno)
+                out.append((" ".join(text.split()), node.lineno, last))
+    return tuple(out)
 
 
 def local_names(fn: Functions) -> set[str]:
@@ -328,11 +413,15 @@ def local_names(fn: Functions) -> set[str]:
     return names
 
 
-def _resolve_aliases(fn: Functions, imported: Mapping[str, str]) -> None:
+def _resolve_aliases(fn: Functions, imported: Mapping[str, str], noted: list[str] | None = None) -> None:
     """Replace each free name bound by an import with the dotted name it stands for, in place."""
+    used = set()
     for node in ast.walk(fn):
         if isinstance(node, ast.Name) and node.id in imported:
+            used.add(node.id)
             node.id = imported[node.id]
+    for name in sorted(n for n in used if imported[n] != n):
+        note(noted, None, f"`{name}` read as `{imported[name]}`, what it imports")
 
 
 def _read_names(fn: Functions) -> set[str]:
@@ -370,7 +459,7 @@ def _dead(stmt: ast.stmt, read: set[str]) -> bool:
     return False
 
 
-def _clean(fn: Functions, read: set[str]) -> bool:
+def _clean(fn: Functions, read: set[str], noted: list[str] | None = None) -> bool:
     """Drop the dead statements of every block of `fn` in place (a block left empty keeps a
     `pass`); whether any was dropped."""
     changed = False
@@ -380,6 +469,8 @@ def _clean(fn: Functions, read: set[str]) -> bool:
             continue  # already as short as a block can be
         if len(kept) != len(block):
             changed = True
+            for dropped in (s for s in block if s not in kept and not isinstance(s, ast.Pass)):
+                note(noted, dropped, f"`{short(dropped)}` dropped: nothing reads what it computes")
             block[:] = kept or [ast.Pass()]
     return changed
 
@@ -472,6 +563,9 @@ def _commute(fn: Functions, masks: Mapping[str, str]) -> None:
                 node.left, node.comparators[0] = node.comparators[0], node.left
 
 
+NOTES_KEPT = 40
+"""Notes of what was normalised kept per student's function (`Code.normalised`)."""
+
 MAX_REORDERED = 64
 """Statements of a block put in canonical order; a longer block is compared as written. Ordering
 a run costs about the square of its block's statements (each statement's key reads the whole
@@ -501,6 +595,7 @@ MODULES = ("jax", "numpy")
 """Where a dotted name is an API's, not a value's (`jax.numpy.sum` against `x.sum`)."""
 MATMUL = {"jax.numpy.matmul", "jax.numpy.dot", "numpy.matmul", "numpy.dot"}
 WHERE = {"jax.numpy.where", "jax.lax.select", "numpy.where"}
+BROADCAST = {"jax.numpy.broadcast_arrays", "numpy.broadcast_arrays"}
 SQUARE = {"jax.numpy.square", "numpy.square"}
 POWER = {"jax.numpy.power", "numpy.power", "jax.lax.pow"}
 REDUCTIONS = {"sum", "mean", "max", "min", "prod", "any", "all"}
@@ -520,12 +615,23 @@ def dotted(node: ast.expr) -> str | None:
 
 class _Synonyms(ast.NodeTransformer):
     """One form for the API synonyms a rewrite swaps in: `jnp.matmul(a, b)`, `jnp.dot(a, b)` and
-    `a.dot(b)` are `a @ b`; `jax.lax.select(c, x, y)` is `jnp.where(c, x, y)`; `x * x`,
+    `a.dot(b)` are `a @ b`; `jax.lax.select(c, x, y)` is `jnp.where(c, x, y)` (and so is
+    `jax.lax.select(*jnp.broadcast_arrays(c, x, y))`, a `select` made to take scalars); `x * x`,
     `jnp.square(x)` and `jnp.power(x, 2)` are `x ** 2`; `x.sum(...)` is `jnp.sum(x, ...)` (and
     the other reductions). API names are written as one dotted name (`jax.numpy.sum`)."""
 
+    def __init__(self, noted: list[str] | None = None) -> None:
+        self.noted = noted
+
     def visit_Call(self, node: ast.Call) -> ast.expr:
         self.generic_visit(node)
+        found = self._one_form(node)
+        if found is not node:
+            note(self.noted, node, f"`{short(node)}` read as `{short(found)}`")
+        return found
+
+    def _one_form(self, node: ast.Call) -> ast.expr:
+        """The one form of a call (a new node), or the call itself with its API name dotted."""
         name, args = dotted(node.func), node.args
         plain = not node.keywords and not any(isinstance(a, ast.Starred) for a in args)
         if plain and name in MATMUL and len(args) == 2:
@@ -534,8 +640,11 @@ class _Synonyms(ast.NodeTransformer):
             return ast.BinOp(args[0], ast.Pow(), ast.Constant(2))
         if plain and name in POWER and len(args) == 2:
             return ast.BinOp(args[0], ast.Pow(), args[1])
-        if name in WHERE and len(args) == 3:
+        if name in WHERE and name != "jax.numpy.where" and len(args) == 3:
             return ast.Call(ast.Name("jax.numpy.where", ast.Load()), args, node.keywords)
+        spread = _broadcast(args)
+        if name == "jax.lax.select" and spread is not None:  # `select` takes no scalars: broadcast first
+            return ast.Call(ast.Name("jax.numpy.where", ast.Load()), spread, node.keywords)
         if isinstance(node.func, ast.Attribute) and not _is_api(node.func.value):
             if plain and node.func.attr == "dot" and len(args) == 1:
                 return ast.BinOp(node.func.value, ast.MatMult(), args[0])
@@ -550,8 +659,19 @@ class _Synonyms(ast.NodeTransformer):
     def visit_BinOp(self, node: ast.BinOp) -> ast.expr:
         self.generic_visit(node)
         if isinstance(node.op, ast.Mult) and ast.dump(node.left) == ast.dump(node.right):
-            return ast.BinOp(node.left, ast.Pow(), ast.Constant(2))
+            squared = ast.BinOp(node.left, ast.Pow(), ast.Constant(2))
+            note(self.noted, node, f"`{short(node)}` read as `{short(squared)}`")
+            return squared
         return node
+
+
+def _broadcast(args: list[ast.expr]) -> list[ast.expr] | None:
+    """The three arrays of `*jnp.broadcast_arrays(c, x, y)` when that is all `args` is, else None."""
+    if len(args) != 1 or not isinstance(args[0], ast.Starred) or not isinstance(args[0].value, ast.Call):
+        return None
+    call = args[0].value
+    plain = not call.keywords and not any(isinstance(a, ast.Starred) for a in call.args)
+    return call.args if dotted(call.func) in BROADCAST and plain and len(call.args) == 3 else None
 
 
 def _is_api(node: ast.expr) -> bool:
@@ -564,13 +684,19 @@ class _Identities(ast.NodeTransformer):
     """Arithmetic that changes nothing taken away, as XLA's simplifier would: `x + 0`, `0 + x`,
     `x - 0`, `x * 1`, `1 * x`, `x / 1` (a copier's cheapest edit)."""
 
+    def __init__(self, noted: list[str] | None = None) -> None:
+        self.noted = noted
+
     def visit_BinOp(self, node: ast.BinOp) -> ast.expr:
         self.generic_visit(node)
+        kept: ast.expr = node
         if isinstance(node.op, ast.Add | ast.Sub | ast.Mult | ast.Div) and _is(node.right, _UNIT[type(node.op)]):
-            return node.left
-        if isinstance(node.op, ast.Add | ast.Mult) and _is(node.left, _UNIT[type(node.op)]):
-            return node.right
-        return node
+            kept = node.left
+        elif isinstance(node.op, ast.Add | ast.Mult) and _is(node.left, _UNIT[type(node.op)]):
+            kept = node.right
+        if kept is not node:
+            note(self.noted, node, f"`{short(node)}` read as `{short(kept)}`: it changes nothing")
+        return kept
 
 
 _UNIT = {ast.Add: 0, ast.Sub: 0, ast.Mult: 1, ast.Div: 1}
@@ -650,6 +776,12 @@ def _preorder(node: ast.AST) -> Iterator[ast.AST]:
         yield from _preorder(child)
 
 
+def grams(seq: list[str]) -> Counter[str]:
+    """What a function is compared by: its counted `N`-grams and, beside them, its `LONG`-grams
+    (marked `L:`, never equal to a short one)."""
+    return shingles(seq, N) + Counter({f"L:{g}": k for g, k in shingles(seq, LONG).items()})
+
+
 def shingles(seq: list[str], n: int = N) -> Counter[str]:
     """The counted n-grams of a token sequence (the whole sequence, when shorter than n)."""
     if len(seq) < n:
@@ -663,15 +795,48 @@ def read(login: str, submission_id: int, text: str, exercise: str) -> Code | Non
     found = _read(text, exercise)
     if found is None:
         return None
-    written, start, canonical, grams, bindings, helpers = found
     return Code(
-        login, submission_id, written, start, canonical, Counter(dict(grams)), bindings=bindings, helpers=helpers
+        login,
+        submission_id,
+        found.text,
+        found.start,
+        found.canonical,
+        Counter(dict(found.grams)),
+        bindings=found.bindings,
+        helpers=found.helpers,
+        blocks=found.blocks,
+        spans=found.spans,
+        normalised=found.normalised,
     )
 
 
-Read = tuple[str, int, str, tuple[tuple[str, int], ...], int, tuple[str, ...]]
-"""A function read: its text as written, its first line, its normalised code (with its helpers'),
-its counted n-grams, the top-level statements binding its name, its helpers' names."""
+@dataclass(frozen=True)
+class Reading:
+    """A topic file's function for one exercise, read and normalised: what a `Code` is made of,
+    kept by the file's hash (`READS`)."""
+
+    text: str
+    start: int
+    canonical: str
+    grams: tuple[tuple[str, int], ...]
+    bindings: int
+    helpers: tuple[str, ...]
+    blocks: tuple[tuple[int, str], ...]
+    spans: tuple[tuple[str, int, int], ...]
+    normalised: tuple[str, ...]
+
+    def size(self) -> int:
+        """Its bytes, about (what `READS_KEPT_BYTES` counts)."""
+        texts = [
+            self.text,
+            self.canonical,
+            *(t for _, t in self.blocks),
+            *self.normalised,
+            *(t for t, *_ in self.spans),
+        ]
+        return sum(len(t) for t in texts) + sum(len(g) + 16 for g, _ in self.grams)
+
+
 READS_KEPT = 4096
 """Functions read and normalised that are remembered (a report is worked out on every view, over
 the same stored files), from topic files of at most `READ_CACHED_BYTES`."""
@@ -680,33 +845,53 @@ READS_KEPT_BYTES = 64 << 20
 file is kept, so that a large one costs its reading once, not at every view."""
 
 
-def _read_size(found: Read | None) -> int:
-    return 0 if found is None else len(found[0]) + len(found[2]) + sum(len(g) + 16 for g, _ in found[3])
+def _read_size(found: Reading | None) -> int:
+    """The bytes a kept read counts for (`READS_KEPT_BYTES`)."""
+    return 0 if found is None else found.size()
 
 
-READS: Kept[Read | None] = Kept(READS_KEPT, READS_KEPT_BYTES, _read_size)
+READS: Kept[Reading | None] = Kept(READS_KEPT, READS_KEPT_BYTES, _read_size)
 
 
-def _read(text: str, exercise: str) -> Read | None:
-    """(written, start, canonical, n-grams) of a topic file's function, remembered by the file's
-    hash (`READS`: the last `READS_KEPT`, `READS_KEPT_BYTES` at most: memory stays bounded)."""
+def _read(text: str, exercise: str) -> Reading | None:
+    """A topic file's function read (`Reading`), remembered by the file's hash (`READS`: the last
+    `READS_KEPT`, `READS_KEPT_BYTES` at most: memory stays bounded)."""
     key = (hashlib.sha256(text.encode("utf-8", "replace")).hexdigest(), exercise)
     return READS.get(key, lambda: _read_now(text, exercise))
 
 
-def _read_now(text: str, exercise: str) -> Read | None:
+def _read_now(text: str, exercise: str) -> Reading | None:
     """`_read`, worked out."""
     found = function_in(text, exercise)
     if found is None or stubs.find(text, [exercise]):
         return None
+    noted: list[str] = []
     try:
-        norms = normalise_bound(found)
-        grams = shingles([t for norm in norms for t in tokens(norm)])
+        norms = normalise_bound(found, noted)
+        counted = grams([t for norm in norms for t in tokens(norm)])
         canonical = "\n\n".join(ast.unparse(norm) for norm in norms)
+        found_spans = spans(norms)
     except source.UNREADABLE:  # nesting too deep for a walk: nothing to compare
         return None
     helpers = tuple(h.name for h in found.helpers)
-    return found.text, found.start, canonical, tuple(grams.items()), found.bindings, helpers
+    return Reading(
+        found.text,
+        found.start,
+        canonical,
+        tuple(counted.items()),
+        found.bindings,
+        helpers,
+        found.blocks,
+        found_spans,
+        tuple(noted),
+    )
+
+
+def shared_written(mine: Code, other: Code) -> list[int]:
+    """The lines of `mine`'s file whose statements, normalised, are also `other`'s: the matched
+    regions, marked where each student wrote them (`spans`)."""
+    theirs = {text for text, _, _ in other.spans}
+    return sorted({line for text, first, last in mine.spans if text in theirs for line in range(first, last + 1)})
 
 
 # -- what everyone is given -------------------------------------------------------------------
@@ -736,31 +921,31 @@ def given_for(
     docstring's code; `imported`: its file's aliases), the hints' code (read with the stub's
     parameters named as students' are, and its aliases), and the `reference` solution (with its
     file's aliases); and the reference's normalised code."""
-    grams: set[str] = set()
+    given_grams: set[str] = set()
     params = list(source.parameters(fn)) if fn is not None else []
     names = {**imported, **{p: f"v{i}" for i, p in enumerate(params)}}
     if fn is not None:
-        grams |= set(shingles(tokens(normalise(fn, imported))))
+        given_grams |= set(grams(tokens(normalise(fn, imported))))
     for code in snippets([*hints, (ast.get_docstring(fn) or "") if fn is not None else ""]):
         tree = source.parse(code)
         if tree is not None:
             for node in ast.walk(tree):
                 if isinstance(node, ast.Name) and node.id in names:
                     node.id = names[node.id]
-            grams |= set(shingles(tokens(tree)))
+            given_grams |= set(grams(tokens(tree)))
     canonical = None
     if reference is not None:
         norm = normalise(*reference)
-        grams |= set(shingles(tokens(norm)))
+        given_grams |= set(grams(tokens(norm)))
         canonical = ast.unparse(norm)
-    return Given(frozenset(grams), canonical)
+    return Given(frozenset(given_grams), canonical)
 
 
 @cache
 def given(topic: str, exercise: str) -> Given:
     """What everyone is given for `topic.exercise`, from the course's files: the generated stub
     (exercises/), the hints (the public expectations) and the reference (solutions/, where this
-    machine has them: the grader's does)."""
+    machine has them: the grader's does), with the reference's program (`reference_programs`)."""
     from jaxlings import public
     from jaxlings.grading import paths
 
@@ -778,7 +963,8 @@ def given(topic: str, exercise: str) -> Given:
     except (OSError, ValueError, KeyError):
         pass
     fn, imported = stub or reference or (None, {})
-    return given_for(fn, imported, reference, hints)
+    program = reference_programs.sketches(topic).get(exercise, frozenset())
+    return replace(given_for(fn, imported, reference, hints), program=program)
 
 
 def _read_function(path: Path, name: str) -> tuple[Functions, dict[str, str]] | None:
@@ -792,30 +978,41 @@ def _read_function(path: Path, name: str) -> tuple[Functions, dict[str, str]] | 
 # -- ranking ----------------------------------------------------------------------------------
 
 
+def rarity(df: int, n: int) -> float:
+    """What two students sharing an element (an n-gram, a program's hash) is worth as evidence,
+    for an element `df` of the class's `n` functions hold: 1 where at most two do (what only the
+    pair shares), falling to 0 where all do (`log(n / df) / log(n / 2)`): what most of the class
+    writes or computes alike is no evidence."""
+    return 1.0 if df <= 2 or n <= 2 else max(0.0, math.log(n / df) / math.log(n / 2))
+
+
 def weights(codes: list[Code], given_grams: frozenset[str]) -> dict[str, float]:
-    """n-gram -> its weight: rarity across the class (`log(1 + n/df)`), times `DISCOUNT` for
+    """n-gram -> what sharing it is worth: its `rarity` across the class, times `DISCOUNT` for
     what everyone is given."""
     df: Counter[str] = Counter()
     for code in codes:
         df.update(set(code.grams))
     n = len(codes)
-    return {g: math.log(1 + n / d) * (DISCOUNT if g in given_grams else 1.0) for g, d in df.items()}
+    return {g: rarity(d, n) * (DISCOUNT if g in given_grams else 1.0) for g, d in df.items()}
 
 
 def alike(a: Counter[str], b: Counter[str], weight: Mapping[str, float]) -> float:
-    """Weighted Jaccard of two counted n-gram sets: shared weight over the union's (0 to 1)."""
+    """How much two counted n-gram sets are evidence of one function: each occurrence they share
+    at its n-gram's weight (`weights`), over the occurrences either holds (0 to 1; with every
+    weight 1, their Jaccard index). Two functions alike in what few others write score near 1;
+    alike in what the class writes alike, or the reference gives, near 0: shared material is
+    ranked by how unusual it is, not by how much of it there is."""
     shared = union = 0.0
     for g in a.keys() | b.keys():
-        w = weight.get(g, 1.0)
-        shared += w * min(a[g], b[g])
-        union += w * max(a[g], b[g])
+        shared += weight.get(g, 1.0) * min(a[g], b[g])
+        union += max(a[g], b[g])
     return shared / union if union else 0.0
 
 
-def _scores(rows: Sequence[Mapping[Any, float]]) -> np.ndarray:
-    """Weighted Jaccard of every pair of rows (`rows`: element -> weighted count), as an upper
-    triangle: [i, j] for i < j (for all pairs at once on a matrix)."""
-    column: dict[Any, int] = {}
+def _scores(rows: Sequence[Mapping[str, int]], weight: Mapping[str, float]) -> np.ndarray:
+    """`alike` of every pair of rows (`rows`: n-gram -> count), as an upper triangle: [i, j] for
+    i < j (for all pairs at once: per row, its n-grams' counts against every later row's)."""
+    column: dict[str, int] = {}
     for row in rows:
         for g in row:
             column.setdefault(g, len(column))
@@ -823,39 +1020,78 @@ def _scores(rows: Sequence[Mapping[Any, float]]) -> np.ndarray:
     for r, row in enumerate(rows):
         for g, k in row.items():
             counts[r, column[g]] = k
+    worth = np.array([weight.get(g, 1.0) for g in column])
     totals = counts.sum(axis=1)
     out = np.zeros((len(rows), len(rows)))
     for i in range(len(rows) - 1):
-        shared = np.minimum(counts[i], counts[i + 1 :]).sum(axis=1)
-        union = totals[i] + totals[i + 1 :] - shared
-        out[i, i + 1 :] = np.divide(shared, union, out=np.zeros_like(shared), where=union > 0)
+        mine = np.flatnonzero(counts[i])
+        both = np.minimum(counts[i, mine], counts[i + 1 :][:, mine])
+        union = totals[i] + totals[i + 1 :] - both.sum(axis=1)
+        out[i, i + 1 :] = np.divide(both @ worth[mine], union, out=np.zeros(len(union)), where=union > 0)
     return out
 
 
 def program_weights(codes: list[Code], reference: frozenset[int]) -> dict[int, float]:
-    """A program sketch's hash -> its weight: rarity across the class's sketches, times `DISCOUNT`
-    for a hash of the reference's program."""
+    """A program sketch's hash -> what sharing it is worth (`rarity` across the class's
+    sketches), times `DISCOUNT` for a hash of the reference's program."""
     df: Counter[int] = Counter()
     for code in codes:
         df.update(code.program or ())
     n = sum(1 for c in codes if c.program is not None)
-    return {h: math.log(1 + n / d) * (DISCOUNT if h in reference else 1.0) for h, d in df.items()}
+    return {h: rarity(d, n) * (DISCOUNT if h in reference else 1.0) for h, d in df.items()}
 
 
 def program_alike(a: frozenset[int], b: frozenset[int], weight: Mapping[int, float]) -> float:
-    """Weighted Jaccard of two program sketches. A sketch cut at `PROGRAM_KEPT` holds its
-    program's smallest hashes only, so both are compared below the smaller of the cut sketches'
-    largest hash (the bottom-k estimator: there each sketch is its whole program's set)."""
+    """How much two program sketches are evidence of one program: the weight of what they share
+    (`program_weights`: what the class or the reference also holds counts little) over the
+    number of hashes either holds (0 to 1; with every weight 1, their Jaccard index). Two
+    programs alike in what few others compute score near 1; two alike in what most of the class
+    computes (a task that prescribes the computation), near 0. A sketch cut at `PROGRAM_KEPT`
+    holds its program's smallest hashes only, so both are compared below the smaller of the cut
+    sketches' largest hash (the bottom-k estimator: there each sketch is its whole program's set)."""
     cuts = [max(s) for s in (a, b) if len(s) >= PROGRAM_KEPT]
     cut = min(cuts) if cuts else None
     shared = sum(weight.get(h, 1.0) for h in a & b if cut is None or h <= cut)
-    union = sum(weight.get(h, 1.0) for h in a | b if cut is None or h <= cut)
+    union = sum(1 for h in a | b if cut is None or h <= cut)
     return shared / union if union else 0.0
 
 
+def program_scores(sketches: Sequence[frozenset[int]], weight: Mapping[int, float]) -> np.ndarray:
+    """`program_alike` of every pair of sketches, as an upper triangle ([i, j] for i < j), for
+    all pairs at once: per sketch, its hashes against every later sketch's (a matrix of which
+    sketch holds which hash), each pair below its own cut."""
+    n, empty = len(sketches), np.iinfo(np.uint64).max
+    rows = [np.array(sorted(s)[:PROGRAM_KEPT], dtype=np.uint64) for s in sketches]
+    column = {int(h): k for k, h in enumerate(sorted({int(h) for row in rows for h in row}))}
+    holds = np.zeros((n, len(column)), dtype=bool)
+    padded = np.full((n, PROGRAM_KEPT), empty, dtype=np.uint64)  # each sketch's hashes, sorted
+    for i, row in enumerate(rows):
+        holds[i, [column[int(h)] for h in row]] = True
+        padded[i, : len(row)] = row
+    cuts = np.array([row[-1] if len(row) >= PROGRAM_KEPT else empty for row in rows], dtype=np.uint64)
+    out = np.zeros((n, n))
+    for i in range(n - 1):
+        row = rows[i]
+        worth = np.array([weight.get(int(h), 1.0) for h in row])
+        cut = np.minimum(cuts[i], cuts[i + 1 :])[:, None]  # each pair's: the smaller cut, if any
+        below = row[None, :] <= cut
+        both = holds[i + 1 :][:, [column[int(h)] for h in row]] & below
+        theirs = ((padded[i + 1 :] <= cut) & (padded[i + 1 :] != empty)).sum(axis=1)
+        union = below.sum(axis=1) + theirs - both.sum(axis=1)
+        out[i, i + 1 :] = np.divide(both @ worth, union, out=np.zeros(n - i - 1), where=union > 0)
+    return out
+
+
 def combined(source_score: float, program_score: float | None) -> float:
-    """A pair's score: the mean of the source's and the program's, or the source's alone."""
-    return source_score if program_score is None else (source_score + program_score) / 2
+    """A pair's score from its sides: `1 - (1 - source) (1 - program)` (a noisy-or), or the
+    source's alone. Either side strong ranks the pair high (it is at least the larger side: a
+    copy disguised on one side is still a copy on the other), and evidence on both sides adds up,
+    as a copy of two sources shows partly on each; each side is already weighed against the
+    class, so what most of it writes or computes alike adds little. (The mean capped a copy
+    disguised on one side near 0.5, below honest pairs whose right answers compile alike; the
+    larger of the two ranked a copy of two sources below honest pairs that share only their
+    source: benchmarks/results/2026-12-07-similarity-combined.md.)"""
+    return source_score if program_score is None else 1 - (1 - source_score) * (1 - program_score)
 
 
 def reference_program(codes: list[Code], given_now: Given) -> frozenset[int]:
@@ -875,31 +1111,29 @@ def rank(exercise: str, codes: list[Code], given_now: Given, programs: bool = Tr
     counts; with `programs`, also `program_alike` where both have a program sketch, and the two
     `combined`), most alike first (ties: by the logins)."""
     weight = weights(codes, given_now.grams)
-    source_scores = _scores([{g: k * weight[g] for g, k in code.grams.items()} for code in codes])
+    source_scores = _scores([code.grams for code in codes], weight)
     with_program = [i for i, c in enumerate(codes) if programs and c.program is not None]
-    program_scores: dict[tuple[int, int], float] = {}
+    found: dict[tuple[int, int], float] = {}
+    reference = reference_program(codes, given_now) if with_program else frozenset()
     if len(with_program) > 1:
-        pweight = program_weights(codes, reference_program(codes, given_now))
-        plain = [i for i in with_program if not codes[i].program_full]
-        matrix = _scores([{h: pweight[h] for h in codes[i].program or ()} for i in plain])
-        for x, i in enumerate(plain):
-            for y in range(x + 1, len(plain)):
-                program_scores[(i, plain[y])] = float(matrix[x, y])
+        matrix = program_scores(
+            [codes[i].program or frozenset() for i in with_program], program_weights(codes, reference)
+        )
         for x, i in enumerate(with_program):
-            for j in with_program[x + 1 :]:
-                if codes[i].program_full or codes[j].program_full:
-                    program_scores[(i, j)] = program_alike(
-                        codes[i].program or frozenset(), codes[j].program or frozenset(), pweight
-                    )
+            for y in range(x + 1, len(with_program)):
+                found[(i, with_program[y])] = float(matrix[x, y])
+    theirs = {i for i in with_program if reference and codes[i].program == reference}  # the reference's program
     pairs = []
     for i in range(len(codes) - 1):
         for j in range(i + 1, len(codes)):
             src = round(float(source_scores[i, j]), 4)
-            prog = program_scores.get((i, j))
+            prog = found.get((i, j))
             prog = None if prog is None else round(prog, 4)
-            pairs.append(Pair(exercise, codes[i], codes[j], round(combined(src, prog), 4), src, prog))
+            score = round(combined(src, prog), 4)
+            pairs.append(Pair(exercise, codes[i], codes[j], score, src, prog, i in theirs and j in theirs))
     pairs.sort(key=lambda p: (-p.score, p.a.login, p.b.login))
-    return Ranking(exercise, len(codes), pairs, given_now)
+    crowd = max(Counter(codes[i].program for i in with_program).values(), default=0)
+    return Ranking(exercise, len(codes), pairs, given_now, crowd)
 
 
 def report(
@@ -1005,6 +1239,36 @@ def highlighted(text: str, start: int = 1, marked: Iterable[int] = ()) -> Markup
     return Markup(highlight(text, PythonLexer(), formatter))
 
 
+@dataclass(frozen=True)
+class Side:
+    """One student's side of a pair as the page shows it: what was compared as written (the
+    function, then its helpers, each numbered as in the file, the lines matched by the other
+    side marked) and normalised (the lines the other side also has marked)."""
+
+    code: Code
+    written: list[Markup]
+    normalised: Markup
+    matched: int
+    """Lines of the file marked: written in statements the other side has too, once normalised."""
+
+
+def sides(pair: Pair) -> list[Side]:
+    """A pair's two sides (`Side`), each marked against the other."""
+    out = []
+    for code, other in ((pair.a, pair.b), (pair.b, pair.a)):
+        marked = shared_written(code, other)
+        written = [highlighted(text, start, _within(marked, start, text)) for start, text in code.written]
+        normal = highlighted(code.canonical, 1, shared_lines(code.canonical, other.canonical))
+        out.append(Side(code, written, normal, len(marked)))
+    return out
+
+
+def _within(lines: Iterable[int], start: int, text: str) -> list[int]:
+    """File lines that fall in `text` (written from line `start`), as its own lines (1-based)."""
+    count = text.count("\n") + 1
+    return [n - start + 1 for n in lines if start <= n < start + count]
+
+
 def shared_lines(mine: str, other: str) -> list[int]:
     """The lines (1-based) of normalised code `mine` that are also lines of `other`, the `def`
     line aside: where two normalised functions agree, to be marked side by side."""
@@ -1021,6 +1285,7 @@ def view(topic: str, rankings: Iterable[Ranking], top: int) -> schemas.Similarit
                 exercise=r.exercise,
                 compared=r.compared,
                 same_as_another=r.same_as_another,
+                same_program=r.same_program,
                 too_short_to_tell=r.too_short_to_tell,
                 pairs=[
                     schemas.SimilarPair(
@@ -1033,6 +1298,7 @@ def view(topic: str, rankings: Iterable[Ranking], top: int) -> schemas.Similarit
                         program_score=p.program,
                         identical=p.identical,
                         reference=p.is_reference(r.given),
+                        prescribed=p.prescribed,
                         a_notes=p.a.notes,
                         b_notes=p.b.notes,
                     )

@@ -45,6 +45,13 @@ import time
 from collections import Counter, OrderedDict
 from typing import Any, cast
 
+# The similarity report's fingerprint of a program lives in `dataflow`; its names are this module's too.
+from jaxlings.worker import dataflow
+from jaxlings.worker.dataflow import SHINGLES_KEPT as SHINGLES_KEPT
+from jaxlings.worker.dataflow import Shingler as Shingler
+from jaxlings.worker.dataflow import program_shingles as program_shingles
+from jaxlings.worker.dataflow import scatter_kind
+
 MAGIC = b"JAXLINGS-PROGRAM-1\n"
 HEADER_LIMIT = 8192  # bytes of JSON header accepted
 # Operations (`n_ops`) past which a program is refused before it is compiled: compiling
@@ -136,16 +143,6 @@ ALLOWED_DIALECTS = frozenset({"builtin", "func", "stablehlo", "chlo", "sdy"})
 # `n_ops_written`. Constants are left out too: JAX's lowering shares equal constants, so that
 # their number can change with the values (a trip count that happens to equal another constant).
 BOOKKEEPING = frozenset({"module", "func", "return", "mesh", "constant"})
-
-# A scatter's update region `(old, new) -> ...` as jaxpr-style names.
-_SCATTER_KINDS = {
-    "stablehlo.add": "scatter-add",
-    "stablehlo.multiply": "scatter-mul",
-    "stablehlo.minimum": "scatter-min",
-    "stablehlo.maximum": "scatter-max",
-    "stablehlo.or": "scatter-or",
-    "stablehlo.and": "scatter-and",
-}
 
 
 class ProgramRefused(Exception):
@@ -485,8 +482,9 @@ def inspect_module(text: str, shingles: bool = False) -> dict[str, Any]:
     over such a helper adds a `call` per step to `n_ops_written`, and the helper's whole body to
     `n_ops` (a Python loop of 64 `fold_in`s: 283 operations written, 4,819 run).
 
-    With `shingles`, the facts also hold `program_shingles`: the module's normalised dataflow
-    (`Shingler`) as a bounded sketch (`program_shingles`).
+    With `shingles`, the facts also hold `program_shingles`: the entry function's normalised
+    dataflow, calls inlined (`jaxlings.worker.dataflow.Shingler`), as a bounded sketch
+    (`program_shingles`).
     """
     from jax._src.interpreters import mlir
     from jax._src.lib.mlir import ir
@@ -499,7 +497,7 @@ def inspect_module(text: str, shingles: bool = False) -> dict[str, Any]:
     inputs: dict[str, tuple[int, int]] = {}  # function -> (inputs, donated inputs)
     public: list[str] = []
     defined: set[str] = set()
-    shingler = Shingler() if shingles else None
+    functions: dict[str, Any] = {}  # name -> func.func, for the fingerprint (calls inlined)
     with mlir.make_ir_context():
         try:
             module = ir.Module.parse(text)
@@ -514,15 +512,13 @@ def inspect_module(text: str, shingles: bool = False) -> dict[str, Any]:
                 raise ProgramRefused(f"the program contains `{name}`, an operation the grader does not run")
             short = name.split(".", 1)[1] if "." in name else name
             ops[short] += 1
-            if shingler is not None and short not in ("module", "func"):
-                shingler.add(op, short)
             if short not in BOOKKEEPING:
                 direct[fn] += 1
                 _count_scope(scopes, op, short)
             if name == "stablehlo.custom_call":
                 targets.add(_check_custom_call(op))
             elif name == "stablehlo.scatter":
-                ops[_scatter_kind(op)] += 1
+                ops[scatter_kind(op)] += 1
             elif name == "func.call":
                 callees.setdefault(fn, []).append(_symbol(op, "callee"))
             elif name == "func.func":
@@ -532,6 +528,7 @@ def inspect_module(text: str, shingles: bool = False) -> dict[str, Any]:
                     )
                 fn = _symbol(op, "sym_name")
                 defined.add(fn)
+                functions[fn] = op
                 inputs[fn] = _donated(op)
                 if "sym_visibility" not in op.attributes or _symbol(op, "sym_visibility") == "public":
                     public.append(fn)
@@ -539,14 +536,16 @@ def inspect_module(text: str, shingles: bool = False) -> dict[str, Any]:
                 for block in region:
                     stack.extend((o.operation, fn) for o in reversed(list(block)))
         stripped = cast(str, module.operation.get_asm(enable_debug_info=False))  # jaxlib's stub says `object`
-    entry = "main" if "main" in public else (public[0] if public else None)
-    if entry is None:
-        raise ProgramRefused("the program has no public entry function")
+        entry = "main" if "main" in public else (public[0] if public else None)
+        if entry is None:
+            raise ProgramRefused("the program has no public entry function")
+        n_ops = _inlined(entry, direct, callees, defined)
+        found = dataflow.sketch(functions, entry) if shingles else None
+        extra = {"program_shingles": found} if found is not None else {}
     written = sum(n for k, n in ops.items() if k not in BOOKKEEPING and not k.startswith("scatter-"))
-    extra = {"program_shingles": program_shingles(shingler.elements)} if shingler is not None else {}
     return {
         "ops": dict(sorted(ops.items())),
-        "n_ops": _inlined(entry, direct, callees, defined),
+        "n_ops": n_ops,
         "n_ops_written": written,
         "custom_calls": sorted(targets),
         "n_inputs": inputs.get(entry, (0, 0))[0],
@@ -555,90 +554,6 @@ def inspect_module(text: str, shingles: bool = False) -> dict[str, Any]:
         "scopes": {k: dict(sorted(v.items())) for k, v in sorted(scopes.items())},
         **extra,
     }
-
-
-# -- the program's fingerprint for the similarity report ---------------------------------------
-
-SHINGLE_DEPTH = 3
-"""How far back each operation's shingles look along its operands (`Shingler`)."""
-SHINGLES_KEPT = 128
-"""Hashes a program's sketch keeps at most (16 hex digits each: about 2.4 kB of JSON)."""
-_TENSOR = re.compile(r"tensor<((?:[0-9?]+x)*)(.+)>")
-COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor"})
-"""Operations whose operands' order a `Shingler` ignores (so do `compare EQ` and `compare NE`)."""
-
-
-def op_token(op: Any, short: str) -> str:
-    """One operation as the similarity report sees it: its name, a comparison's direction, a
-    scatter's kind, and each result's type abstracted to its element type and rank (`add f32/1`).
-    What a copier changes for free is not in it: SSA value names, constants' values, locations
-    (named scopes, source lines), function, argument and callee names, other attributes."""
-    parts = [short]
-    if short == "compare" and "comparison_direction" in op.attributes:
-        found = re.search(r"comparison_direction\s*<?\s*(\w+)", str(op.attributes["comparison_direction"]))
-        parts.append(found.group(1) if found else "?")
-    elif short == "scatter":
-        parts.append(_scatter_kind(op))
-    for result in op.results:
-        kind = str(result.type)
-        match = _TENSOR.fullmatch(kind)
-        parts.append(f"{match.group(2)}/{match.group(1).count('x')}" if match else kind.split("<", 1)[0][:20])
-    return " ".join(parts)
-
-
-class Shingler:
-    """The normalised dataflow of a module, as a multiset of hashed elements (`elements`).
-
-    Each operation is labelled by its `op_token` and, at depth k (1 to `SHINGLE_DEPTH`), by the
-    hash of its token and its operands' labels at depth k - 1 (an operand that is a function's
-    or a region's argument reads `arg<i>`; a result of a multi-result operation adds its index;
-    a commutative operation's operands are sorted): the tree of producers down to depth k, as
-    Weisfeiler-Lehman labels a graph. Its elements are every operation's labels at depths 1 to
-    `SHINGLE_DEPTH`. They depend on what computes what, never on the order in which independent
-    statements were written (the lowering follows the trace's order), nor on any name or
-    constant. Operations must be added in the module's order (a value before its uses), as
-    `inspect_module`'s walk does."""
-
-    def __init__(self) -> None:
-        self.labels: dict[Any, list[str]] = {}  # value -> its labels at depths 0..SHINGLE_DEPTH-1
-        self.elements: list[str] = []
-
-    def add(self, op: Any, short: str) -> None:
-        token = op_token(op, short)
-        operands = [self._labels(v) for v in op.operands]
-        commutes = short in COMMUTATIVE or token.startswith(("compare EQ", "compare NE"))
-        mine = [token]
-        for k in range(SHINGLE_DEPTH):
-            inputs = [labels[k] for labels in operands]
-            text = token + "(" + ",".join(sorted(inputs) if commutes else inputs) + ")"
-            mine.append(hashlib.blake2b(text.encode(), digest_size=8).hexdigest())
-        self.elements.extend(mine[1:])
-        results = list(op.results)
-        for i, result in enumerate(results):
-            suffix = f"#{i}" if len(results) > 1 else ""
-            self.labels[result] = [label + suffix for label in mine[:SHINGLE_DEPTH]]
-
-    def _labels(self, value: Any) -> list[str]:
-        if value in self.labels:
-            return self.labels[value]
-        number = getattr(value, "arg_number", None)
-        return [f"arg{number}" if isinstance(number, int) else "?"] * SHINGLE_DEPTH
-
-
-def program_shingles(elements: list[str], kept: int = SHINGLES_KEPT) -> list[str]:
-    """A bounded sketch of a multiset of elements (`Shingler.elements`): the k-th occurrence of an
-    element is an element of its own (so that the Jaccard index of two sketches' sets is the
-    weighted Jaccard index of their counts), each hashed to 64 bits (BLAKE2b), and the `kept`
-    smallest hashes kept, sorted, as 16 hex digits each: a bottom-k sketch, exact for a program of
-    at most `kept` elements and a uniform sample of a larger one
-    (`jaxlings.service.similarity` compares sketches with the bottom-k estimator)."""
-    seen: Counter[str] = Counter()
-    hashes = set()
-    for element in elements:
-        seen[element] += 1
-        digest = hashlib.blake2b(f"{element}#{seen[element]}".encode(), digest_size=8).digest()
-        hashes.add(int.from_bytes(digest, "big"))
-    return [f"{h:016x}" for h in sorted(hashes)[:kept]]
 
 
 MAX_SCOPES = 200  # distinct scope paths kept in the facts (the rest are not recorded)
@@ -765,32 +680,6 @@ def _is_typed_ffi(op: Any) -> bool:
 
 def _has_body(op: Any) -> bool:
     return any(len(list(block)) for region in op.regions for block in region)
-
-
-def _scatter_kind(op: Any) -> str:
-    """`scatter-add` & co. when the update region combines old and new with one such op,
-    `scatter-set` when it returns the new value, `scatter-apply` otherwise."""
-    try:
-        block = next(iter(op.regions[0]))
-        body = list(block)
-        args = list(block.arguments)
-    except (StopIteration, IndexError):
-        return "scatter-apply"
-    if len(args) != 2:  # variadic scatters: several operands at once
-        return "scatter-apply"
-    old, new = args
-    ret = body[-1].operation
-    if len(body) == 1 and len(ret.operands) == 1 and ret.operands[0] == new:
-        return "scatter-set"
-    if len(body) == 2:
-        comb = body[0].operation
-        operands = list(comb.operands)
-        pair = len(operands) == 2 and (
-            (operands[0] == old and operands[1] == new) or (operands[0] == new and operands[1] == old)
-        )
-        if comb.name in _SCATTER_KINDS and pair and len(ret.operands) == 1 and ret.operands[0] == comb.results[0]:
-            return _SCATTER_KINDS[comb.name]
-    return "scatter-apply"
 
 
 # -- the compiled program --------------------------------------------------------------------

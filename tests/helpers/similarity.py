@@ -5,6 +5,14 @@ tests/core/test_similarity.py and benchmarks/similarity.py.
 A planted copy is what a student who copies and disguises does: every local name renamed,
 two independent statements swapped where the function has any, and a dead line added; an edited
 one also has the operands of a `+` or `*` swapped and one number changed.
+
+The cohort (`cohort`, for benchmarks/similarity.py and the tests of the combined ranking): beside
+the independently written variants `v*.py`, three honest answers written the reference's way
+(`r*.py`: the same computation in their own words, so that their programs converge as right
+answers to a prescribed task do), and copies disguised each way a copier does (`COHORT`: renamed
+and reordered, statements and operands shuffled, the body split into helpers, module-level helpers
+renamed, API synonyms and loop forms swapped, a decoy, two sources mixed: `mix.py`, written by
+hand from the two variants its first line names).
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ import ast
 import copy
 import functools
 import random
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +46,15 @@ class Case:
 def variants(topic: str, exercise: str) -> dict[str, str]:
     """name -> text of the independently written variants of one exercise."""
     return {p.stem: p.read_text() for p in sorted((CORPUS / topic / exercise).glob("v*.py"))}
+
+
+def honest(topic: str, exercise: str) -> dict[str, str]:
+    """name -> text of every honest answer of one exercise: the variants (`v*`) and the answers
+    written the reference's way (`r*`)."""
+    return {
+        **variants(topic, exercise),
+        **{p.stem: p.read_text() for p in sorted((CORPUS / topic / exercise).glob("r*.py"))},
+    }
 
 
 def exercises() -> list[tuple[str, str]]:
@@ -174,37 +192,17 @@ def with_function(module: str, function: str, name: str) -> str:
 def program_of(topic: str, exercise: str, text: str) -> frozenset[int] | None:
     """The program sketch the grader's trusted side records for `text`'s function `exercise`
     (`jaxlings.worker.program.program_shingles`, as in the `jit` test's `program_shingles`):
-    the function jitted with the exercise's static arguments, exported with `jax.export` from the
-    specs of a sample of its largest size (as the `trace` request does), its module normalised.
-    In this process (trusted code: the benchmark's and the tests' own corpus); None where it does
+    `jaxlings.service.reference_programs.sketch_of`, the service's own for the references. In
+    this process (trusted code: the benchmark's and the tests' own corpus); None where it does
     not export. Remembered per text."""
     return _programs(topic, exercise, text)
 
 
 @functools.cache
 def _programs(topic: str, exercise: str, text: str) -> frozenset[int] | None:
-    import jax
-    import numpy as np
-    from jax import export
+    from jaxlings.service import reference_programs
 
-    from jaxlings.grading import topics
-    from jaxlings.service import similarity
-    from jaxlings.worker import program
-
-    ex = topics.load(topic).exercise(exercise)
-    args = ex.sample(np.random.default_rng(0), ex.sizes[-1]).args
-    specs = tuple(
-        a if i in ex.static_argnums or not hasattr(a, "dtype") else jax.ShapeDtypeStruct(np.shape(a), a.dtype)
-        for i, a in enumerate(args)
-    )
-    namespace: dict = {"__name__": f"similarity_corpus_{topic}"}
-    exec(compile(text, f"<{topic}.{exercise}>", "exec"), namespace)  # the corpus's own files
-    try:
-        exported = export.export(jax.jit(namespace[exercise], static_argnums=ex.static_argnums))(*specs)
-        module = exported.mlir_module()
-    except Exception:  # noqa: BLE001 - a variant that does not export has no program side
-        return None
-    return similarity.program_sketch(program.inspect_module(module, shingles=True)["program_shingles"])
+    return reference_programs.sketch_of(topic, exercise, text)
 
 
 # -- disguises that change what is compared, not the code (issue 46) ----------------------------
@@ -226,23 +224,41 @@ def split(text: str, exercise: str, rng: random.Random) -> str:
 
 def decoy(honest: str, copied: str, exercise: str, rng: random.Random) -> str:
     """`honest`'s file, its function `exercise` left as the decoy the reader sees first, then the
-    copied function under another name with two no-ops added (`+ 0.0` on what it returns), and
+    copied function under another name with two no-ops added to what it returns (`+ 0` twice), and
     the exercise's name bound to it: what the grader runs is the copy."""
     tree = ast.parse(honest)
     copy_tree = ast.parse(plant(copied, exercise, rng))
     mine = _function(copy_tree, exercise)
     mine.name = "_mine"
-    for node in ast.walk(mine):
+    for node in mine.body:  # its own returns (a nested function's may return a loop's tuple)
         if isinstance(node, ast.Return) and node.value is not None:
-            node.value = ast.BinOp(ast.BinOp(node.value, ast.Add(), ast.Constant(0.0)), ast.Add(), ast.Constant(0.0))
+            node.value = _padded(node.value)
     imports = [n for n in copy_tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
-    tree.body = imports + tree.body + [mine, ast.parse(f"{exercise} = _mine").body[0]]
+    rest = [n for n in copy_tree.body if n is not mine and n not in imports]  # the copied file's helpers
+    tree.body = imports + tree.body + rest + [mine, ast.parse(f"{exercise} = _mine").body[0]]
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+
+
+def _padded(value: ast.expr) -> ast.expr:
+    """`value` with two additions of zero (`+ 0`, which keeps an integer an integer and a float a
+    float): on an array, or on each item of a tuple; none on a call (what it returns may be a
+    tuple)."""
+    if isinstance(value, ast.Tuple):
+        return ast.Tuple([_padded(item) for item in value.elts], ast.Load())
+    if isinstance(value, ast.Call):
+        return value
+    return ast.BinOp(ast.BinOp(value, ast.Add(), ast.Constant(0)), ast.Add(), ast.Constant(0))
 
 
 class _Rewrite(ast.NodeTransformer):
     """The API synonyms a rewrite swaps in: `a @ b` -> `jax.numpy.matmul(a, b)`, `where(c, x, y)`
-    -> `jax.lax.select(c, x, y)`, `x ** 2` -> `x * x`, `jnp.sum(x, ...)` -> `x.sum(...)`."""
+    -> `jax.lax.select(c, x, y)`, `x ** 2` -> `x * x`, `jnp.sum(x, ...)` -> `x.sum(...)`; with
+    `loops` (the rewrite of a copier whose copy must still run), `where(c, x, y)` -> `select` of
+    the three broadcast (`select` takes no scalars) and `lax.fori_loop(lo, hi, body, init)` -> a
+    `lax.scan` over `arange(lo, hi)`."""
+
+    def __init__(self, loops: bool = False) -> None:
+        self.loops = loops
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.expr:
         self.generic_visit(node)
@@ -255,11 +271,35 @@ class _Rewrite(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call) -> ast.expr:
         self.generic_visit(node)
         if isinstance(node.func, ast.Attribute) and node.func.attr == "where" and len(node.args) == 3:
-            return ast.Call(_dotted("jax.lax.select"), node.args, node.keywords)
+            if not self.loops:
+                return ast.Call(_dotted("jax.lax.select"), node.args, node.keywords)
+            # `lax.select` takes no scalars: broadcast first, as a copier whose rewrite must run does
+            spread = ast.Starred(ast.Call(_dotted("jax.numpy.broadcast_arrays"), node.args, []), ast.Load())
+            return ast.Call(_dotted("jax.lax.select"), [spread], node.keywords)
+        if (
+            self.loops
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "fori_loop"
+            and len(node.args) == 4
+        ):
+            lo, hi, body, init = node.args
+            scan = ast.parse("jax.lax.scan(lambda c_, i_: (BODY(i_, c_), None), INIT, jax.numpy.arange(LO, HI))[0]")
+            slots = {"BODY": body, "INIT": init, "LO": lo, "HI": hi}
+            return _Fill(slots).visit(scan.body[0]).value
         if isinstance(node.func, ast.Attribute) and node.func.attr == "sum" and len(node.args) == 1:
             if isinstance(node.func.value, ast.Name) and node.func.value.id in ("jnp", "np"):
                 return ast.Call(ast.Attribute(node.args[0], "sum", ast.Load()), [], node.keywords)
         return node
+
+
+class _Fill(ast.NodeTransformer):
+    """A template's placeholder names replaced by expressions."""
+
+    def __init__(self, slots: dict[str, ast.expr]) -> None:
+        self.slots = slots
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        return self.slots.get(node.id, node)
 
 
 def _dotted(name: str) -> ast.expr:
@@ -267,32 +307,119 @@ def _dotted(name: str) -> ast.expr:
     return ast.parse(name, mode="eval").body
 
 
-def rewrite(text: str, exercise: str, rng: random.Random) -> str:
-    """A planted copy (`plant`) with its API calls swapped for synonyms (`_Rewrite`), `import jax`
-    added for them."""
+def rewrite(text: str, exercise: str, rng: random.Random, loops: bool = False) -> str:
+    """A planted copy (`plant`) with its API calls swapped for synonyms (`_Rewrite`; `loops`: its
+    `fori_loop`s too), `import jax` added for them."""
     tree = ast.parse(plant(text, exercise, rng))
     fn = _function(tree, exercise)
-    tree.body[tree.body.index(fn)] = ast.fix_missing_locations(_Rewrite().visit(fn))
-    return "import jax\n" + ast.unparse(tree) + "\n"
+    tree.body[tree.body.index(fn)] = ast.fix_missing_locations(_Rewrite(loops).visit(fn))
+    return "import jax\nimport jax.numpy\n" + ast.unparse(tree) + "\n"
+
+
+def reorder(text: str, exercise: str, rng: random.Random) -> str:
+    """A planted copy with every block's order shuffled as far as its dependencies allow (up to
+    eight swaps of independent statements) and the operands of every `+` and `*` swapped."""
+    tree = ast.parse(plant(text, exercise, rng))
+    fn = _function(tree, exercise)
+    for _ in range(8):
+        _swap_one(fn, rng)
+    for node in ast.walk(fn):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Mult):
+            node.left, node.right = node.right, node.left
+    return ast.unparse(tree) + "\n"
+
+
+def with_helper(text: str, exercise: str, helper: str) -> str:
+    """`text` with its function's body moved into a module-level helper `helper` (the exercise's
+    function a one-line call of it): how an honest student who likes helpers writes it."""
+    tree = ast.parse(text)
+    fn = _function(tree, exercise)
+    moved = copy.deepcopy(fn)
+    moved.name = helper
+    moved.decorator_list = []
+    fn.body = ast.parse(f"return {helper}({', '.join(a.arg for a in fn.args.args)})").body
+    tree.body.insert(tree.body.index(fn), moved)
+    return ast.unparse(tree) + "\n"
+
+
+def renamed_helper(text: str, exercise: str, helper: str, rng: random.Random) -> str:
+    """A copy of `text` (a file with the module-level helper `helper`) with the helper renamed
+    everywhere and its locals and the function's renamed and reordered (`plant`, on each)."""
+    tree = ast.parse(text)
+    new = f"_{rng.choice(['calc', 'solve', 'do', 'run'])}_{rng.randrange(100)}"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == helper:
+            node.id = new
+        elif isinstance(node, ast.FunctionDef) and node.name == helper:
+            node.name = new
+    return plant(plant(ast.unparse(tree), new, rng), exercise, rng)
+
+
+MIXED = re.compile(r"#\s*planted: a mix of (\w+) and (\w+)")
+
+
+def mixed(topic: str, exercise: str) -> tuple[str, tuple[str, str]]:
+    """The exercise's `mix.py` (a copy that mixes two variants, written by hand) and the two it
+    mixes (its first line names them)."""
+    text = (CORPUS / topic / exercise / "mix.py").read_text()
+    found = MIXED.match(text)
+    assert found is not None, f"{topic}/{exercise}/mix.py: its first line names the two it mixes"
+    return text, (found.group(1), found.group(2))
 
 
 DISGUISES = ("split", "decoy", "rewrite")
 
+COHORT = ("plant", "edit", "reorder", "split", "helpers", "synonyms", "decoy", "mix")
+"""The disguises of the cohort (`cohort`): `plant` (renamed, two statements swapped, a dead line),
+`edit` (also an operand order and a number changed), `reorder` (every block shuffled as far as its
+dependencies allow, every `+` and `*` turned round), `split` (the body moved into a helper of a
+fresh name), `helpers` (the original has a module-level helper, the copy renames it), `synonyms`
+(API synonyms and `fori_loop` -> `scan`), `decoy` (another's function shown first, the copy bound
+to the name after it, with `+ 0`s), `mix` (two variants mixed by hand, `mix.py`)."""
+COHORT_FROM = ("v1", "v3", "v5", "r1")
+"""The answers each disguise copies in the cohort: three variants and one written the reference's way."""
 
-def disguised(topic: str, exercise: str, kind: str, seed: int = 0) -> Case:
+
+def _disguise(kind: str, files: dict[str, str], name: str, exercise: str, rng: random.Random) -> str:
+    """A copy of `files[name]` disguised as `kind` says (`helpers` rewrites `files[name]` itself
+    into its helper form first; `mix` is not made here)."""
+    text = files[name]
+    if kind == "split":
+        return split(text, exercise, rng)
+    if kind in ("rewrite", "synonyms"):
+        return rewrite(text, exercise, rng, loops=kind == "synonyms")
+    if kind == "reorder":
+        return reorder(text, exercise, rng)
+    if kind in ("plant", "edit"):
+        return plant(text, exercise, rng, edit=kind == "edit")
+    if kind == "helpers":
+        helper = f"_{name}_{exercise}"
+        files[name] = with_helper(text, exercise, helper)
+        return renamed_helper(files[name], exercise, helper, rng)
+    names = sorted(n for n in files if not n.endswith("_copy"))
+    other = names[(names.index(name) + 1) % len(names)]
+    return decoy(files[other], text, exercise, rng)
+
+
+def disguised(topic: str, exercise: str, kind: str, seed: int = 0, reference_style: bool = False) -> Case:
     """The exercise's variants plus a copy of each of `PLANTED_FROM` disguised as `kind` says
-    (`split`; `decoy`: the copy's file shows the next variant's function first; `rewrite`)."""
-    files = variants(topic, exercise)
-    names = sorted(files)
+    (`split`; `decoy`: the copy's file shows the next variant's function first; `rewrite`; and
+    the others of `COHORT`); with `reference_style`, the honest answers written the reference's
+    way too, one of them copied (`COHORT_FROM`): the cohort."""
+    files = honest(topic, exercise) if reference_style else variants(topic, exercise)
     rng = random.Random(f"{topic}.{exercise}.{kind}.{seed}")
+    if kind == "mix":
+        text, sources = mixed(topic, exercise)
+        files["mix_copy"] = plant(text, exercise, rng)
+        return Case(topic, exercise, files, frozenset(frozenset((s, "mix_copy")) for s in sources))
     planted = set()
-    for name in PLANTED_FROM:
-        if kind == "split":
-            files[f"{name}_copy"] = split(files[name], exercise, rng)
-        elif kind == "rewrite":
-            files[f"{name}_copy"] = rewrite(files[name], exercise, rng)
-        else:
-            other = names[(names.index(name) + 1) % len(names)]
-            files[f"{name}_copy"] = decoy(files[other], files[name], exercise, rng)
+    for name in COHORT_FROM if reference_style else PLANTED_FROM:
+        files[f"{name}_copy"] = _disguise(kind, files, name, exercise, rng)
         planted.add(frozenset((name, f"{name}_copy")))
     return Case(topic, exercise, files, frozenset(planted))
+
+
+def cohort(topic: str, exercise: str, kind: str, seed: int = 0) -> Case:
+    """The benchmark's planted cohort of one exercise for one disguise (`COHORT`): every honest
+    answer (`honest`) and the disguised copies (`disguised` with `reference_style`)."""
+    return disguised(topic, exercise, kind, seed, reference_style=True)

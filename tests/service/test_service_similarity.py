@@ -1,6 +1,7 @@
 """The similarity report through a real `grade serve` (SQLite), submissions seeded straight into the
 database: the ranking from each student's counted submission (`GET /api/similarity/{topic}` and
-`/gradebook/similarity/{topic}`), two functions side by side with code escaped, instructors only.
+`/gradebook/similarity/{topic}`), two functions side by side with code escaped, the matched regions
+and what was normalised on each side (in a real Chromium too), instructors only.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import httpx
 import pytest
 
 from helpers import similarity as corpus
-from helpers.service import course, page_login, seed_submission, seeded_result  # noqa: F401
+from helpers.service import artifact, course, headless_chromium, page_login, seed_submission, seeded_result  # noqa: F401
 from jaxlings.grading import paths
 
 pytestmark = pytest.mark.slow
@@ -24,11 +25,21 @@ HOSTILE = (
 )
 
 
+HAL = "def histogram(x, nbins):\n    return _tally(x, nbins)\n"
+HAL_HELPER = (
+    "\n\ndef _tally(values, n):\n    scratch = values * 2\n    grid = jnp.arange(n)\n"
+    "    hits = values[:, None] == grid[None, :]\n    return hits.sum(axis=0, dtype=jnp.int32)\n"
+)
+"""hal's copy of dee's (v3): the body in a helper of another name, locals renamed, a dead line,
+`jnp.sum(hits, ...)` as `hits.sum(...)`."""
+
+
 @pytest.fixture
 def seeded(course):
     """at_updates: ada's histogram (a corpus variant in the stub), bob's planted copy of it (his
     counted submission; an earlier one of his is lower and does not count), cy and dee two other
-    variants, eve and fay the reference unchanged, gus code with markup in it; a server."""
+    variants, eve and fay the reference unchanged, gus code with markup in it, hal a copy of dee's
+    with its body moved into a helper and a synonym swapped in; a server."""
     stub = (paths.exercises_dir() / "at_updates.py").read_text()
     reference = (paths.solutions_dir() / "at_updates.py").read_text()
     texts = corpus.variants("at_updates", "histogram")
@@ -41,6 +52,7 @@ def seeded(course):
         "eve": reference,
         "fay": reference.replace("### BEGIN SOLUTION", "# all my own work"),
         "gus": corpus.with_function(stub, HOSTILE, "histogram"),
+        "hal": corpus.with_function(stub, HAL, "histogram") + HAL_HELPER,
     }
     failing = {"histogram:correct": "wrong"}
     seed_submission(course, "bob", {"at_updates": stub}, seeded_result("at_updates", failing))
@@ -74,23 +86,25 @@ def test_the_api_ranks_the_copies_first_and_marks_the_reference(seeded):
             "lookup_and_clamp",
         ]
         pairs = histogram_pairs(report)
-        assert next(e for e in report["exercises"] if e["exercise"] == "histogram")["compared"] == 7
-        top = {frozenset((p["a"], p["b"])): p for p in pairs[:2]}
-        assert set(top) == {frozenset(("ada", "bob")), frozenset(("eve", "fay"))}
-        assert all(p["score"] == 1.0 and p["identical"] for p in top.values())
-        assert top[frozenset(("eve", "fay"))]["reference"] and not top[frozenset(("ada", "bob"))]["reference"]
-        assert {top[frozenset(("ada", "bob"))]["a_submission"], top[frozenset(("ada", "bob"))]["b_submission"]} == {
-            ids["ada"],
-            ids["bob"],
+        assert next(e for e in report["exercises"] if e["exercise"] == "histogram")["compared"] == 8
+        by_pair = {frozenset((p["a"], p["b"])): p for p in pairs}
+        copy, split, ref = (by_pair[frozenset(k)] for k in (("ada", "bob"), ("dee", "hal"), ("eve", "fay")))
+        # the two copies first, whatever was disguised; the reference pair marked and no evidence
+        assert {frozenset((p["a"], p["b"])) for p in pairs[:2]} == {
+            frozenset(("ada", "bob")),
+            frozenset(("dee", "hal")),
         }
-        assert all(p["score"] < 0.5 for p in pairs[2:])
-        # the exported programs' side beside the source's: the copy and the reference lower alike
-        assert all(p["program_score"] == 1.0 and p["source_score"] == 1.0 for p in top.values())
+        assert copy["identical"] and split["identical"] and not copy["reference"]
+        assert {copy["a_submission"], copy["b_submission"]} == {ids["ada"], ids["bob"]}
+        assert ref["identical"] and ref["reference"] and ref["prescribed"] and ref["score"] < 0.2
+        assert all(p["score"] < min(copy["score"], split["score"]) for p in pairs[2:])
+        assert any("a call of `_tally`" not in n and "`_tally`" in n for n in split["a_notes"] + split["b_notes"])
+        # the exported programs' side beside the source's, combined so that either side strong ranks high
         assert all(p["program_score"] is None for p in pairs if "gus" in (p["a"], p["b"]))
         assert all(p["program_score"] is not None for p in pairs if "gus" not in (p["a"], p["b"]))
         for p in pairs:
-            combined = p["source_score"] if p["program_score"] is None else (p["source_score"] + p["program_score"]) / 2
-            assert p["score"] == pytest.approx(combined, abs=1e-4)
+            s, q = p["source_score"], p["program_score"]
+            assert p["score"] == pytest.approx(s if q is None else 1 - (1 - s) * (1 - q), abs=2e-4)
         # the other exercises are stubs for everyone but eve and fay: only their pair is compared
         scatter = report["exercises"][0]
         assert scatter["compared"] == 2 and scatter["pairs"][0]["reference"]
@@ -119,7 +133,8 @@ def test_the_page_lists_pairs_and_shows_two_functions_side_by_side_escaped(seede
         side = prof.get(link)
         assert side.status_code == 200 and "ada" in side.text and "bob" in side.text
         assert 'id="written"' in side.text and 'id="normalised"' in side.text and 'class="hll"' in side.text
-        assert "exported program 1.00" in side.text
+        assert 'id="what-normalised"' in side.text and "local names renamed" in side.text
+        assert "exported program" in side.text and 'id="program-note"' in side.text
         hostile = prof.get(f"/gradebook/similarity/at_updates/histogram/{ids['gus']}/{ids['ada']}")
         assert hostile.status_code == 200
         assert "<script>alert(1)</script>" not in hostile.text and "&lt;/" in hostile.text
@@ -191,3 +206,40 @@ def test_a_report_not_ready_within_the_wait_is_said_so_and_worked_out_once(cours
             60,
             "the report with cy",
         )
+
+
+def test_the_pair_page_in_chromium_shows_the_matched_regions_side_by_side(seeded):
+    """dee's function and hal's copy of it (the body in a helper, a synonym, a dead line): in a real
+    browser, the two sides stand side by side; each marks its matched lines where it wrote them
+    (hal's in the helper, shown as written, not in the one-line wrapper); what was normalised is
+    listed per side: the helper read in place, the synonym, the dead line with its line number.
+    A pair that shares little marks little. Screenshots to tests/artifacts/."""
+    course, ids = seeded
+    with headless_chromium() as browser:
+        page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+        page.set_default_timeout(30_000)
+        page.goto(f"{course.url}/login")
+        page.fill("#token", course.instructor())
+        page.click("#login")
+        page.goto(f"{course.url}/gradebook/similarity/at_updates")
+        page.click(f'a[href$="/histogram/{ids["dee"]}/{ids["hal"]}"], a[href$="/histogram/{ids["hal"]}/{ids["dee"]}"]')
+        assert "/gradebook/similarity/at_updates/histogram/" in page.url
+        dee, hal = page.locator("#written-dee"), page.locator("#written-hal")
+        left, right = dee.bounding_box(), hal.bounding_box()
+        assert (
+            left
+            and right
+            and abs(left["y"] - right["y"]) < 5
+            and (left["x"] + left["width"] <= right["x"] or right["x"] + right["width"] <= left["x"])
+        )
+        assert dee.locator(".hll").count() >= 3 and hal.locator(".hll").count() >= 3
+        marked = " ".join(hal.locator(".hll").all_text_contents())
+        assert "hits" in marked and "return _tally" not in marked  # the helper's lines, not the wrapper's
+        assert "def _tally(values, n):" in hal.text_content()  # the helper shown as written
+        said = page.locator("#normalised-hal").text_content()
+        assert "a call of `_tally` and nothing else" in said
+        assert "read as `jax.numpy.sum(hits" in said and "`scratch = values * 2` dropped" in said and "line " in said
+        page.screenshot(path=str(artifact("similarity-pair.png")), full_page=True)
+
+        page.goto(f"{course.url}/gradebook/similarity/at_updates/histogram/{ids['cy']}/{ids['hal']}")
+        assert page.locator("#written-cy .hll").count() <= 1  # bincount against one-hot rows: little in common

@@ -518,6 +518,85 @@ def test_the_fingerprint_survives_renaming_reordering_and_dead_code_and_sees_ano
     assert shingles_of(lambda x: x * 2.0 - 1.0, X) != shingles_of(lambda x: 1.0 - x * 2.0, X)
 
 
+M = jnp.arange(16.0, dtype=jnp.float32).reshape(4, 4)
+COUNTED = jnp.array([3, 0, 5, 1, 1, 2], jnp.int32)
+
+EQUIVALENT = {
+    "where / select": (
+        lambda x: jnp.where(x > 1.0, x * 3.0, 0.0) + jnp.sin(x),
+        lambda x: lax.select(x > 1.0, x * 3.0, jnp.zeros_like(x)) + jnp.sin(x),
+        (X,),
+    ),
+    "+ 0, * 1, a no-op astype": (
+        lambda x: jnp.sin(x) * 2.0 + x,
+        lambda x: ((jnp.sin(x) * 2.0 + 0.0) * 1.0).astype(jnp.float32) + x,
+        (X,),
+    ),
+    "** 2 / lax.pow": (lambda x: jnp.sin(x) ** 2 + x, lambda x: lax.pow(jnp.sin(x), 2.0) + x, (X,)),
+    "** 3 / three products (one sin)": (
+        lambda x: jnp.sin(x) ** 3 + x,
+        lambda x: jnp.sin(x) * jnp.sin(x) * jnp.sin(x) + x,
+        (X,),
+    ),
+    "a.T @ b / einsum": (lambda a, b: a.T @ b, lambda a, b: jnp.einsum("ji,jk->ik", a, b), (M, M)),
+    "fori_loop / scan": (
+        lambda x: lax.fori_loop(0, 6, lambda i, c: c * 0.5 + x[i], jnp.zeros(())),
+        lambda x: lax.scan(lambda c, xi: (c * 0.5 + xi, None), jnp.zeros(()), x)[0],
+        (X,),
+    ),
+    "fori_loop / scan over arange": (
+        lambda x: lax.fori_loop(0, x.size, lambda i, acc: acc.at[x[i]].add(1), jnp.zeros(8, jnp.int32)),
+        lambda x: lax.scan(lambda c, i: (c.at[x[i]].add(1), None), jnp.zeros(8, jnp.int32), jnp.arange(0, x.size))[0],
+        (COUNTED,),
+    ),
+    "/ 2 / * 0.5": (lambda x: jnp.sin(x) / 2.0, lambda x: jnp.sin(x) * 0.5, (X,)),
+    "x - y / x + (-y)": (lambda x, y: x - jnp.sin(y), lambda x, y: x + (-jnp.sin(y)), (X, X)),
+    "x > 1 / 1 < x": (lambda x: jnp.where(x > 1.0, x, -x), lambda x: jnp.where(1.0 < x, x, -x), (X,)),
+}
+
+
+@pytest.mark.parametrize("forms", list(EQUIVALENT), ids=list(EQUIVALENT))
+def test_the_fingerprint_reads_equivalent_forms_as_one(forms):
+    """What a rewrite swaps in computes alike and fingerprints alike: calls inlined (`jnp.where`
+    is a call of a private function), identities and no-op conversions gone, powers as products,
+    common subexpressions one, comparisons one way round, a loop's carried values by what they
+    start from. Before, every pair but the comparison's differed: they shared 7-71% of their
+    sketch (`where`/`select` 42%)."""
+    one, other, args = EQUIVALENT[forms]
+    assert same(jax.jit(one)(*args), jax.jit(other)(*args))
+    assert shingles_of(one, *args) == shingles_of(other, *args)
+
+
+def test_the_fingerprint_still_tells_other_computations_apart():
+    """Normalising equivalent forms merges nothing that computes otherwise: another operation,
+    operands the other way round in a subtraction or a comparison, a constant that is not an
+    identity, a loop of another body (before, two loops whose bodies add and subtract shared 85%
+    of their sketch: the loop's bookkeeping outweighed its body)."""
+    apart = [
+        (lambda x: jnp.sin(x) * 2.0 + x, lambda x: jnp.cos(x) * 2.0 + x),
+        (lambda x: x - jnp.sin(x), lambda x: jnp.sin(x) - x),
+        (lambda x: jnp.where(x > 1.0, x, -x), lambda x: jnp.where(x < 1.0, x, -x)),
+        (lambda x: jnp.sin(x) + 1.0, lambda x: jnp.sin(x)),
+        (lambda x: jnp.sin(x) ** 2, lambda x: jnp.sin(x) ** 5),
+        (
+            lambda x: lax.fori_loop(0, 6, lambda i, c: c * 0.5 + x[i], jnp.zeros(())),
+            lambda x: lax.fori_loop(0, 6, lambda i, c: c * 0.5 - x[i], jnp.zeros(())),
+        ),
+    ]
+    for one, other in apart:
+        assert jaccard(shingles_of(one, X), shingles_of(other, X)) < 0.8
+
+
+def test_a_module_the_fingerprint_cannot_walk_has_none_and_fails_nothing():
+    """The fingerprint decides nothing: where its walk fails (here, an entry that is not a
+    function), there is no sketch, and the analysis goes on; a real module has one."""
+    from jaxlings.worker import dataflow
+
+    assert dataflow.sketch({"main": object()}, "main") is None
+    assert dataflow.sketch({}, "main") is None
+    assert shingles_of(lambda x: jnp.sin(x) * 2.0, X)
+
+
 def test_the_fingerprint_is_a_bounded_sketch_and_only_asked_for():
     def unrolled(x, n):
         for i in range(n):

@@ -358,8 +358,9 @@ def similarity_page(request: Request, state: StateDep, session: SessionDep, topi
 def similarity_pair(
     request: Request, state: StateDep, session: SessionDep, topic: str, exercise: str, a: int, b: int
 ) -> Response:
-    """Two students' functions for one exercise side by side, as written and normalised, the
-    normalised lines they share marked."""
+    """Two students' functions for one exercise side by side: as written (with the helpers
+    compared), the lines whose statements both share once normalised marked; what was normalised
+    on each side; and normalised, the lines they share marked."""
     found = instructor_visitor(request, session)
     if found is None:
         return to_login(state.settings)
@@ -371,11 +372,6 @@ def similarity_pair(
     if placed is None:
         raise HTTPException(404, "these two submissions are not a pair of this exercise's report")
     place, pair = placed
-    sides = [
-        (code, similarity.highlighted(code.text, code.start), similarity.highlighted(code.canonical, 1, marks))
-        for code, other in ((pair.a, pair.b), (pair.b, pair.a))
-        for marks in [similarity.shared_lines(code.canonical, other.canonical)]
-    ]
     return render(
         request,
         "similarity_pair.html",
@@ -384,7 +380,7 @@ def similarity_pair(
         ranking=ranking,
         pair=pair,
         place=place,
-        sides=sides,
+        sides=similarity.sides(pair),
         code_css=views.code_css(),
     )
 
