@@ -289,6 +289,63 @@ def eval_step(params, batch_stats, x, labels):
     raise NotImplementedError("eval_step: your code here")
 
 
+def epoch_batches(key, epoch, n, batch_size):
+    """One epoch's minibatches of an n-row dataset, as row indices and a mask: returns `(indices, mask)`.
+
+    `key` is a PRNG key, the same for the whole run; `epoch` an integer (traced under jit: one
+    program serves every epoch); `n` and `batch_size` Python ints (static). The epoch's order of
+    the rows is `jax.random.permutation(jax.random.fold_in(key, epoch), n)`: a new order every
+    epoch, the same one whenever the same epoch is asked again. Cut it into `-(-n // batch_size)`
+    batches of `batch_size` in that order; the last batch, when n is not a multiple of
+    `batch_size`, is filled up with row 0. `indices` is (batches, batch_size) int32, the row
+    numbers; `mask` (batches, batch_size) bool, True where an entry is one of the epoch's n rows
+    and False where it only fills the last batch.
+
+    Example: `epoch_batches(jax.random.key(0), 3, 5, 2)` gives 3 batches; `indices.ravel()[:5]`
+    is the epoch's order of the rows 0..4, `indices[2, 1] == 0` and `mask` is
+    `[[True, True], [True, True], [True, False]]`.
+
+    Graded (2 points):
+      - correct (1): make the output equal the reference's¹, called as written on 3 edge cases
+        ("the docstring's example", "whole batches only: no entry masked", "fewer rows than one
+        batch"; graded on other inputs of each kind) and 4 random cases.
+      - jit (1): make it work jitted by the grader (with `n` and `batch_size` static) once it is
+        correct: the reference's outputs on the same cases; in its exported program: no host
+        callbacks; no re-tracing (one program, exported from the shapes, for new values of those
+        shapes).
+      ¹ rtol 1e-6, atol 1e-6 for float outputs; integers, booleans and keys exactly.
+    """
+    raise NotImplementedError("epoch_batches: your code here")
+
+
+def masked_eval(params, batch_stats, x, labels, indices, mask):
+    """The classifier's metrics over the rows that `indices` and `mask` lay out in batches: `{"loss": ..., "accuracy": ...}`.
+
+    `params` and `batch_stats` are as in `classify`, `x` (n, IN) float32 and `labels` (n,) int32
+    a dataset, `indices` and `mask` (batches, batch_size), int32 and bool, as `epoch_batches`
+    makes them, of some of the dataset's rows (each real entry a different row; the filling
+    entries, False in `mask`, name row 0). Evaluate one batch at a time with `jax.lax.map` over
+    the batches (the memory of one batch's activations, whatever the dataset's size): each
+    batch's eval-mode logits on its rows, as in `eval_step`. Then the two float32 scalars over
+    the real entries only, each row once: `loss`, the mean softmax cross-entropy, and
+    `accuracy`, the fraction predicted right.
+
+    Example: with `indices = [[4, 1], [2, 0]]` and `mask = [[True, True], [True, False]]` the
+    metrics are those of `eval_step` on the rows 4, 1 and 2: the filling 0 never counts.
+
+    Graded (3 points):
+      - correct (2): make the output equal the reference's¹, called as written on 2 edge cases
+        ("the docstring's example: rows 4, 1, 2 and one filling entry", "whole batches only: no
+        entry masked"; graded on other inputs of each kind) and 4 random cases.
+      - jit (1): make it work jitted by the grader once it is correct: the reference's outputs
+        on the same cases; in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes); a `while` loop
+        (`lax.fori_loop`, `lax.scan`, `lax.while_loop`).
+      ¹ rtol 1e-5, atol 1e-6 for float outputs; integers, booleans and keys exactly.
+    """
+    raise NotImplementedError("masked_eval: your code here")
+
+
 class NormMLP(nnx.Module):
     """Linear(IN, HIDDEN) -> LayerNorm -> tanh -> Linear(HIDDEN, OUT): kernels, biases and a norm's scale."""
 

@@ -256,6 +256,60 @@ def eval_step(params, batch_stats, x, labels):
     ### END SOLUTION
 
 
+def epoch_batches(key, epoch, n, batch_size):
+    """One epoch's minibatches of an n-row dataset, as row indices and a mask: returns `(indices, mask)`.
+
+    `key` is a PRNG key, the same for the whole run; `epoch` an integer (traced under jit: one
+    program serves every epoch); `n` and `batch_size` Python ints (static). The epoch's order of
+    the rows is `jax.random.permutation(jax.random.fold_in(key, epoch), n)`: a new order every
+    epoch, the same one whenever the same epoch is asked again. Cut it into `-(-n // batch_size)`
+    batches of `batch_size` in that order; the last batch, when n is not a multiple of
+    `batch_size`, is filled up with row 0. `indices` is (batches, batch_size) int32, the row
+    numbers; `mask` (batches, batch_size) bool, True where an entry is one of the epoch's n rows
+    and False where it only fills the last batch.
+
+    Example: `epoch_batches(jax.random.key(0), 3, 5, 2)` gives 3 batches; `indices.ravel()[:5]`
+    is the epoch's order of the rows 0..4, `indices[2, 1] == 0` and `mask` is
+    `[[True, True], [True, True], [True, False]]`.
+    """
+    ### BEGIN SOLUTION
+    order = jax.random.permutation(jax.random.fold_in(key, epoch), n)
+    batches = -(-n // batch_size)
+    padded = jnp.zeros(batches * batch_size, jnp.int32).at[:n].set(order)
+    mask = jnp.arange(batches * batch_size) < n
+    return padded.reshape(batches, batch_size), mask.reshape(batches, batch_size)
+    ### END SOLUTION
+
+
+def masked_eval(params, batch_stats, x, labels, indices, mask):
+    """The classifier's metrics over the rows that `indices` and `mask` lay out in batches: `{"loss": ..., "accuracy": ...}`.
+
+    `params` and `batch_stats` are as in `classify`, `x` (n, IN) float32 and `labels` (n,) int32
+    a dataset, `indices` and `mask` (batches, batch_size), int32 and bool, as `epoch_batches`
+    makes them, of some of the dataset's rows (each real entry a different row; the filling
+    entries, False in `mask`, name row 0). Evaluate one batch at a time with `jax.lax.map` over
+    the batches (the memory of one batch's activations, whatever the dataset's size): each
+    batch's eval-mode logits on its rows, as in `eval_step`. Then the two float32 scalars over
+    the real entries only, each row once: `loss`, the mean softmax cross-entropy, and
+    `accuracy`, the fraction predicted right.
+
+    Example: with `indices = [[4, 1], [2, 0]]` and `mask = [[True, True], [True, False]]` the
+    metrics are those of `eval_step` on the rows 4, 1 and 2: the filling 0 never counts.
+    """
+    ### BEGIN SOLUTION
+    def one_batch(batch):
+        rows, real = batch
+        logits, _ = classify(params, batch_stats, x[rows], None, False)
+        losses = optax.softmax_cross_entropy_with_integer_labels(logits, labels[rows])
+        hits = real & (jnp.argmax(logits, axis=-1) == labels[rows])
+        return jnp.sum(jnp.where(real, losses, 0.0)), jnp.sum(hits)
+
+    losses, hits = jax.lax.map(one_batch, (indices, mask))
+    count = jnp.sum(mask)
+    return {"loss": jnp.sum(losses) / count, "accuracy": jnp.sum(hits) / count}
+    ### END SOLUTION
+
+
 class NormMLP(nnx.Module):
     """Linear(IN, HIDDEN) -> LayerNorm -> tanh -> Linear(HIDDEN, OUT): kernels, biases and a norm's scale."""
 

@@ -1,7 +1,8 @@
 """Topic `training`: a Flax NNX MLP, an Optax chain (clipping + schedule), a jitted, donating
 train step, and a training loop judged by the loss it reaches on the grader's own data; then a
-classifier with BatchNorm and Dropout in train and eval mode, its evaluation step, one AdamW
-step with the decay masked, and training resumed from an Orbax checkpoint.
+classifier with BatchNorm and Dropout in train and eval mode, its evaluation step, an epoch's
+batches drawn from keys with the last one masked and evaluated batch by batch, one AdamW step
+with the decay masked, and training resumed from an Orbax checkpoint.
 
 The classifier's exercises (`classify`, `eval_step`) are judged by `correct` alone (and `jit`):
 its cases hold both modes and, in train mode, several keys (the edge families guarantee it in
@@ -52,6 +53,17 @@ rounding on another platform (not measured yet on the TPU), and fails half the s
 a constant rate, full-batch steps, RMSprop and SGD on every seed; another batch order and Adam
 without the clipping (`correct`'s to catch on `train_step`) on nearly every seed.
 
+The data pipeline (`epoch_batches`, `masked_eval`) is judged by `correct` and `jit`. The task
+fixes the epoch's order (`fold_in(key, epoch)`, then `permutation`), so the outputs compare
+exactly; the random cases draw the key and the epoch (an order that ignores the epoch, or
+batches that drop the partial last one, differ), and the epoch stays a value (a `jit` that holds
+it static cannot be exported for an epoch it was not given). `masked_eval`'s cases lay out a
+subset of the dataset's rows (`size` of `size + 3`) in batches of a size fixed per size (one
+shape for the `jit` check's two samples), with a partial last batch at every size but the
+smallest: the filling row 0 counted, rows outside the layout counted, or a mean of the batches'
+means each show. Its `jit` asks for a loop over the batches (`UsesOp("while")`: `lax.map`), so
+that the right values computed on every batch at once lose that point alone.
+
 `adamw_step` is judged by `correct` on both outputs: the new parameters, and Optax's state after
 the step, whose structure shows the mask (Adam's state, a masked part around the decay's empty
 state, the learning rate's empty state). No mask leaves a plain empty state in the middle (a
@@ -93,7 +105,7 @@ import numpy as np
 
 from jaxlings.grading import workloads
 from jaxlings.grading.checks import Compiles, Correct, Jit, Speed, Trains
-from jaxlings.grading.requirements import Donates
+from jaxlings.grading.requirements import Donates, UsesOp
 from jaxlings.grading.spec import Case, Edge, Exercise, Key, Topic
 
 IN, HIDDEN, OUT = 8, 32, 1
@@ -322,6 +334,87 @@ _EXAMPLE_EVAL = {
         "kernel": np.zeros((HIDDEN, CLASSES), np.float32),
     },
 }
+
+
+# -- the data pipeline (`epoch_batches`, `masked_eval`): epochs, shuffles, a last batch masked
+
+
+def _layout(rows: np.ndarray, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """`rows` in batches of `batch_size`, the last filled up with row 0, and the mask of the real
+    entries: what `epoch_batches` returns for an order."""
+    batches = -(-len(rows) // batch_size)
+    indices = np.zeros(batches * batch_size, np.int32)
+    indices[: len(rows)] = rows
+    mask = np.arange(batches * batch_size) < len(rows)
+    return indices.reshape(batches, batch_size), mask.reshape(batches, batch_size)
+
+
+def _epoch(rng: np.random.Generator, size: int) -> Case:
+    """`size` rows in batches of 2 to 65 (more than the rows at the smallest sizes: one partial
+    batch), a drawn key and epoch."""
+    batch_size = int(rng.integers(2, min(size, 64) + 2))
+    return Case((_key(rng), int(rng.integers(0, 1000)), size, batch_size))
+
+
+def _epoch_ragged(rng: np.random.Generator) -> Case:
+    """The docstring's example's structure: whole batches, then a partial one."""
+    batch_size = int(rng.integers(2, 7))
+    n = batch_size * int(rng.integers(1, 4)) + int(rng.integers(1, batch_size))
+    return Case((_key(rng), int(rng.integers(0, 1000)), n, batch_size))
+
+
+def _epoch_whole_batches(rng: np.random.Generator) -> Case:
+    batch_size = int(rng.integers(1, 9))
+    return Case((_key(rng), int(rng.integers(0, 1000)), batch_size * int(rng.integers(1, 6)), batch_size))
+
+
+def _epoch_one_partial(rng: np.random.Generator) -> Case:
+    n = int(rng.integers(1, 8))
+    return Case((_key(rng), int(rng.integers(0, 1000)), n, n + int(rng.integers(1, 5))))
+
+
+def _eval_batch_size(size: int) -> int:
+    """The batch size of `masked_eval`'s random cases: fixed per size (two samples of a size have
+    one shape, as the `jit` check's trusted samples must), a partial last batch at every size
+    but the smallest."""
+    return max(2, int(np.sqrt(size)) + 1)
+
+
+def _masked(rng: np.random.Generator, size: int) -> Case:
+    """A dataset of `size + 3` rows, `size` of them drawn (a new subset and order each time) and
+    laid out in batches: rows the layout leaves out must not count, nor the filling row 0."""
+    n = size + 3
+    rows = rng.permutation(n)[:size]
+    return Case(
+        (
+            _classifier_params(rng),
+            _batch_stats(rng),
+            _f32(rng, n, IN),
+            _labels(rng, n),
+            *_layout(rows, _eval_batch_size(size)),
+        )
+    )
+
+
+def _masked_drawn(whole: bool) -> Callable[[np.random.Generator], Case]:
+    """Every entry real (`whole`), or one batch only, partial."""
+
+    def make(rng: np.random.Generator) -> Case:
+        n = int(rng.integers(2, 12))
+        if whole:
+            batch_size = int(rng.integers(1, 5))
+            rows = rng.permutation(n)[: batch_size * int(rng.integers(1, n // batch_size + 1))]
+        else:
+            rows = rng.permutation(n)[: int(rng.integers(1, n + 1))]
+            batch_size = len(rows) + int(rng.integers(1, 4))
+        return Case(
+            (_classifier_params(rng), _batch_stats(rng), _f32(rng, n, IN), _labels(rng, n), *_layout(rows, batch_size))
+        )
+
+    return make
+
+
+_EXAMPLE_MASKED = _layout(np.array([4, 1, 2]), 2)
 
 
 # -- adamw_step: the parameters of NormMLP (Linear -> LayerNorm -> tanh -> Linear), as nnx names them
@@ -598,6 +691,76 @@ TOPIC = Topic(
                 "Both metrics are means over the n rows: the per-row losses, and the per-row comparisons of the "
                 "predicted class with the label (a boolean of shape (n,), made float). Return them in a dict with the "
                 "keys `loss` and `accuracy`.",
+            ),
+        ),
+        Exercise(
+            name="epoch_batches",
+            sample=_epoch,
+            sizes=(3, 10, 100, 1000),
+            static_argnums=(2, 3),
+            edge_cases=(
+                Edge(Case((Key(0), 3, 5, 2), "the docstring's example"), _epoch_ragged),
+                Edge(Case((Key(1), 0, 8, 4), "whole batches only: no entry masked"), _epoch_whole_batches),
+                Edge(Case((Key(2), 7, 3, 5), "fewer rows than one batch"), _epoch_one_partial),
+            ),
+            checks=(Correct(1), Jit(1)),
+            hints=(
+                "One key for the whole run, a new order every epoch: make the epoch's key from the run's key and the "
+                "epoch number, then shuffle the row numbers 0..n-1 with it.",
+                "`jax.random.fold_in(key, epoch)` gives the epoch's key (`epoch` may be traced: one program for every "
+                "epoch, so never make it static); `jax.random.permutation(epoch_key, n)` gives the order.",
+                "`-(-n // batch_size)` batches: put the order into int32 zeros of that many times `batch_size` "
+                "(`.at[:n].set(order)`), reshape to (batches, batch_size); the mask is `jnp.arange(...) < n`, "
+                "reshaped the same.",
+            ),
+        ),
+        Exercise(
+            name="masked_eval",
+            sample=_masked,
+            sizes=(2, 5, 16, 64),
+            edge_cases=(
+                Edge(
+                    Case(
+                        (
+                            _EXAMPLE_CLASSIFIER,
+                            _batch_stats(np.random.default_rng(18)),
+                            _f32(np.random.default_rng(19), 6, IN),
+                            np.array([0, 1, 2, 3, 0, 1], np.int32),
+                            *_EXAMPLE_MASKED,
+                        ),
+                        "the docstring's example: rows 4, 1, 2 and one filling entry",
+                    ),
+                    _masked_drawn(False),
+                ),
+                Edge(
+                    Case(
+                        (
+                            _EXAMPLE_CLASSIFIER,
+                            _batch_stats(np.random.default_rng(20)),
+                            _f32(np.random.default_rng(21), 5, IN),
+                            _labels(np.random.default_rng(22), 5),
+                            *_layout(np.array([3, 0, 4, 1]), 2),
+                        ),
+                        "whole batches only: no entry masked",
+                    ),
+                    _masked_drawn(True),
+                ),
+            ),
+            rtol=1e-5,
+            atol=1e-6,
+            checks=(
+                Correct(2),
+                Jit(1, requirements=(UsesOp("while", "one batch at a time: `jax.lax.map` over the batches"),)),
+            ),
+            hints=(
+                "Each real entry is one row, counted once; the filling entries are there only to make the last batch "
+                "whole. Evaluate batch by batch, keep sums, and divide once at the end.",
+                "`jax.lax.map(one_batch, (indices, mask))` calls `one_batch` on one batch's row numbers and mask at a "
+                "time; inside, `x[rows]` and `labels[rows]` gather the batch and your `classify(..., None, False)` "
+                "gives its eval-mode logits.",
+                "In each batch, sum the per-row losses and the right predictions where the mask is True (`jnp.where`, "
+                "or `&` with the mask); outside the map, divide both totals by `mask.sum()`. A mean of the batches' "
+                "means would weigh the short last batch like a full one.",
             ),
         ),
         Exercise(

@@ -116,6 +116,17 @@ HIDDEN: dict[str, list[str] | None] = {
             "eval_in_train_mode",
         )
     },
+    **{
+        f"training__{v}": ["training.epoch_batches", "training.masked_eval"]
+        for v in (
+            "same_order_every_epoch",
+            "drops_last_batch",
+            "epoch_static",
+            "mean_over_padding",
+            "mean_of_batch_means",
+            "eval_all_at_once",
+        )
+    },
     "ising__written_differently": [f"ising.{e}" for e in ("tfim_hamiltonian", "ground_state_energy", "correlations")],
 }
 """Hidden mode (what results.json, the gradebook and the web page show): the gradings the topic

@@ -9,7 +9,10 @@ given), `no_clipping` (Adam without the chain's clipping), `recompiles` (a new j
 optimizer state every step) and `reuses_donated` (the loop keeps the parameters the first step
 donated); for the classifier, `fixed_dropout_key` (train mode ignores its key), `dropout_in_eval`,
 `batch_stats_in_eval`, `stats_not_updated` (train mode returns the running averages it was given),
-and for its evaluation `accuracy_wrong_axis`, `loss_summed` and `eval_in_train_mode`. Every verdict
+and for its evaluation `accuracy_wrong_axis`, `loss_summed` and `eval_in_train_mode`; for the data
+pipeline, `same_order_every_epoch`, `drops_last_batch`, `epoch_static` (jitted with the epoch
+static), `mean_over_padding`, `mean_of_batch_means` and `eval_all_at_once` (right values, no loop
+over the batches). Every verdict
 here is a value, a count or a loss, never a time.
 
 `adamw_step`'s: `adamw_unmasked` (decay on every parameter), `adamw_mask_inverted` (the biases
@@ -26,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from helpers.grading import (
@@ -59,7 +63,7 @@ def reference(request):
 
 def test_reference_gets_full_marks(reference):
     assert short_of_full_marks(reference) == set(), [t.output for t in reference.tests if t.score < t.max_score]
-    assert reference.max_score == 20  # every point earned, within the clock's noise (above)
+    assert reference.max_score == 25  # every point earned, within the clock's noise (above)
 
 
 def test_reference_step_donates_its_whole_state_and_compiles_once(reference):
@@ -138,6 +142,51 @@ def test_crafted_classifier_fails_its_checks(tmp_path_factory, variant, classify
     if exercise == "classify":  # the case that shows it is of the faulty mode
         mode = "eval mode" if variant in ("dropout_in_eval", "batch_stats_in_eval") else "train mode"
         assert text.startswith(mode) or f", {mode == 'train mode'})" in text
+
+
+# -- the data pipeline: epochs, shuffles, the last batch masked; one fault each --------------------------
+
+
+PIPELINE = [f"{TOPIC}.epoch_batches", f"{TOPIC}.masked_eval"]
+
+
+@pytest.mark.slow  # six submissions' epoch_batches and masked_eval graded: ~3 min on a 2-core CPU
+@pytest.mark.parametrize(
+    "variant, epoch_batches, masked_eval, what",
+    [
+        ("same_order_every_epoch", {"correct", "jit"}, set(), "values differ"),
+        ("drops_last_batch", {"correct", "jit"}, set(), "shape"),
+        ("epoch_static", {"jit"}, set(), "marks argument 1 static"),
+        ("mean_over_padding", set(), {"correct", "jit"}, "`output["),
+        ("mean_of_batch_means", set(), {"correct", "jit"}, "`output["),
+        ("eval_all_at_once", set(), {"jit"}, "`while`"),
+    ],
+)
+def test_crafted_pipeline_fails_its_checks(tmp_path_factory, variant, epoch_batches, masked_eval, what):
+    """Each fault of the pipeline loses the points it deserves and no other: a wrong order or layout
+    fails `correct`, a static epoch or an evaluation without a loop over the batches `jit`."""
+    result = grade_variant(tmp_path_factory, TOPIC, variant, PIPELINE)
+    for exercise, wrong in (("epoch_batches", epoch_batches), ("masked_eval", masked_eval)):
+        assert failed(result, exercise) == wrong, [t.output for t in result.tests]
+    exercise = "epoch_batches" if epoch_batches else "masked_eval"
+    check = "correct" if "correct" in (epoch_batches or masked_eval) else "jit"
+    assert what in message(result, exercise, check), message(result, exercise, check)
+
+
+def test_every_run_lays_out_a_partial_batch_and_a_subset_of_the_rows():
+    """A mask ignored, a mean of batch means and rows outside the layout counted can only show in
+    cases with a partial last batch and a layout of some of the dataset's rows: every random case
+    of `masked_eval` beyond the smallest size has both, whatever the seed; `epoch_batches` is asked
+    for the epoch's order at several epochs in every run."""
+    ex = next(e for e in topics.load(TOPIC).exercises if e.name == "masked_eval")
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        for size in ex.sizes[1:]:
+            _, _, x, _, _, mask = ex.sample(rng, size).args
+            assert not mask.all() and mask.sum() < len(x)
+    epochs = next(e for e in topics.load(TOPIC).exercises if e.name == "epoch_batches")
+    drawn = {epochs.sample(np.random.default_rng(s), 10).args[1] for s in range(5)}
+    assert len(drawn) > 1
 
 
 def test_every_run_grades_the_classifier_in_both_modes_with_several_keys():
