@@ -13,18 +13,21 @@ worker of its own (`TopicSession.analyser`: an empty module) deserializes each a
 refuses unsafe ones, reports facts about the program (its StableHLO ops, and from compiling it
 there: HLO lines, loops and their trip counts, collectives, FLOPs, compile time) and runs it:
 the `first` program on BOTH large samples, the `other` on the small one. Every output must be
-the function's (the reference's outputs on those samples when the function is correct, else the
-function's own jitted outputs, asked of the student only after its programs were received), so
-the facts describe a program shown by data to be the function on inputs its author did not
-know: a program made of constants, or for values it was handed, computes nothing here.
+the function's (the reference's outputs on those samples; in a public run, which is advisory
+and on the student's own machine, the function's own jitted outputs, asked of the student only
+after its programs were received: `function_outputs`), so the facts describe a program shown by
+data to be the function on inputs its author did not know: a program made of constants, or for
+values it was handed, computes nothing here.
 
 "No re-tracing" (`runs_again`) is judged on the same fresh values: one program exported from the
 shapes computes the function on two fresh samples of those shapes. A function whose own jit
 holds a data argument static cannot be exported from specs at all (the worker says why).
 
-Each analysis of a student's program has a deadline derived from the reference's analysis of the
-same request (`ANALYSIS_FLOOR`, `ANALYSIS_FACTOR`, within the call timeout): a program that runs
-away or crashes restarts only the analysis worker. The reference's programs are exported from
+Each analysis of a student's program has a budget derived from the reference's analysis of the
+same request (`ANALYSIS_FLOOR`, `ANALYSIS_FACTOR`): CPU seconds where the workers' CPU time is
+measured (their cgroups), so that a loaded grading machine costs the student nothing, with the
+call timeout as the wall clock's backstop; wall seconds, within the call timeout, elsewhere. A
+program that runs away or crashes restarts only the analysis worker. The reference's programs are exported from
 the same specs and analysed in the reference's own worker, so relative requirements compare
 like with like.
 
@@ -35,6 +38,7 @@ specs, `pmap`) travel apart, under `facts["advisory"]`: they shape messages, nev
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -48,8 +52,8 @@ from jaxlings.worker.wire import Key, Spec
 Facts = dict[str, Any]
 
 ANALYSIS_FLOOR = 30.0
-"""Seconds an analysis of a student's program may always take: a cold compile in a fresh worker
-(the reference's may be a load from the compilation cache), on a loaded machine."""
+"""Seconds (of CPU where measured) an analysis of a student's program may always take: a cold
+compile in a fresh worker (the reference's may be a load from the compilation cache)."""
 
 ANALYSIS_FACTOR = 10.0
 """Past the floor, an analysis may take this many times the reference's of the same request."""
@@ -114,17 +118,25 @@ def traced_facts(session: TopicSession, request: dict[str, Any], rtol: float, at
     programs = stu_trace["programs"]
     facts, outs, _ = _analysed(session, programs, request, student=True, reference_seconds=ref_seconds)
     facts["advisory"] = stu_trace.get("advisory", {})
+    expected = ref_outs if ref_outs is not None else function_outputs(session, request, outs)
     for name, out in outs.items():
-        _verify(ref_outs[name], out, rtol, atol, again=name == "again")
+        _verify(expected[name], out, rtol, atol, again=name == "again")
     if "again" in outs:
         facts["runs_again"] = True
     return facts, ref
 
 
-def reference_facts(session: TopicSession, request: dict[str, Any]) -> tuple[Facts, dict[str, Any], dict[str, float]]:
+def reference_facts(
+    session: TopicSession, request: dict[str, Any]
+) -> tuple[Facts, dict[str, Any] | None, dict[str, float]]:
     """(facts, outputs by run, seconds by run) of the reference's own programs for `request`,
     exported from the same specs and analysed in the reference's worker (live, or as recorded:
-    the facts, outputs and times travel in the public expectations, never the programs)."""
+    the facts and times travel in the public expectations, never the programs).
+
+    The outputs are None in a public run: there the student's programs are verified against the
+    student's own jitted function on the same samples (`function_outputs`), so the public
+    expectations need not carry the reference's outputs on the largest samples (the bulk of a
+    recording: remat_grad's alone were a megabyte)."""
 
     def compute() -> dict[str, Any]:
         ref_trace = session.call_reference("trace", **trace_request(request))
@@ -132,10 +144,25 @@ def reference_facts(session: TopicSession, request: dict[str, Any]) -> tuple[Fac
         facts["advisory"] = ref_trace.get("advisory", {})
         if "again" in outs:
             facts["runs_again"] = True
-        return {"facts": facts, "outs": outs, "seconds": seconds}
+        return {"facts": facts, "seconds": seconds, **({} if session.public else {"outs": outs})}
 
     answer = session.answer("traced", request, compute)
-    return answer["facts"], answer["outs"], answer.get("seconds", {})
+    return answer["facts"], answer.get("outs"), answer.get("seconds", {})
+
+
+def function_outputs(session: TopicSession, request: dict[str, Any], runs: Iterable[str]) -> dict[str, Any]:
+    """The student's own jitted function (with the request's transforms) on each run's sample, asked
+    after its programs were received: what a public run verifies the programs against. The
+    function's values are `correct`'s to judge (`jit` runs only once it passed), so the programs
+    need only compute the function; the hidden grading compares them with the reference's."""
+    inputs = {run: sample for run, _, sample in RUNS}
+    fields = {
+        "fn": request["fn"],
+        "jit": True,
+        "static_argnums": tuple(request.get("static_argnums", ())),
+        "transforms": request.get("transforms", []),
+    }
+    return {run: session.call_student("call", args=request[inputs[run]], **fields)["out"] for run in runs}
 
 
 def _analysed(
@@ -161,7 +188,8 @@ def _analysed(
             continue
         if exported not in programs:
             raise StudentError(f"the trace reply has no `{exported}` program")
-        t0 = time.monotonic()
+        worker = session.analyser if student else session.ref
+        t0, cpu0 = time.monotonic(), worker.cpu_seconds()
         reply = _analyse(
             session,
             programs[exported],
@@ -170,7 +198,8 @@ def _analysed(
             reference_seconds=(reference_seconds or {}).get(run),
             shingles=student and run == "first" and not request.get("transforms"),
         )
-        seconds[run] = round(time.monotonic() - t0, 3)
+        cpu1 = worker.cpu_seconds()
+        seconds[run] = round(cpu1 - cpu0 if cpu0 is not None and cpu1 is not None else time.monotonic() - t0, 3)
         outs[run] = reply["out"]
         if run == "first":
             facts = dict(reply["facts"])
@@ -232,12 +261,19 @@ def program_layouts(
     return ref["out"], ref["shardings"], reply.get("shardings", [])
 
 
-def analysis_deadline(session: TopicSession, reference_seconds: float | None) -> float:
-    """Seconds a student's program may take in the analysis worker: `ANALYSIS_FACTOR` times the
-    reference's analysis of the same request, at least `ANALYSIS_FLOOR`, within the call
-    timeout and the topic's time left."""
+def analysis_deadline(session: TopicSession, reference_seconds: float | None) -> tuple[float | None, float]:
+    """(CPU budget, wall deadline) in seconds of a student's program in the analysis worker.
+
+    The budget is `ANALYSIS_FACTOR` times the reference's analysis of the same request (its CPU
+    seconds where measured), at least `ANALYSIS_FLOOR`. Where the analysis worker's CPU time is
+    measured the budget is of CPU and the wall deadline is the call timeout (at least the
+    budget); elsewhere the budget is the wall deadline, within the call timeout. Both end at the
+    topic's time left."""
     wanted = max(ANALYSIS_FLOOR, ANALYSIS_FACTOR * float(reference_seconds or 0.0))
-    return min(wanted, session.limits.call_timeout, max(5.0, session.time_left()))
+    left = max(5.0, session.time_left())
+    if session.analyser.cpu_seconds() is None:
+        return None, min(wanted, session.limits.call_timeout, left)
+    return wanted, min(max(wanted, session.limits.call_timeout), left)
 
 
 def _analyse(
@@ -257,17 +293,20 @@ def _analyse(
     if shingles:
         fields["shingles"] = True
     worker = session.analyser if student else session.ref
-    timeout = analysis_deadline(session, reference_seconds) if student else REFERENCE_TIMEOUT
+    budget, timeout = analysis_deadline(session, reference_seconds) if student else (None, REFERENCE_TIMEOUT)
     try:
-        reply = replies.check("analyse", worker.request("analyse", timeout, **fields))
+        reply = replies.check("analyse", worker.request("analyse", timeout, cpu_budget=budget, **fields))
     except (WorkerDied, replies.MalformedReply) as exc:
         if not student:
             raise GraderError(f"analysing the reference's exported program failed: {exc}") from None
         session.restart_analyser()
-        raise StudentError(
-            f"running the exported jitted program on the grader's side failed (it may take up to "
-            f"{timeout:.0f} s): {exc}"
-        ) from None
+        if getattr(exc, "timed_out", False):
+            allowed = f"{budget:g} s of CPU" if budget is not None else f"{timeout:.0f} s"
+            raise StudentError(
+                f"the exported jitted program did not finish on the grader's side within {allowed} "
+                "(compiling it, then running it on the samples)"
+            ) from None
+        raise StudentError(f"running the exported jitted program on the grader's side failed: {exc}") from None
     if not reply["ok"]:
         err = reply["error"]
         message = err["message"] if err["type"] == "ProgramRefused" else f"{err['type']}: {err['message']}"

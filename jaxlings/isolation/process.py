@@ -55,6 +55,8 @@ MEMORY_POLL = 0.1  # seconds between two readings of a worker's memory (`_watch_
 
 
 TIMED_OUT = "did not finish in time"
+CPU_POLL = 0.25
+"""Seconds between readings of a request's CPU time (`WorkerProcess.request`'s `cpu_budget`)."""
 """How `WorkerProcess.killed_for` begins when a request's deadline stopped the worker."""
 
 
@@ -550,11 +552,22 @@ class WorkerProcess:
 
     # -- requests --------------------------------------------------------------------------
 
-    def request(self, op: str, timeout: float, *, max_reply: ReplyBound | None = None, **fields: Any) -> dict[str, Any]:
+    def request(
+        self,
+        op: str,
+        timeout: float,
+        *,
+        max_reply: ReplyBound | None = None,
+        cpu_budget: float | None = None,
+        **fields: Any,
+    ) -> dict[str, Any]:
         """Send one request and return the reply; WorkerDied if the worker is or goes away.
 
         The reply is bounded by `max_reply`, else by `bound_for(op, fn)`, else by the absolute
         cap (`ReplyBound`); past it, the worker is stopped and WorkerDied says how large it was.
+        `cpu_budget`: where the worker's CPU time is measurable (`cpu_seconds`), the request may
+        use that many CPU seconds, then the worker is stopped as late; `timeout` stays the wall
+        clock's backstop. CPU time is what the request costs, whatever else loads the machine.
         """
         if not self.alive:
             raise WorkerDied(self.death_reason("before the request"))
@@ -564,10 +577,38 @@ class WorkerProcess:
         except OSError:
             raise WorkerDied(self.death_reason(f"while receiving a {op} request")) from None
         sizes: list[tuple[int, int]] = []
-        reply = self._receive(time.monotonic() + timeout, f"during `{op}`", bound, sizes)
+        with self._cpu_watch(cpu_budget, f"during `{op}`"):
+            reply = self._receive(time.monotonic() + timeout, f"during `{op}`", bound, sizes)
         key = (op, fields.get("fn"))
         self.reply_sizes[key] = max(self.reply_sizes.get(key, (0, 0)), sizes[0])
         return reply
+
+    @contextlib.contextmanager
+    def _cpu_watch(self, budget: float | None, what: str) -> Iterator[None]:
+        """While the block runs, stop the worker once it has used `budget` CPU seconds more than
+        at the start (`request`'s `cpu_budget`); nothing where its CPU time is not measurable."""
+        start = self.cpu_seconds() if budget is not None else None
+        if budget is None or start is None:
+            yield
+            return
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.wait(CPU_POLL):
+                used = self.cpu_seconds()
+                if used is None or not self.alive:
+                    return
+                if used - start > budget:
+                    self.kill(f"{TIMED_OUT} (used more than {budget:g} s of CPU {what})")
+                    return
+
+        watcher = threading.Thread(target=watch, name="jaxlings-cpu-watch", daemon=True)
+        watcher.start()
+        try:
+            yield
+        finally:
+            done.set()
+            watcher.join()
 
     def _receive(
         self, deadline: float, what: str, bound: ReplyBound | None = None, sizes: list[tuple[int, int]] | None = None

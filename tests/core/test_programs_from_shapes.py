@@ -27,6 +27,7 @@ from helpers.grading import (
     failing,
     grade_dir,
     needs_bwrap,
+    table,
     verdicts,
     write_submission,
 )
@@ -80,17 +81,30 @@ def test_a_malformed_spec_is_refused_on_the_wire():
         wire.decode(payload)
 
 
-def test_the_analysis_deadline_follows_the_reference_within_the_call_timeout(monkeypatch):
+def test_the_analysis_budget_follows_the_reference_in_cpu_time_where_measured(monkeypatch):
+    class Analyser:
+        cpu: float | None = 0.0
+
+        def cpu_seconds(self) -> float | None:
+            return self.cpu
+
     class Session:
         limits = type("L", (), {"call_timeout": 60.0})()
+        analyser = Analyser()
 
         def time_left(self) -> float:
             return 500.0
 
-    assert structure.analysis_deadline(Session(), 0.2) == structure.ANALYSIS_FLOOR
+    session = Session()
+    # measured: a CPU budget, the call timeout the wall's backstop (never below the budget)
+    assert structure.analysis_deadline(session, 0.2) == (structure.ANALYSIS_FLOOR, 60.0)
     monkeypatch.setattr(structure, "ANALYSIS_FLOOR", 1.0)
-    assert structure.analysis_deadline(Session(), 0.5) == 10 * 0.5
-    assert structure.analysis_deadline(Session(), 30.0) == 60.0
+    assert structure.analysis_deadline(session, 0.5) == (10 * 0.5, 60.0)
+    assert structure.analysis_deadline(session, 30.0) == (300.0, 300.0)
+    # not measured: the budget is the wall deadline, within the call timeout
+    session.analyser.cpu = None
+    assert structure.analysis_deadline(session, 0.5) == (None, 10 * 0.5)
+    assert structure.analysis_deadline(session, 30.0) == (None, 60.0)
 
 
 # -- honest functions keep their points, a static data argument is named -----------------------------
@@ -222,5 +236,29 @@ def test_a_runaway_program_restarts_only_the_analysis_worker(tmp_path, monkeypat
     assert_complete(result, names)
     assert failing(result) == {"loops.power_iteration:jit"}
     message = verdicts(result)["loops.power_iteration:jit"][2]
-    assert "on the grader's side failed" in message and "in time" in message, message
+    assert "did not finish on the grader's side within 4 s" in message, message
     assert restarts == {"reference": 0, "analyser": 1}  # ema's programs then ran in a fresh analyser
+
+
+# -- a public run verifies the programs against the function's own outputs -------------------------------
+
+OTHER_PROGRAM = RUNAWAY.replace(
+    "    spin = lax.while_loop(lambda c: c >= 0, lambda c: c + 1.0, jnp.sum(A) * 0.0)  # never ends\n"
+    "    return x0 + spin, spin\n",
+    "    x, lam = power_iteration(A, x0, n_iters)\n    return x, lam + 1.0  # one more than the function gives\n",
+)
+
+
+@pytest.mark.slow
+def test_a_public_run_holds_the_programs_to_the_functions_own_outputs(tmp_path):
+    """A public run has no reference outputs for the trusted samples (the public expectations do
+    not carry them): a program that computes something else than the function still fails
+    `jit` there, one that computes the function passes."""
+    assert "one more than the function gives" in OTHER_PROGRAM
+    folder = write_submission(tmp_path, {"loops": OTHER_PROGRAM})
+    names = ["loops.power_iteration", "loops.ema"]
+    result = grade_dir(folder, names, public=True)
+    assert_complete(result, names)
+    assert failing(result) == {"loops.power_iteration:jit"}, table(result)
+    message = verdicts(result)["loops.power_iteration:jit"][2]
+    assert "does not compute the function" in message, message

@@ -12,11 +12,11 @@ def scatter_ops(x, idx, vals):
 
 
 def histogram(x, nbins):
-    # right, jit-able, uses scatter-add, but a Python loop over the values: slow
-    h = jnp.zeros(nbins, jnp.int32)
-    for i in range(x.shape[0]):
-        h = h.at[x[i]].add(1)
-    return h
+    # right, jit-able, uses scatter-add, but a pass over all the values for each bin: slow
+    def count(b, h):
+        return h.at[b].add(jnp.sum(x == b, dtype=jnp.int32))
+
+    return jax.lax.fori_loop(0, nbins, count, jnp.zeros(nbins, jnp.int32))
 
 
 def mask_fill(x, threshold, fill):

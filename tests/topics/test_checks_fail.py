@@ -72,7 +72,7 @@ def test_control_exercises_pass(prng_faults, at_faults):
 
 
 @pytest.mark.slow  # prng_faults and at_faults grade two whole topics: ~110 s on a 2-core CPU
-def test_python_loop_fails_speed_only(at_faults):
+def test_a_pass_over_the_values_per_bin_fails_speed_only(at_faults):
     mine = {n for n in failing(at_faults) if n.startswith("at_updates.histogram")}
     assert mine == {"at_updates.histogram:speed"}
     assert verdicts(at_faults)["at_updates.histogram:speed"][0] == 0

@@ -93,6 +93,28 @@ def test_cpu_time_of_ended_threads_and_children_is_counted(tmp_path):
     assert w.cpu_seconds() >= final  # the last reading survives close()
 
 
+SLEEPER = (
+    BURNERS
+    + """
+    def sleep(seconds):
+        time.sleep(seconds)
+        return np.zeros(1, np.float32)
+"""
+)
+
+
+def test_a_cpu_budget_stops_work_not_waiting(tmp_path):
+    """A request's `cpu_budget` counts what the worker does, not how long the machine keeps it
+    waiting: a sleep past the budget is answered, a spin past it is stopped as late."""
+    with start(tmp_path, SLEEPER) as w:
+        cgroups_or_skip(w)
+        reply = w.request("call", 30.0, cpu_budget=0.5, fn="sleep", args=(1.5,))
+        assert reply["ok"], reply
+        with pytest.raises(WorkerDied) as died:
+            w.request("call", 30.0, cpu_budget=0.5, fn="in_thread", args=(20.0,))
+    assert died.value.timed_out and "used more than 0.5 s of CPU during `call`" in str(died.value), died.value
+
+
 @pytest.mark.slow
 def test_without_cgroups_cpu_time_is_not_claimed(tmp_path, monkeypatch):
     monkeypatch.setenv(cgroups.CGROUP_ROOT_ENV, "off")
