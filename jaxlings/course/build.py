@@ -139,25 +139,28 @@ def build(
                 raise BuildError(str(exc)) from None
             built.append(_generate(course_dir / "source" / name / f"{name}.ipynb", text, check))
         if public_dir is not None:
-            target = public_dir / f"{name}.json"
-            if target.exists() and expectations.up_to_date(name, solutions_dir):
-                built.append(Built(target, False))
+            target, blobs = public_dir / f"{name}.json", public_dir / f"{name}.bin"
+            if target.exists() and blobs.exists() and expectations.up_to_date(name, solutions_dir):
+                built += [Built(target, False), Built(blobs, False)]
             elif check:
-                built.append(Built(target, True))
+                built += [Built(target, True), Built(blobs, True)]
             else:
                 if on_record:
                     on_record(name)
                 try:
-                    built.append(_generate(target, expectations.record(name, solutions_dir), check))
+                    text, data = expectations.record(name, solutions_dir)
                 except expectations.RecordingError as exc:
                     raise BuildError(str(exc)) from None
+                built += [_generate(target, text, check), _generate(blobs, data, check)]
     return built
 
 
-def _generate(target: Path, text: str, check: bool) -> Built:
-    """Write `text` to `target` unless it is already there (or `check` forbids writing)."""
-    changed = not target.exists() or target.read_text() != text
+def _generate(target: Path, content: str | bytes, check: bool) -> Built:
+    """Write `content` (text or bytes) to `target` unless it is already there (or `check`
+    forbids writing)."""
+    data = content.encode() if isinstance(content, str) else content
+    changed = not target.exists() or target.read_bytes() != data
     if changed and not check:
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
+        target.write_bytes(data)
     return Built(target, changed)

@@ -26,6 +26,7 @@ import tarfile
 import tempfile
 import tomllib
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ import numpy as np
 from jaxlings import __version__
 from jaxlings.course.markers import BEGIN, DEF, END
 from jaxlings.grading import paths, topics
-from jaxlings.grading.answers import from_blob
+from jaxlings.grading.answers import blobs_in, from_blob
 from jaxlings.grading.source import parse_trusted
 from jaxlings.grading.spec import Case, Edge, same_args
 
@@ -86,7 +87,7 @@ include-package-data = true
 include = ["jaxlings*"]
 
 [tool.setuptools.package-data]
-"*" = ["*.json", "*.md", "*.ipynb", "exercises/*.py"]
+"*" = ["*.json", "*.bin", "*.md", "*.ipynb", "exercises/*.py"]
 """
 
 README = """\
@@ -148,7 +149,8 @@ def stage(target: Path) -> Path:
         (files / "notebooks").mkdir(parents=True, exist_ok=True)
         notebook = released_notebook(paths.course_dir() / "source" / name / f"{name}.ipynb")
         (files / "notebooks" / f"{name}.ipynb").write_text(notebook)
-        shutil.copyfile(source / "public" / f"{name}.json", pkg / "public" / f"{name}.json")
+        for suffix in (".json", ".bin"):
+            shutil.copyfile(source / "public" / f"{name}{suffix}", pkg / "public" / f"{name}{suffix}")
     (target / "pyproject.toml").write_text(
         PYPROJECT.format(
             name=DIST_NAME,
@@ -270,8 +272,8 @@ def leaks(artifact: Path) -> list[str]:
         if name.startswith(("solutions/", "tests/", *(f"jaxlings/{folder}/" for folder in HIDDEN))):
             found.append(f"grader-only file {name}")
     for name, data in members.items():
-        if name.endswith(".json") and "/public/" in name:
-            found += [f"{what} in {name}" for what in _hidden_in_recording(json.loads(data))]
+        if name.endswith(".bin") and "/public/" in name:
+            found += [f"{what} in {name}" for what in _hidden_in_recording(Path(name).stem, data)]
     return found
 
 
@@ -303,9 +305,10 @@ def _alike(a: Any, b: Any) -> bool:
     return same_args(a, b)
 
 
-def _hidden_in_recording(document: dict[str, Any]) -> list[str]:
-    """Hidden cases that a recording's draws hold (there must be none): hidden-only edge cases,
-    and instances of an `Edge` family other than its public one (those are hidden grading's)."""
+def _hidden_in_recording(topic: str, data: bytes) -> list[str]:
+    """Hidden cases that a recording's values hold (there must be none): hidden-only edge cases,
+    and instances of an `Edge` family other than its public one (those are hidden grading's).
+    Every value of the bytes is read, whatever an index says of them (`answers.blobs_in`)."""
     hidden_labels = {
         case.label
         for name in topics.ORDER
@@ -315,26 +318,39 @@ def _hidden_in_recording(document: dict[str, Any]) -> list[str]:
     }
     shown: dict[str, list[tuple[Any, ...]]] = {}  # label -> the public instances of that label, this topic's
     families: dict[str, str] = {}  # an instance's label, public or hidden -> its family's
-    if document.get("topic") in topics.ORDER:
-        for ex in topics.load(document["topic"]).exercises:
+    if topic in topics.ORDER:
+        for ex in topics.load(topic).exercises:
             for edge in ex.edge_cases:
                 public = edge if isinstance(edge, Case) else edge.public
                 shown.setdefault(edge.label, []).append(public.args)
                 if isinstance(edge, Edge):
                     families[edge.label] = families[edge.hidden_label] = edge.label
     found = []
-    for blob in document.get("recording", {}).get("draws", {}).values():
-        value = from_blob(blob)[0]
-        for case in value if isinstance(value, list) else [value]:
-            if isinstance(case, Case) and (case.hidden or case.label in hidden_labels):
+    try:
+        blobs = list(blobs_in(data))
+    except ValueError as exc:
+        return [f"unreadable recorded values ({exc})"]
+    for blob in blobs:
+        for case in _cases_in(from_blob(blob)):
+            if case.hidden or case.label in hidden_labels:
                 found.append(f"hidden case {case.label!r}")
-            elif (
-                isinstance(case, Case)
-                and (family := families.get(case.label)) is not None
-                and not any(_alike(case.args, args) for args in shown[family])
+            elif (family := families.get(case.label)) is not None and not any(
+                _alike(case.args, args) for args in shown[family]
             ):
                 found.append(f"a hidden instance of edge case {family!r}")
     return found
+
+
+def _cases_in(value: Any) -> Iterator[Case]:
+    """Every case a recorded value holds, wherever it lies in it (a draw's list, a request)."""
+    if isinstance(value, Case):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _cases_in(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _cases_in(item)
 
 
 def main() -> None:

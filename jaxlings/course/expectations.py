@@ -159,8 +159,9 @@ def _imported_checks(source: str, where: str, package: Path) -> list[str]:
     return found
 
 
-def record(name: str, solutions_dir: Path) -> str:
-    """The JSON text of topic `name`'s public expectations, from a public run of its reference."""
+def record(name: str, solutions_dir: Path) -> tuple[str, bytes]:
+    """The JSON text of topic `name`'s public expectations and the bytes of its recording
+    (`public.document`), from a public run of its reference."""
     spec = topics.load(name)
     recorder = Recorder()
     result = engine.grade(
@@ -169,16 +170,22 @@ def record(name: str, solutions_dir: Path) -> str:
     failed = [f"{t.name}: {t.output}" for t in result.tests if t.status != "passed" and not t.pending]
     if failed:
         raise RecordingError(f"the reference solution of {name} fails its own public checks: " + "; ".join(failed))
-    document = public.document(
+    document, data = public.document(
         spec,
         recorder.recording,
         fingerprint(name, solutions_dir),
         result.extra_data["platform"].get("jax_version", "?"),
     )
-    return json.dumps(document, indent=1) + "\n"
+    return json.dumps(document, indent=1) + "\n", data
 
 
 def up_to_date(name: str, solutions_dir: Path) -> bool:
     """Whether the committed expectations of `name` were recorded from what is here now."""
-    public._load.cache_clear()
-    return public.fingerprint_of(name) == fingerprint(name, solutions_dir)
+    public.forget()
+    if public.fingerprint_of(name) != fingerprint(name, solutions_dir):
+        return False
+    try:
+        public.recording(name)
+    except public.PublicDataError:  # the `.bin` missing, or not the JSON's
+        return False
+    return True

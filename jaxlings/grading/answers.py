@@ -15,17 +15,17 @@ drawn through `TopicSession.draw(kind, make)`. An `Answers` object decides what 
   run replays exactly as recorded whatever the student's code does; an answer is keyed by the
   request's kind and content. Anything not recorded is the grader's error ("rebuild").
 
-Recorded values travel in the workers' own data-only format (`worker.wire`), compressed and
-base64-encoded inside JSON: no pickle, nothing that can carry code.
+Recorded values travel in the workers' own data-only format (`worker.wire`), each compressed
+on its own (`to_blob`); a recording is stored as an index (key -> where its bytes lie) and the
+bytes, one value after another (`Recording.pack`): no pickle, nothing that can carry code.
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -52,14 +52,31 @@ def draw_key(kind: str, rng: np.random.Generator) -> str:
     return hashlib.sha256(state.encode()).hexdigest()[:40]
 
 
-def to_blob(value: Any) -> str:
-    """A value (arrays, keys, cases, plain data) as compressed, base64-encoded wire bytes."""
-    return base64.b64encode(zlib.compress(wire.encode(_pack(value)), 9)).decode("ascii")
+def to_blob(value: Any) -> bytes:
+    """A value (arrays, keys, cases, plain data) as compressed wire bytes."""
+    return zlib.compress(wire.encode(_pack(value)), 9)
 
 
-def from_blob(blob: str) -> Any:
+def from_blob(blob: bytes) -> Any:
     """The value `to_blob` encoded (data only: arrays come back read-only)."""
-    return _unpack(wire.decode(zlib.decompress(base64.b64decode(blob))))
+    return _unpack(wire.decode(zlib.decompress(blob)))
+
+
+def blobs_in(data: bytes) -> Iterator[bytes]:
+    """Every blob of a packed recording's bytes, in order, found by decompressing them one after
+    another (no index needed: what a leak scan reads); ValueError where they are not blobs."""
+    view = memoryview(data)
+    while view:
+        stream = zlib.decompressobj()
+        try:
+            stream.decompress(view)
+        except zlib.error as exc:
+            raise ValueError(f"not a recording's bytes: {exc}") from None
+        if not stream.eof:
+            raise ValueError("not a recording's bytes: a blob is cut short")
+        used = len(view) - len(stream.unused_data)
+        yield bytes(view[:used])
+        view = view[used:]
 
 
 def _pack(x: Any) -> Any:
@@ -87,19 +104,48 @@ def _unpack(x: Any) -> Any:
     return x
 
 
+PARTS = ("draws", "answers")
+
+
 @dataclass
 class Recording:
     """The draws and answers of one topic's public run: key -> blob."""
 
-    draws: dict[str, str] = field(default_factory=dict)
-    answers: dict[str, str] = field(default_factory=dict)
+    draws: dict[str, bytes] = field(default_factory=dict)
+    answers: dict[str, bytes] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
-        return {"draws": dict(sorted(self.draws.items())), "answers": dict(sorted(self.answers.items()))}
+    def pack(self) -> tuple[dict[str, dict[str, list[int]]], bytes]:
+        """(index, bytes): every blob one after another, by part and key in order, and for each
+        part `key -> [offset, length]` into those bytes (JSON-able)."""
+        index: dict[str, dict[str, list[int]]] = {}
+        chunks: list[bytes] = []
+        offset = 0
+        for part in PARTS:
+            index[part] = {}
+            for key, blob in sorted(getattr(self, part).items()):
+                index[part][key] = [offset, len(blob)]
+                chunks.append(blob)
+                offset += len(blob)
+        return index, b"".join(chunks)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Recording:
-        return cls(dict(data["draws"]), dict(data["answers"]))
+    def unpack(cls, index: Any, data: bytes) -> Recording:
+        """The recording `pack` gave as (index, data); ValueError naming what is wrong where the
+        index is malformed or points outside the bytes."""
+        parts: dict[str, dict[str, bytes]] = {}
+        for part in PARTS:
+            entries = index.get(part) if isinstance(index, dict) else None
+            if not isinstance(entries, dict):
+                raise ValueError(f"the recording's index has no `{part}`")
+            parts[part] = {}
+            for key, where in entries.items():
+                if not (isinstance(where, list) and len(where) == 2 and all(type(n) is int and n >= 0 for n in where)):
+                    raise ValueError(f"the recording's index entry {key!r} is not [offset, length]")
+                offset, length = where
+                if offset + length > len(data):
+                    raise ValueError(f"the recording's entry {key!r} lies past the end of its bytes")
+                parts[part][key] = data[offset : offset + length]
+        return cls(parts["draws"], parts["answers"])
 
 
 class Live:

@@ -279,7 +279,7 @@ def test_the_dist_scan_finds_a_hidden_instance_in_a_recording():
     hidden = ex.cases(np.random.default_rng(0), False)
 
     def scan(cases):
-        return dist._hidden_in_recording({"topic": "at_updates", "recording": {"draws": {"k": to_blob([cases, "{}"])}}})
+        return dist._hidden_in_recording("at_updates", to_blob([cases, "{}"]))
 
     assert scan(public) == []
     assert scan(hidden) == [
@@ -299,7 +299,7 @@ def test_the_dist_scan_takes_a_public_instance_rebuilt_a_last_bit_apart_as_publi
     nudged = Case((*rest, np.nextafter(y, np.float32(np.inf)).astype(np.float32)), public.label)
 
     def scan(case):
-        return dist._hidden_in_recording({"topic": "training", "recording": {"draws": {"k": to_blob([[case], "{}"])}}})
+        return dist._hidden_in_recording("training", to_blob([[case], "{}"]))
 
     assert not same_args(nudged.args, public.args)  # not equal: alike
     assert scan(public) == [] and scan(nudged) == []

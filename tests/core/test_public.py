@@ -44,7 +44,7 @@ def test_recordings_hold_no_hidden_case():
     hidden = {c.label for n in topics.ORDER for ex in topics.load(n).exercises for c in ex.edge_cases if c.hidden}
     assert hidden, "the course has hidden edge cases"
     for name in topics.ORDER:
-        for blob in json.loads(public.path_for(name).read_text())["recording"]["draws"].values():
+        for blob in public.recording(name).draws.values():
             value = answers.from_blob(blob)[0]
             for case in value if isinstance(value, list) else [value]:
                 if isinstance(case, Case):
@@ -86,7 +86,7 @@ def test_a_draw_replays_and_restores_the_generator_state():
     rng = np.random.default_rng([0, 1])
     drawn = recorder.draw("cases", rng, lambda r: [Case((r.normal(size=3).astype(np.float32), 2), "c")])
     after = rng.normal()
-    replay = Replay(Recording.from_json(recorder.recording.to_json()), "test")
+    replay = Replay(Recording.unpack(*recorder.recording.pack()), "test")
     rng2 = np.random.default_rng([0, 1])
     again = replay.draw("cases", rng2, lambda r: pytest.fail("a replay never samples"))
     assert np.array_equal(again[0].args[0], drawn[0].args[0]) and again[0].args[1] == 2
@@ -112,15 +112,41 @@ def test_stale_expectations_are_the_graders_error_naming_the_fix(tmp_path):
 
 def test_a_malformed_expectations_file_is_a_clear_error(tmp_path, monkeypatch):
     (tmp_path / "prng.json").write_text("{not json")
+    for name in ("jit_basics", "at_updates", "static_args"):
+        (tmp_path / f"{name}.json").write_bytes(public.path_for(name).read_bytes())
+    (tmp_path / "at_updates.bin").write_bytes(public.blobs_path_for("static_args").read_bytes())
+    data = public.blobs_path_for("static_args").read_bytes()
+    (tmp_path / "static_args.bin").write_bytes(data)
     monkeypatch.setattr(public, "DIR", tmp_path)
-    public._load.cache_clear()
+    public.forget()
     try:
         with pytest.raises(public.PublicDataError, match="not valid JSON"):
             public.topic("prng")
         with pytest.raises(public.PublicDataError, match="no public expectations"):
             public.topic("loops")
+        with pytest.raises(public.PublicDataError, match="no recorded values for topic 'jit_basics'"):
+            public.replay("jit_basics")
+        with pytest.raises(public.PublicDataError, match=r"at_updates\.bin is not the recording at_updates\.json"):
+            public.replay("at_updates")
+        assert public.replay("static_args").recording.answers  # the pair as built
     finally:
-        public._load.cache_clear()
+        public.forget()
+
+
+def test_a_recording_packs_into_an_index_and_bytes_and_back():
+    recording = public.recording("at_updates")
+    index, data = recording.pack()
+    assert Recording.unpack(index, data) == recording
+    assert list(answers.blobs_in(data)) == [
+        v for part in answers.PARTS for _, v in sorted(getattr(recording, part).items())
+    ]
+    key = next(iter(index["answers"]))
+    with pytest.raises(ValueError, match="past the end"):
+        Recording.unpack({**index, "answers": {key: [len(data), 1]}}, data)
+    with pytest.raises(ValueError, match="has no `draws`"):
+        Recording.unpack({"answers": {}}, data)
+    with pytest.raises(ValueError, match="cut short"):
+        list(answers.blobs_in(data[:-3]))
 
 
 def test_an_unknown_type_in_a_public_spec_is_refused():

@@ -120,7 +120,9 @@ def test_the_package_holds_no_solution_no_spec_and_no_hidden_case(built):
     for artifact in built.values():
         assert dist.leaks(artifact) == [], artifact
     names = zipfile.ZipFile(built["wheel"]).namelist()
-    assert "jaxlings/grading/topics.py" in names and "jaxlings/public/prng.json" in names
+    assert "jaxlings/grading/topics.py" in names and {"jaxlings/public/prng.json", "jaxlings/public/prng.bin"} <= set(
+        names
+    )
     assert "jaxlings/student_files/notebooks/prng.ipynb" in names
     assert not [n for n in names if n.startswith(("solutions/", "jaxlings/course/", "tests/"))]
     assert not [n for n in names if n.startswith("jaxlings/specs/") and not n.endswith("__init__.py")]
@@ -167,12 +169,12 @@ def test_the_leak_scan_finds_a_planted_solution_a_spec_and_a_hidden_case(built, 
     case = next(c for c in hidden.edge_cases if c.hidden)
     from jaxlings.grading import answers
 
-    recording = {"format": 1, "recording": {"draws": {"k": answers.to_blob([[case], "{}"])}, "answers": {}}}
+    _, recorded = answers.Recording(draws={"k": answers.to_blob([[case], "{}"])}).pack()
     plants = {
         "block": ("jaxlings/student/report.py", f"# indented as a student would copy it\n    {block}\n"),
         "spec": ("jaxlings/specs/prng.py", (dist.ROOT / "jaxlings" / "specs" / "prng.py").read_text()),
         "solution": ("solutions/prng.py", "x = 1\n"),
-        "hidden case": ("jaxlings/public/extra.json", json.dumps(recording)),
+        "hidden case": ("jaxlings/public/extra.bin", recorded),
     }
     for what, (name, text) in plants.items():
         planted = tmp_path / f"{what.replace(' ', '_')}.whl"
