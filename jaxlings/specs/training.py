@@ -402,7 +402,7 @@ def _masked_drawn(whole: bool) -> Callable[[np.random.Generator], Case]:
     def make(rng: np.random.Generator) -> Case:
         n = int(rng.integers(2, 12))
         if whole:
-            batch_size = int(rng.integers(1, 5))
+            batch_size = int(rng.integers(1, min(n, 4) + 1))
             rows = rng.permutation(n)[: batch_size * int(rng.integers(1, n // batch_size + 1))]
         else:
             rows = rng.permutation(n)[: int(rng.integers(1, n + 1))]
