@@ -55,9 +55,9 @@ MEMORY_POLL = 0.1  # seconds between two readings of a worker's memory (`_watch_
 
 
 TIMED_OUT = "did not finish in time"
+"""How `WorkerProcess.killed_for` begins when a request's deadline stopped the worker."""
 CPU_POLL = 0.25
 """Seconds between readings of a request's CPU time (`WorkerProcess.request`'s `cpu_budget`)."""
-"""How `WorkerProcess.killed_for` begins when a request's deadline stopped the worker."""
 
 
 class WorkerDied(Exception):
