@@ -23,6 +23,7 @@ The tests run it on the CPU for one exercise (tests/core/test_device_check.py).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import platform
 import sys
@@ -123,13 +124,32 @@ def speed_of(folder: Path, spec, isolate: bool = True, on: device.Device | None 
     return data
 
 
+TIMED_CHECKS = ("correct", "speed")
+"""The checks a version's grading runs: the speed check and the one it requires."""
+
+
+def timed_only(specs: list) -> list:
+    """`specs` with each exercise's checks cut to `TIMED_CHECKS`: a grading of a version spends
+    its time on the speed rounds, not on the rest of the topic."""
+    return [
+        dataclasses.replace(
+            spec,
+            exercises=tuple(
+                dataclasses.replace(ex, checks=tuple(c for c in ex.checks if c.name in TIMED_CHECKS))
+                for ex in spec.exercises
+            ),
+        )
+        for spec in specs
+    ]
+
+
 def grade_version(folder: Path, exercises: list[tuple[str, str]], setting: str) -> tuple[dict[str, dict], dict]:
-    """One grading of a version's folder: each exercise's speed test's figures, and the run's
-    device record."""
+    """One grading of a version's folder (the speed checks and what they require): each
+    exercise's speed test's figures, and the run's device record."""
     names = [f"{t}.{e}" for t, e in exercises]
     result = engine.grade(
         folder,
-        topics.resolve(names),
+        timed_only(topics.resolve(names)),
         reference_dir=ROOT / "solutions",
         isolate=bwrap_available(),
         jobs=engine.default_jobs(),
@@ -175,14 +195,19 @@ def main(argv: list[str] | None = None) -> int:
     exercises = speed_exercises(args.exercises)
     versions = [v.strip() for v in args.versions.split(",") if v.strip()]
     with tempfile.TemporaryDirectory(prefix="jaxlings-device-check-") as tmp:
-        for name in versions:
-            times = 1 if name == "reference" else int(name.lstrip("x"))
-            folder = version(exercises, times, Path(tmp) / name)
-            for _ in range(args.gradings):
+        folders = {
+            name: version(exercises, 1 if name == "reference" else int(name.lstrip("x")), Path(tmp) / name)
+            for name in versions
+        }
+        for _ in range(args.gradings):  # the versions in turn: a run cut short keeps some of each
+            for name, folder in folders.items():
                 figures, run = grade_version(folder, exercises, args.device or "auto")
                 report["runs"].append({"version": name, **run})
                 for exercise, data in figures.items():
                     report["gradings"][f"{exercise} {name}"].append(data)
+                    print(f"  {name} {exercise}: ratio {data.get('ratio')} points {data['points']:g}", flush=True)
+                if args.json:  # kept as it grows: a run cut at its limit keeps its gradings
+                    args.json.write_text(json.dumps(report, indent=1, default=str))
     print(f"{'exercise':<30}{'version':<11}{'ratio (min-max)':>18}{'points':>16}{'ref/round':>12}{'floors':>8}  note")
     for (topic, exercise), name in ((e, v) for e in exercises for v in versions):
         rows = report["gradings"].get(f"{topic}.{exercise} {name}", [])

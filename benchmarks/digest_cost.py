@@ -37,8 +37,10 @@ SHAPES = {
 }
 
 
-def timed(fn: Callable[..., Any], args: tuple[Any, ...], reps: int) -> tuple[float, float]:
-    """(compile seconds, best run in ms) of `jax.jit(fn)` on `args`."""
+def timed(fn: Callable[..., Any], args: tuple[Any, ...], reps: int, fetch: bool = True) -> tuple[float, float]:
+    """(compile seconds, best run in ms) of `jax.jit(fn)` on `args`; with `fetch`, each run's
+    outputs copied to the host, else left on the device (waited for): what the work costs, not
+    the copy of a large result."""
     start = time.perf_counter()
     compiled = jax.jit(fn).lower(*args).compile()
     compile_s = time.perf_counter() - start
@@ -46,7 +48,8 @@ def timed(fn: Callable[..., Any], args: tuple[Any, ...], reps: int) -> tuple[flo
     best = float("inf")
     for _ in range(reps):
         start = time.perf_counter()
-        np.asarray(compiled(*args))
+        out = compiled(*args)
+        np.asarray(out) if fetch else jax.block_until_ready(out)
         best = min(best, time.perf_counter() - start)
     return compile_s, best * 1e3
 
@@ -54,6 +57,11 @@ def timed(fn: Callable[..., Any], args: tuple[Any, ...], reps: int) -> tuple[flo
 def digest_with(kernel: Callable[..., Any], x: Any, salt: Any) -> Any:
     """The whole digest of `x`, its first level by `kernel`."""
     return commit.digest([x], salt, jnp, kernel)
+
+
+def digest_with_both(kernel: Callable[..., Any], folding: Callable[..., Any], x: Any, salt: Any) -> Any:
+    """The whole digest of `x`, its first level by `kernel`, its folding stages by `folding`."""
+    return commit.digest([x], salt, jnp, kernel, folding)
 
 
 def first_level(lanes: bool, kernel: Callable[..., Any] | None = None) -> Callable[..., Any]:
@@ -81,7 +89,16 @@ def main() -> None:
     parser.add_argument("--shapes", default=",".join(SHAPES))
     parser.add_argument("--interpret", action="store_true", help="the kernel too, in Pallas's interpreter (slow)")
     parser.add_argument("--skip", default="", help="variants to leave out: words of their labels, comma-separated")
+    parser.add_argument(
+        "--geometries",
+        default="",
+        help="kernel geometries to sweep instead, as tile/rows_at_once/unroll, comma-separated (e.g. 256/8/1,512/16/2);"
+        " with them, the threefry bits of the same words and XLA's first level unrolled as yardsticks",
+    )
     args = parser.parse_args()
+    if args.geometries:
+        sweep(args)
+        return
     jax.config.update("jax_compilation_cache_dir", None)
     device = jax.devices()[0]
     salt = np.uint32(12345)
@@ -106,6 +123,10 @@ def main() -> None:
             if device.platform == "tpu" or args.interpret:  # the Pallas kernel (commit_kernel)
                 kernel = functools.partial(commit_kernel.first_level, interpret=args.interpret)
                 variants["digest, kernel"] = functools.partial(digest_with, kernel)
+                folding = functools.partial(commit_kernel.fold, interpret=args.interpret)
+                variants["digest, kernels (first level and folding)"] = functools.partial(
+                    digest_with_both, kernel, folding
+                )
                 variants["first level, kernel"] = first_level(False, kernel)
             digests: dict[str, list[int]] = {}
             for label, fn in variants.items():
@@ -124,6 +145,73 @@ def main() -> None:
                     <= 1,
                 }
             )
+
+
+def sweep(args: argparse.Namespace) -> None:
+    """The kernel's first level at each geometry of `args.geometries`, per shape, beside the
+    threefry bits of as many words (the integer work of `prng.dropout`'s own mask, done by
+    XLA's fused loop) and XLA's first level unrolled (one fusion, no loop): states compared with
+    XLA's loop, milliseconds with the states left on the device."""
+    jax.config.update("jax_compilation_cache_dir", None)
+    device = jax.devices()[0]
+    salt = np.uint32(12345)
+    with open(args.out, "a") as out:
+        for name in args.shapes.split(","):
+            x = jax.device_put(jax.random.normal(jax.random.key(0), SHAPES[name], jnp.float32), device)
+            blocks = jax.block_until_ready(jax.jit(lambda x: commit.words(x, jnp).reshape(8, -1))(x))
+            n = int(x.size)
+            variants: dict[str, Callable[..., Any]] = {
+                "threefry bits": lambda b, s: jax.random.bits(jax.random.key(s), (b.size,), jnp.uint32),
+                "first level, loop": functools.partial(_loop, n=n),
+            }
+            for geometry in args.geometries.split(","):
+                tile, rows, unroll = (int(v) for v in geometry.split("/"))
+                variants[f"first level, kernel {geometry}"] = functools.partial(
+                    _kernel_at, tile=tile, rows_at_once=rows, unroll=unroll, n=n, interpret=args.interpret
+                )
+            if "unrolled" not in args.skip:
+                variants["first level, XLA unrolled"] = functools.partial(_unrolled, n=n)
+            expected = None
+            for label, fn in variants.items():
+                try:
+                    compile_s, ms = timed(fn, (blocks, salt), args.reps, fetch=False)
+                except Exception as exc:  # noqa: BLE001  # a geometry the compiler refuses: said, and the sweep goes on
+                    row: dict[str, Any] = {"shape": name, "variant": label, "error": str(exc).splitlines()[0][:300]}
+                else:
+                    row = {"shape": name, "variant": label, "compile_s": round(compile_s, 2), "ms": round(ms, 3)}
+                    if label.startswith("first level"):
+                        states = np.asarray(jax.jit(fn)(blocks, salt))
+                        expected = states if expected is None else expected
+                        row["agrees"] = bool(np.array_equal(states, expected))
+                row = {"device": device.device_kind, "words": n, **row}
+                print(json.dumps(row), flush=True)
+                out.write(json.dumps(row) + "\n")
+                out.flush()
+
+
+def _loop(blocks: Any, salt: Any, n: int) -> Any:
+    return commit.first_level(blocks, salt, n, jnp)
+
+
+def _kernel_at(blocks: Any, salt: Any, *, n: int, interpret: bool, **geometry: int) -> Any:
+    return commit_kernel.first_level(blocks, salt, n, interpret, **geometry)
+
+
+def _unrolled(blocks: Any, salt: Any, n: int) -> Any:
+    """XLA's first level with the double rounds unrolled (`commit.permuted(loop=False)`)."""
+    u32 = jnp.uint32
+    columns = blocks.shape[1:]
+    start = tuple(
+        [jnp.full(columns, c, u32) for c in commit.SIGMA]
+        + [blocks[i] for i in range(8)]
+        + [
+            jnp.full(columns, salt, u32),
+            jnp.zeros(columns, u32),
+            jnp.arange(columns[0], dtype=u32),
+            jnp.full(columns, n, u32),
+        ]
+    )
+    return jnp.stack(commit.permuted(start, jnp, loop=False))
 
 
 if __name__ == "__main__":

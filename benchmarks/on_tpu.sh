@@ -4,14 +4,17 @@
 #   bash benchmarks/on_tpu.sh course     # the solutions graded whole, hidden: score, time, leases
 #   bash benchmarks/on_tpu.sh survey     # sizes of the named exercises, then the tolerance survey
 #   bash benchmarks/on_tpu.sh verdicts   # speed verdicts of the reference and of twice its work
+#                                        # (GRADINGS=5 of each; EXERCISES=a.b,c.d; VERSIONS=...)
 #   bash benchmarks/on_tpu.sh compiles   # what compiling costs there (compile_probe.py, then the
 #                                        # survey at the specs' sizes: each program's compile time)
 #   bash benchmarks/on_tpu.sh digest     # what the outputs' digest costs, XLA's loop and the
-#                                        # Pallas kernel (digest_cost.py; SHAPES=dropout,... to pick)
+#                                        # Pallas kernel (digest_cost.py; SHAPES=dropout,... to pick;
+#                                        # GEOMETRIES=256/8/1,... sweeps the kernel's geometry)
 #   bash benchmarks/on_tpu.sh written    # the crafted right answers written differently
 #                                        # (tests/submissions/<topic>__written_differently.py),
 #                                        # their topics graded whole, hidden: any point lost is false
-# With JAXLINGS_DIGEST_KERNEL=1 the course and verdicts steps commit with the kernel.
+# With JAXLINGS_DIGEST_KERNEL=0 the course and verdicts steps commit without the digest's kernel,
+# with 2 with its folding stages as a kernel too.
 # With TOPICS=a,b the course step grades those topics only; with PROFILE=1 every Python process
 # is sampled (benchmarks/sampler/sitecustomize.py: $OUT/samples/<pid>.txt).
 # Each line of progress goes to a file in $OUT as it is said: a step cut at its limit keeps them.
@@ -47,7 +50,8 @@ sys.argv[0] = "grade"; main()' "$OUT/course.steps" grade solutions --device tpu 
       --reps 5 --deadline $((limit / 2)) > "$OUT/survey.out" 2>&1 ;;
   verdicts)
     timeout "$limit" python3 -u benchmarks/device_check.py --device tpu --gradings "${GRADINGS:-5}" \
-      --versions reference,x2 --no-course --json "$OUT/verdicts.json" > "$OUT/verdicts.log" 2>&1 ;;
+      --versions "${VERSIONS:-reference,x2}" ${EXERCISES:+--exercises ${EXERCISES//,/ }} --no-course \
+      --json "$OUT/verdicts.json" > "$OUT/verdicts.log" 2>&1 ;;
   compiles)
     timeout $((limit * 3 / 5)) python3 -u benchmarks/compile_probe.py --out "$OUT/probe.jsonl" --partitionable both \
       ${ROWS:+--rows $ROWS} > "$OUT/compiles.log" 2>&1
@@ -55,7 +59,8 @@ sys.argv[0] = "grade"; main()' "$OUT/course.steps" grade solutions --device tpu 
       --sizes spec --reps 3 ${EXERCISES:+--exercises $EXERCISES} > "$OUT/compiles.out" 2>&1 ;;
   digest)
     timeout "$limit" python3 -u benchmarks/digest_cost.py --out "$OUT/digest.jsonl" \
-      ${SHAPES:+--shapes $SHAPES} > "$OUT/digest.out" 2>&1 ;;
+      ${SHAPES:+--shapes $SHAPES} ${GEOMETRIES:+--geometries $GEOMETRIES} ${SKIP:+--skip $SKIP} \
+      > "$OUT/digest.out" 2>&1 ;;
   written)
     topics=${TOPICS:-jit_basics,prng,at_updates,static_args}
     python3 -c 'import sys; sys.path.insert(0, "tests")

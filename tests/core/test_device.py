@@ -49,10 +49,15 @@ def test_auto_finds_no_accelerator_where_jax_is_pinned_to_the_cpu(monkeypatch):
     assert device.detect() is None and device.resolve("auto") is None
 
 
-def test_workers_off_the_device_are_pinned_to_the_cpu_and_on_it_compute_float32_at_highest():
+def test_workers_off_the_device_are_pinned_to_the_cpu_and_on_it_compute_float32_at_highest(monkeypatch):
+    monkeypatch.delenv(commit.KERNEL_ENV, raising=False)
     tpu = device.Device("tpu", device.Lease(Path("/nonexistent")))
     assert tpu.env(on_device=False) == {"JAX_PLATFORMS": "cpu"}
-    assert tpu.env(on_device=True) == {"JAX_PLATFORMS": "tpu,cpu", "JAX_DEFAULT_MATMUL_PRECISION": "highest"}
+    assert tpu.env(on_device=True) == {
+        "JAX_PLATFORMS": "tpu,cpu",
+        "JAX_DEFAULT_MATMUL_PRECISION": "highest",
+        commit.KERNEL_ENV: "1",
+    }
     exclusive = device.resolve("exclusive")
     assert exclusive is not None and exclusive.env(on_device=True) == {"JAX_PLATFORMS": "cpu"}
 
@@ -133,6 +138,18 @@ def test_a_changed_word_or_order_or_salt_changes_the_digest():
     assert list(commit.digest([x[:500], x[500:]], 7, np)) == base
 
 
+@pytest.mark.parametrize("count", [2 * commit_kernel.FOLD_TILE * 128 + 5, 100])
+def test_the_folding_kernel_folds_as_the_digest_does(count):
+    """Each stage's folding as a Pallas kernel (`commit_kernel.fold`, in Pallas's interpreter)
+    gives NumPy's chains: two grid steps and a ragged third (padded, its extra chains dropped),
+    and too few columns for it (XLA's scan)."""
+    rng = np.random.default_rng(count)
+    groups = rng.integers(0, 2**32, size=(32, 8, count), dtype=np.uint32)
+    chain = rng.integers(0, 2**32, size=(4, count), dtype=np.uint32)
+    got = jax.jit(functools.partial(commit_kernel.fold, interpret=True))(jnp.asarray(groups), jnp.asarray(chain))
+    assert np.array_equal(np.asarray(got), commit._fold(groups, chain, np))
+
+
 @pytest.mark.parametrize("words", [8 * commit_kernel.COLUMNS, 8 * (2 * commit_kernel.COLUMNS + 5) - 3, 100])
 def test_the_digest_kernel_gives_the_digest(words):
     """The first level as a Pallas kernel (a TPU's, `commit_kernel`, run here in Pallas's
@@ -144,18 +161,23 @@ def test_the_digest_kernel_gives_the_digest(words):
     assert [int(v) for v in with_kernel([jnp.asarray(x)], np.uint32(5))] == list(commit.digest([x], 5, np))
 
 
-def test_a_tpu_worker_uses_the_digest_kernel_where_the_grader_asks(monkeypatch, tmp_path):
-    """Only on a TPU and only where the grader's environment asks, for both sides alike
-    (`Device.env`): off until measured on the chip."""
+def test_a_tpu_worker_uses_the_digest_kernel_unless_the_grader_says_not(monkeypatch, tmp_path):
+    """On a TPU's workers, both sides alike (`Device.env`), unless the grader's environment has
+    it 0; never on the host's CPU; a worker uses it only where its environment says 1."""
     monkeypatch.delenv(commit.KERNEL_ENV, raising=False)
     assert harness.first_level("tpu") is None
     tpu = device.Device("tpu", device.Lease(tmp_path / "lease"))
-    assert commit.KERNEL_ENV not in tpu.env(on_device=True)
-    monkeypatch.setenv(commit.KERNEL_ENV, "1")
-    assert harness.first_level("tpu") is commit_kernel.first_level
-    assert harness.first_level("cpu") is None
     assert tpu.env(on_device=True)[commit.KERNEL_ENV] == "1"
     assert commit.KERNEL_ENV not in tpu.env(on_device=False)
+    assert commit.KERNEL_ENV not in device.Device("gpu", device.Lease(tmp_path / "gpu")).env(on_device=True)
+    monkeypatch.setenv(commit.KERNEL_ENV, "0")
+    assert commit.KERNEL_ENV not in tpu.env(on_device=True)
+    monkeypatch.setenv(commit.KERNEL_ENV, "2")
+    assert tpu.env(on_device=True)[commit.KERNEL_ENV] == "2"
+    assert harness.first_level("tpu") is commit_kernel.first_level and harness.folding("tpu") is commit_kernel.fold
+    monkeypatch.setenv(commit.KERNEL_ENV, "1")
+    assert harness.first_level("tpu") is commit_kernel.first_level and harness.folding("tpu") is None
+    assert harness.first_level("cpu") is None and harness.folding("cpu") is None
 
 
 # -- inputs made on the device ---------------------------------------------------------------------
