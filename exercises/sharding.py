@@ -67,6 +67,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 EPS = 1e-5
+MOMENTUM = 0.9
 
 
 @jax.jit
@@ -217,3 +218,73 @@ def mlp_2d(x, w1, b1, w2, b2):
       x1.75 + 100 the reference's on the same inputs.
     """
     raise NotImplementedError("mlp_2d: your code here")
+
+
+@jax.jit
+def sharded_train_step(params, opt_state, x, y, lr):
+    """One training step of a two-layer MLP, laid out on a 4 x 2 (data, model) mesh.
+
+    `params` is a dict of float32 arrays `{"w1": (d, h), "b1": (h,), "w2": (h, k), "b2": (k,)}`,
+    `opt_state` the optimizer's state: one velocity per parameter, a dict of the same keys and
+    shapes; `x` (n, d) and `y` (n, k) float32 are a batch, with n a multiple of 4 and h of 2;
+    `lr` is the learning rate (a float). The model is `pred = relu(x @ w1 + b1) @ w2 + b2`, the
+    loss `mean((pred - y) ** 2)` over all n * k entries. Take the loss and its gradient `g` at
+    `params`, then one step of SGD with momentum (`MOMENTUM` = 0.9), leaf by leaf:
+
+        v_new = MOMENTUM * v + g          p_new = p - lr * v_new
+
+    and return `(new_params, new_opt_state, loss)`: two dicts like `params`, and the loss
+    BEFORE the step, a float32 scalar.
+
+    The layout is the point. On `mesh = jax.make_mesh((4, 2), ("data", "model"))`:
+      - the batch `x`, `y`: rows over "data" (`P("data", None)`);
+      - the parameters the Megatron way, as in `mlp_2d`: `w1` columns over "model"
+        (`P(None, "model")`), `b1` over "model", `w2` rows over "model" (`P("model", None)`),
+        `b2` replicated (`P()`);
+      - each velocity EXACTLY like its parameter: the update is then elementwise on blocks
+        each device already holds, and the state costs each device about half a replicated
+        one's memory;
+      - the outputs declared: `new_params` and `new_opt_state` in those same layouts (so that
+        the next step takes them as they come), `loss` replicated.
+    Lay the arguments out at the top of the function (`jax.device_put` inside `jit`: what
+    `jax.jit(..., in_shardings=...)` does for a step jitted at a script's top level), declare
+    the outputs' layouts at its end (`jax.reshard`: `out_shardings=`), and keep the
+    decorator: the step compiles once, and later calls with the same shapes reuse it. On an
+    Explicit mesh the gradient of each parameter comes out laid out like the parameter; the
+    second product needs `out_sharding=`, as in `mlp_2d`.
+
+    Example: with every parameter and velocity zero, `y` all ones (n = 8, k = 4) and
+    `lr = 0.1`, the prediction is 0 and the loss 1.0; only `b2` has a gradient, -0.5 per entry
+    (2 * (0 - 1) / 32, summed over 8 rows), so `new_opt_state["b2"]` is -0.5 everywhere,
+    `new_params["b2"]` 0.05, and every other leaf stays 0.
+
+    The grader compares the three outputs with the reference's, each output's layout
+    (`new_params["w1"]` split by columns into 2 blocks, ...), the compiled program's
+    collectives (the reference's: the all-reduces of the loss and of the gradients' partial
+    sums, no all-gather) and FLOPs per device (a batch left whole on every device does 4
+    times the work), and how often a stream of calls compiles: once for the step, plus one
+    small slicing program per argument shape that enters it split.
+
+    Graded (7 points):
+      - correct (2): make `new_params`, `new_opt_state` and `loss` equal the reference's¹,
+        called as written on 1 edge case ("the docstring's example: a zero model and state,
+        targets 1"; graded on other inputs of each kind) and 2 random cases.
+      - jit (2): keep it right under its own `jax.jit` (the decorator the task gives it, as
+        called for `correct`); in its exported program: no host callbacks; no re-tracing (one
+        program, exported from the shapes, for new values of those shapes); no more collectives
+        of any kind (all-gather, all-reduce, ...) than the reference's; XLA's FLOP count at most
+        about the reference's²; (advice, no points: no `jax.pmap`).
+      - sharding (2): lay out each of `new_params`, `new_opt_state` and `loss` over the devices
+        as the reference's (the blocks each dimension is split into, replication), on a fresh
+        input of each size (read from the exported program run by the grader).
+      - compiles (1): compile at most 7 times³ on a stream of 20 calls, called as written, with
+        the reference's outputs (a function whose operations compile one by one, without jit,
+        fails).
+      ¹ rtol 1e-4, atol 1e-5 for float outputs; integers, booleans and keys exactly. ² at most
+      x1.75 + 100 the reference's on the same inputs. ³ compilations are counted by JAX's
+      compilation events and by the grader's clock: each slow call runs again after the stream,
+      and a call whose first run takes a compilation's time more than its replay, or whose
+      replay alone takes half a compilation's, counts as one; 1 such call forgiven; and the time
+      those calls spend compiling may add up to at most 9.25 of the reference's compilations.
+    """
+    raise NotImplementedError("sharded_train_step: your code here")

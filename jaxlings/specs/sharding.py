@@ -35,23 +35,33 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxlings.grading.checks import Correct, Jit, Sharding
+from jaxlings.grading.checks import Compiles, Correct, Jit, Sharding
 from jaxlings.grading.requirements import AdvisedNoPmap, CollectivesAtMostReference, FlopsAtMost, UsesAnyOp
 from jaxlings.grading.spec import Case, Edge, Exercise, Topic
 
 DEVICES = 8
 FEATURES = 6
+IN, HIDDEN, OUT = 16, 32, 4  # sharded_train_step's MLP
 
 
 NO_PMAP = AdvisedNoPmap()
 # measured collectives: shard_batch and data_parallel_linear none, global_standardize 2 all-reduce,
-# mlp_2d 1 all-reduce; faults gathering the batch or the hidden activations add 1 all-gather.
+# mlp_2d 1 all-reduce, sharded_train_step 2 all-reduce (the loss's and the gradients' partial sums, combined);
+# faults gathering the batch or the hidden activations add 1 all-gather, velocities kept replicated 3.
 NO_EXTRA_COLLECTIVES = CollectivesAtMostReference(
     "every extra collective moves data between devices that the task does not need to move"
 )
 # 1.75: an unused "model" axis doubles a device's FLOPs in mlp_2d (measured 68,096 vs 34,816); gathering its
 # hidden activations adds 1.5x (50,688), and that fault is the collective count's to report; a replicated
-# batch in data_parallel_linear costs 8x (150,530 vs 18,816).
+# batch in data_parallel_linear costs 8x (150,530 vs 18,816); in sharded_train_step 3.9x (198,460 vs 51,345 at
+# n = 128), where data parallelism over all 8 devices with the parameters replicated costs 1.02x (52,177: the same
+# work, other layouts, which is the `sharding` check's to report).
+# sharded_train_step's first call compiles the step and one `_multi_slice` program per argument shape that enters it
+# split (w1, b1, w2, x, y: the velocities share their parameters'; b2 enters whole): 6 on jax 0.10.2; one more is
+# allowed for JAX's own helpers on another version. Measured on 20 calls: a step jitted anew every call reports 25,
+# `lr` held static 25. The clock alone does not see the first of those (each call ~0.26 s; the reference's first
+# call ~0.7 s, most of it the slicing programs, sets `steady` at ~0.35 s): it rests on JAX's events.
+STEP_COMPILES = 7
 OWN_SHARE = FlopsAtMost(1.75, 100.0, "each device should compute only its own block, not the whole layer")
 
 
@@ -88,12 +98,48 @@ def _mlp_2d(rng: np.random.Generator, size: int) -> Case:
     return Case(tuple(rng.normal(size=s).astype(np.float32) for s in shapes))
 
 
+def _mlp_params(rng: np.random.Generator, scale: float = 1.0) -> dict[str, np.ndarray]:
+    """The MLP's four leaves (sharded_train_step), LeCun-scaled weights; `scale` for a velocity."""
+    shapes = {"w1": (IN, HIDDEN), "b1": (HIDDEN,), "w2": (HIDDEN, OUT), "b2": (OUT,)}
+    fan = {"w1": IN**-0.5, "b1": 0.1, "w2": HIDDEN**-0.5, "b2": 0.1}
+    return {k: (rng.normal(size=s) * fan[k] * scale).astype(np.float32) for k, s in shapes.items()}
+
+
+def _train_step_rows(rng: np.random.Generator, n: int) -> Case:
+    x = rng.normal(size=(n, IN)).astype(np.float32)
+    y = rng.normal(size=(n, OUT)).astype(np.float32)
+    return Case((_mlp_params(rng), _mlp_params(rng, 0.5), x, y, float(rng.uniform(0.01, 0.2))))
+
+
+def _train_step(rng: np.random.Generator, size: int) -> Case:
+    """Random parameters, velocities (half their scale), a batch of 8 * size rows, a learning rate."""
+    return _train_step_rows(rng, _rows(size))
+
+
+def _train_step_stream(rng: np.random.Generator, calls: int) -> list[Case]:
+    """Fresh parameters, state, batch and learning rate for every call, all of one shape."""
+    n = _rows(int(rng.integers(1, 5)))
+    return [_train_step_rows(rng, n) for _ in range(calls)]
+
+
+def _zeros_like_mlp() -> dict[str, np.ndarray]:
+    return {k: np.zeros_like(v) for k, v in _mlp_params(np.random.default_rng(0)).items()}
+
+
 def _far_from_zero() -> np.ndarray:
     """Features near 100 with unit spread: the one-pass variance loses most of its digits."""
     return (np.random.default_rng(100).normal(size=(64, FEATURES)) + 100.0).astype(np.float32)
 
 
 # -- edge families: each edge case's instances in a graded run (`Edge`), never its public one
+
+
+def _zero_model(rng: np.random.Generator) -> Case:
+    """Zero parameters and velocities, 8 rows: the prediction is 0 and only b2 has a gradient, -2 * (the
+    sum of y's column) / (8 * OUT) per entry (small integer targets and inputs, a learning rate of k / 16)."""
+    x = rng.integers(-3, 4, (DEVICES, IN)).astype(np.float32)
+    y = rng.integers(-3, 4, (DEVICES, OUT)).astype(np.float32)
+    return Case((_zeros_like_mlp(), _zeros_like_mlp(), x, y, float(rng.integers(1, 5)) / 16))
 
 
 def _sixteen(rng: np.random.Generator) -> Case:
@@ -236,6 +282,48 @@ TOPIC = Topic(
                 "Once the five arrays are placed, the first layer is the ordinary expression (its sharding follows "
                 "from the operands); only the second product needs `jnp.matmul(..., out_sharding=...)`, rows over "
                 "'data' and columns whole. Add `b2` after that product.",
+            ),
+        ),
+        Exercise(
+            name="sharded_train_step",
+            sample=_train_step,
+            sizes=(1, 16),
+            edge_cases=(
+                Edge(
+                    Case(
+                        (
+                            _zeros_like_mlp(),
+                            _zeros_like_mlp(),
+                            np.ones((DEVICES, IN), np.float32),
+                            np.ones((DEVICES, OUT), np.float32),
+                            0.1,
+                        ),
+                        "the docstring's example: a zero model and state, targets 1",
+                    ),
+                    _zero_model,
+                ),
+            ),
+            outputs=("new_params", "new_opt_state", "loss"),
+            checks=(
+                Correct(2),
+                Jit(2, requirements=(NO_PMAP, NO_EXTRA_COLLECTIVES, OWN_SHARE)),
+                Sharding(2),
+                Compiles(1, make=_train_step_stream, max_compiles=STEP_COMPILES, calls=20, jit=False),
+            ),
+            rtol=1e-4,
+            atol=1e-5,
+            hints=(
+                "Three kinds of arrays, three layouts: the batch is cut by rows, each weight along its hidden "
+                "dimension (as in `mlp_2d`), and each velocity exactly like the parameter it belongs to. Lay them "
+                "out first, then write the step as you would on one device.",
+                "One dict of `NamedSharding`s keyed like `params` serves both trees: `jax.device_put((params, "
+                "opt_state), (layout, layout))` inside the jitted function. `jax.value_and_grad` gives the loss and "
+                "the gradients (laid out like the parameters on an Explicit mesh); `jax.tree.map` applies the update "
+                "leaf by leaf; `jax.reshard(tree, layout)` declares the layout of what you return.",
+                "The second product's result is ambiguous, as in `mlp_2d`: `jnp.matmul(hidden, w2, "
+                "out_sharding=...)` with the batch's layout. Update the velocity first, then move each parameter by "
+                "`lr` times its NEW velocity, and return the loss measured before the step. Keep `@jax.jit`, and "
+                "never mark `lr` static: each new learning rate would compile the step again.",
             ),
         ),
     ),

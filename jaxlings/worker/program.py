@@ -40,6 +40,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import re
 import time
 from collections import Counter, OrderedDict
@@ -396,6 +397,24 @@ def _calling_signature(exp: Any) -> str:
     return repr(tuple(str(getattr(exp, f, None)) for f in fields))
 
 
+_SDY_MESH = re.compile(r"sdy\.mesh @[\w.$-]+ = <\[([^\]]*)\]")
+_SDY_AXIS = re.compile(r'"([^"]+)"=(\d+)')
+
+
+def _module_mesh(exp: Any, n: int) -> dict[str, int] | None:
+    """The axes of the first mesh of `n` devices the program's module declares (Shardy's
+    `sdy.mesh @name = <["data"=4, "model"=2]>`), by name and size; None where it declares none."""
+    try:
+        text = exp.mlir_module()
+    except Exception:  # noqa: BLE001  # a module that cannot be printed: no mesh read from it
+        return None
+    for found in _SDY_MESH.finditer(text):
+        axes = {name: int(size) for name, size in _SDY_AXIS.findall(found.group(1))}
+        if axes and math.prod(axes.values()) == n:
+            return axes
+    return None
+
+
 def _mesh_for(exp: Any) -> Any:
     """The context to call a multi-device program in: a mesh of this process's devices shaped
     like the one the program was exported with (JAX's calling convention for `Exported`s on
@@ -429,6 +448,10 @@ def _mesh_for(exp: Any) -> Any:
             mesh = jax.make_mesh(
                 tuple(shape.axis_sizes), tuple(shape.axis_names), axis_types=tuple(shape.axis_types), devices=devices
             )
+        elif axes := _module_mesh(exp, n):
+            # no argument's type names a mesh (a function that lays its arguments out inside,
+            # then calls an inner jit with in/out shardings): the mesh the module itself declares
+            mesh = jax.make_mesh(tuple(axes.values()), tuple(axes), devices=devices)
         else:
             mesh = jax.sharding.Mesh(np.array(devices), ("devices",))
     except ProgramRefused:

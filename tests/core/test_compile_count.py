@@ -32,6 +32,20 @@ def test_thresholds_come_from_the_reference_s_cheapest_compilation():
     assert thresholds({"seconds": [0.2 * MS], "counts": [[0, 0]]}) == (FALLBACK_THRESHOLD, 2 * FALLBACK_THRESHOLD)
 
 
+def test_a_compilation_s_cost_is_per_program_the_reference_compiled():
+    """A sharded step's first call compiles the step and five small slicing programs (~0.7 s);
+    the step jitted anew on every call costs ~0.26 s a call, replay included, with JAX's events
+    silenced (tests/submissions/sharding__attack_step_deaf.py): against the whole first call it
+    would pass under `steady`, against its cost per program it counts on every call."""
+    sharded = {"seconds": [0.7] + [5 * MS] * 19, "counts": [[6, 1]] + [[0, 0]] * 19}
+    drop, steady = thresholds(sharded)
+    assert steady == 0.7 / 6 / 2 and drop == 0.7 / 6 / 4
+    first = [0.26] * 20
+    assert counted(first, dict.fromkeys(range(20), 0.26), drop, steady) == list(range(20))
+    whole_call = max((5 * MS * 0.7) ** 0.5, 0.7 / 4), 0.7 / 2  # what a per-call yardstick would give
+    assert counted(first, dict.fromkeys(range(20), 0.26), *whole_call) == []
+
+
 def test_compilations_of_new_shapes_count_and_their_cached_replays_do_not():
     first = [36 * MS, 0.2 * MS, 37 * MS, 0.3 * MS, 0.2 * MS]
     assert counted(first, {0: 0.3 * MS, 2: 0.2 * MS}, DROP, STEADY) == [0, 2]

@@ -22,9 +22,11 @@ Three counts, one verdict.
   replay did not repeat), or when its replay alone took over `steady` (a call that compiles
   every time). Both come from the reference's own calls, whose compilations it reports
   truthfully (measured here: compiling calls 35-40 ms, cached ones 0.1-0.3 ms, stray pauses
-  up to ~3 ms): `drop` is the geometric mean of its cached calls' median and its cheapest
-  compiling call, and at least a quarter of that call; `steady` is half that call, and at
-  least `drop`. So a call that does far more work than the reference's, but the same work each
+  up to ~3 ms): with a compilation's cost the cheapest of its compiling calls' seconds per
+  program compiled (a sharded step's first call compiles the step and five small slicing
+  programs in ~0.7 s, while the step alone, jitted anew on every call, costs ~0.26 s), `drop`
+  is the geometric mean of its cached calls' median and that cost, and at least a quarter of
+  it; `steady` is half that cost, and at least `drop`. So a call that does far more work than the reference's, but the same work each
   time, is not taken for a compilation until the work alone costs half of one; and whatever the
   replay does, a first run of `drop + steady` or more (three quarters of a compilation) counts
   (`counted`). One (or a quarter of the allowance) is forgiven to this count, for a collection
@@ -149,12 +151,16 @@ def split(ref: dict[str, Any]) -> tuple[list[float], list[float]]:
 
 def thresholds(ref: dict[str, Any]) -> tuple[float, float]:
     """(`drop`, `steady`): how much longer than its replay a call's first run must take, and
-    how long a replay alone, to count as a compilation; from the reference's calls."""
-    compiling, cached = split(ref)
-    if not compiling or not cached:
+    how long a replay alone, to count as a compilation; from the reference's calls, each of its
+    compiling calls taken per program it compiled (a first call that compiles the function and
+    a few small helper programs, as a sharded function's does, is no yardstick for one
+    compilation)."""
+    _, cached = split(ref)
+    one = [t / c for t, (c, _) in zip(ref["seconds"], ref["counts"]) if c > 0]
+    if not one or not cached:
         return FALLBACK_THRESHOLD, 2 * FALLBACK_THRESHOLD
-    drop = max((statistics.median(cached) * min(compiling)) ** 0.5, min(compiling) / 4)
-    return drop, max(drop, min(compiling) / 2)
+    drop = max((statistics.median(cached) * min(one)) ** 0.5, min(one) / 4)
+    return drop, max(drop, min(one) / 2)
 
 
 def counted(first: list[float], replay: dict[int, float], drop: float, steady: float) -> list[int]:
