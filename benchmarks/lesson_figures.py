@@ -874,6 +874,45 @@ def fig_training() -> None:
     )
 
 
+# -- precision --------------------------------------------------------------------------------
+
+
+def fig_precision() -> None:
+    """The figures of `benchmarks/precision_figures.py` (standalone, JSON lines, so that it runs on
+    the TPU as it is), as lesson lines: digits of float32 products against float64 at each matmul
+    precision, product times in float32 and bfloat16, the float32 forms that overflow or cancel."""
+    import json
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import precision_figures
+
+    L = "precision"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        precision_figures.main(["--reps", "10"])
+    for line in out.getvalue().splitlines():
+        rec = json.loads(line)
+        kind = rec.pop("figure")
+        if kind == "matmul_digits":
+            say(L, f"{rec['n']}x{rec['n']} product, {rec['product']}: against float64", f"{rec['digits']} digits")
+        elif kind == "matmul_time":
+            say(
+                L,
+                f"{rec['n']}x{rec['n']} product, {rec['product']}: per call, jitted",
+                f"{fmt_s(rec['median_s'])} [min {fmt_s(rec['min_s'])}], {rec['tflops']} TFLOP/s; back to back "
+                f"{fmt_s(rec['pipelined_s'])}, {rec['tflops_pipelined']} TFLOP/s",
+            )
+        elif kind == "variance":
+            say(
+                L,
+                f"variance of {rec['data']}: one pass eager | jitted | two passes | float64",
+                f"{rec['one_pass_eager']:.4g} | {rec['one_pass_jitted']:.4g} | {rec['two_pass']:.7g} | "
+                f"{rec['float64']:.7g}",
+            )
+        elif kind != "machine":
+            say(L, kind, json.dumps(rec))
+
+
 FIGURES = {name[4:]: f for name, f in sorted(globals().items()) if name.startswith("fig_")}
 
 

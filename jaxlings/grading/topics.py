@@ -35,6 +35,7 @@ ORDER: tuple[str, ...] = (
     "autodiff",
     "training",
     "debugging",
+    "precision",
 )
 
 

@@ -127,12 +127,22 @@ class PersistentCache:
 
 def first_level(backend: str) -> Callable[..., Any] | None:
     """The digest's first level on a worker of `backend`: the Pallas kernel on a TPU where the
-    grader turned it on (`commit.KERNEL_ENV`), else None (XLA's loop, `commit.compress`)."""
-    if backend != "tpu" or os.environ.get(commit.KERNEL_ENV) != "1":
+    grader turned it on (`commit.KERNEL_ENV` 1 or 2), else None (XLA's loop, `commit.compress`)."""
+    if backend != "tpu" or os.environ.get(commit.KERNEL_ENV) not in ("1", "2"):
         return None
     from jaxlings.worker import commit_kernel
 
     return commit_kernel.first_level
+
+
+def folding(backend: str) -> Callable[..., Any] | None:
+    """The digest's folding stages on a worker of `backend`: the Pallas kernel on a TPU where the
+    grader asked for it (`commit.KERNEL_ENV` 2), else None (XLA's scan, `commit._fold`)."""
+    if backend != "tpu" or os.environ.get(commit.KERNEL_ENV) != "2":
+        return None
+    from jaxlings.worker import commit_kernel
+
+    return commit_kernel.fold
 
 
 class OutputRefused(TypeError):
@@ -186,8 +196,8 @@ class Harness:
         self.wrap_key = lambda data: jax.random.wrap_key_data(data, impl="threefry2x32")
         self.deserialize = jax.export.deserialize
         self.array_type = jax.Array
-        first = first_level(self.platform["backend"])
-        self.committer = jax.jit(lambda leaves, salt: commit.digest(leaves, salt, jnp, first))
+        first, fold = first_level(self.platform["backend"]), folding(self.platform["backend"])
+        self.committer = jax.jit(lambda leaves, salt: commit.digest(leaves, salt, jnp, first, fold))
         self.committers: dict[tuple[Any, ...], Callable[..., Any]] = {}  # the digest compiled, by its leaves' shapes
         self.programs: dict[bytes, Callable[..., Any]] = {}  # generated workloads' programs, by digest
         self.last: list[Any] = []  # the last committed round's outputs
@@ -296,7 +306,7 @@ class Harness:
                 continue
             arr = self.asarray(leaf)
             if type(arr) is not self.np.ndarray or (
-                arr.dtype.kind not in "biufc" and type(arr.dtype).__module__ != "ml_dtypes"
+                arr.dtype.kind not in "biufc" and arr.dtype.type.__module__ != "ml_dtypes"
             ):
                 raise OutputRefused(f"an output leaf of type {kind.__name__} is not a numeric array")
             exported.append({"kind": "array", "data": arr})

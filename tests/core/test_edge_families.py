@@ -195,6 +195,31 @@ PROPERTIES = {
     ("primitives", "safe_norm", "one zero entry"): lambda x: int((x == 0).sum()) == 1 and len(x) >= 2,
     ("primitives", "poly_eval", "at x = 0"): lambda c, x: float(x) == 0.0,
     ("primitives", "poly_eval", "a constant polynomial"): lambda c, x: c.shape == (1,),
+    ("precision", "logsumexp", "the docstring's example: entries near +-1000"): lambda x, axis: (
+        bool((np.abs(x) >= 200).all()) and (x > 0).any(axis=1).any() and (x < 0).any(axis=1).any()
+    ),
+    ("precision", "logsumexp", "large entries (exp overflows float32)"): lambda x, axis: (
+        bool((x >= 200).all()) and x.shape[axis] >= 2
+    ),
+    ("precision", "logsumexp", "very negative entries (exp underflows)"): lambda x, axis: (
+        bool((x <= -200).all()) and x.shape[axis] >= 2
+    ),
+    ("precision", "logsumexp", "a row entirely -inf"): lambda x, axis: (
+        bool(np.isneginf(x).all(axis=1).any()) and bool(np.isfinite(x).all(axis=1).any())
+    ),
+    ("precision", "variance", "mean 1e4, standard deviation 1"): lambda x: bool(
+        (np.abs(x.mean(axis=1)) >= 4e3).all() and x.shape[1] >= 16
+    ),
+    ("precision", "variance", "constant rows: variance 0"): lambda x: bool((x == x[:, :1]).all()),
+    ("precision", "scale_keep_dtype", "the docstring's example: float16 times a float32 0-d array"): lambda x, s: (
+        x.dtype == np.float16 and isinstance(s, np.ndarray) and s.dtype == np.float32 and s.ndim == 0
+    ),
+    ("precision", "scale_keep_dtype", "float16 times a Python float"): lambda x, s: (
+        x.dtype == np.float16 and type(s) is float
+    ),
+    ("precision", "mixed_matmul", "the docstring's example"): lambda a, b: (
+        a.dtype.name == b.dtype.name == "bfloat16" and a.shape[1] >= 3 and bool((b.astype(np.float32) == 1).all())
+    ),
     ("prng", "dropout", "rate 0 keeps everything"): lambda key, x, rate: isinstance(key, Key) and rate == 0.0,
     ("pytrees", "stack_trees", "a list of one tree"): lambda trees: len(trees) == 1,
     ("pytrees", "unstack_tree", "k = 1"): lambda tree: tree["w"].shape[0] == 1 == tree["n"].shape[0],

@@ -128,6 +128,9 @@ HIDDEN: dict[str, list[str] | None] = {
         )
     },
     "ising__written_differently": [f"ising.{e}" for e in ("tfim_hamiltonian", "ground_state_energy", "correlations")],
+    "precision__one_fault_each": None,
+    "precision__more_faults": ["precision.logsumexp", "precision.mixed_matmul"],
+    "precision__written_differently": None,
 }
 """Hidden mode (what results.json, the gradebook and the web page show): the gradings the topic
 tests (tests/topics/, with TEST_LIMITS) make of crafted files, the same file and exercises, so
