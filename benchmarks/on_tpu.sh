@@ -43,7 +43,7 @@ case $step in
     timeout "$limit" python3 -u -c 'import logging, sys; from jaxlings.cli import main
 logging.basicConfig(filename=sys.argv.pop(1), level=logging.INFO, format="%(relativeCreated)8.0f %(message)s")
 sys.argv[0] = "grade"; main()' "$OUT/course.steps" grade solutions --device tpu --sandbox off --jobs 8 \
-      ${TOPICS:+-t $TOPICS} --json "$OUT/course.json" > "$OUT/course.log" 2>&1 ;;
+      ${TOPICS:+-t ${TOPICS//,/ -t }} --json "$OUT/course.json" > "$OUT/course.log" 2>&1 ;;
   survey)
     timeout "$limit" python3 -u benchmarks/device_survey.py --out "$OUT/survey" --skip opens \
       --exercises "${EXERCISES:-static_args.cached_solve,static_args.standardize,training.train_step}" \

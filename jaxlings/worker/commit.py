@@ -38,7 +38,8 @@ KERNEL_ENV = "JAXLINGS_DIGEST_KERNEL"
 """1 in a worker's environment on a TPU: its first level runs as a Pallas kernel
 (`commit_kernel`; 5.3 ms for 2**27 words on a TPU v5e against XLA's loop's 43.5 ms:
 benchmarks/digest_cost.py). The grader sets it on a TPU unless its own environment has it 0;
-2 runs the folding stages as a kernel too (`commit_kernel.fold`: not yet measured on the chip)."""
+2 runs the folding stages as a kernel too (`commit_kernel.fold`: 2**27 words' whole digest 11.1 ms
+against 11.8 ms without it, benchmarks/results/2026-12-07-tpu-v5e-grading-9.md)."""
 SIGMA = (0x61707865, 0x3320646E, 0x79622D32, 0x6B206574)  # ChaCha's "expand 32-byte k"
 DOUBLE_ROUNDS = 4
 WORDS = 4  # of a digest
@@ -148,8 +149,9 @@ def digest(leaves: list[Any], salt: Any, xp: Any, first: Any = None, fold: Any =
     keeps the states' index on the last axis (`compress`).
 
     `first` (JAX only): another implementation of the first level, called as
-    `first(blocks, salt, n)`, giving what `first_level` gives (on a TPU,
-    `commit_kernel.first_level`: the bulk of the work, in one pass); `fold` (JAX only): another
+    `first(data, salt, n)` on the padded words, flat (their layout as blocks is its own to
+    make: on a TPU, `commit_kernel.first_level` views them without moving a word), giving what
+    `first_level` gives for `data.reshape(8, -1)`; `fold` (JAX only): another
     implementation of each stage's folding, called as `fold(groups, chain)`, giving what
     `_fold` gives (`commit_kernel.fold`)."""
     u32 = xp.uint32
@@ -158,14 +160,17 @@ def digest(leaves: list[Any], salt: Any, xp: Any, first: Any = None, fold: Any =
     n = int(data.shape[0])
     salt = xp.asarray(salt & MASK if isinstance(salt, int) else salt, u32)
     data = xp.concatenate([data, xp.zeros((-n % 8 if n else 8,), u32)])
-    blocks = data.reshape(8, -1)
-    if xp.__name__ != "numpy":
-        import jax
+    if first is not None:
+        states = first(data, salt, n)
+    else:
+        blocks = data.reshape(8, -1)
+        if xp.__name__ != "numpy":
+            import jax
 
-        # the words laid out flat first, on their own: XLA on a TPU otherwise fuses a leaf's
-        # relayout (a (2048, 512, 3) output's) into the compressions' loop and compiles for 28 s
-        blocks = jax.lax.optimization_barrier(blocks)
-    states = first(blocks, salt, n) if first is not None else first_level(blocks, salt, n, xp)
+            # the words laid out flat first, on their own: XLA on a TPU otherwise fuses a leaf's
+            # relayout (a (2048, 512, 3) output's) into the compressions' loop and compiles for 28 s
+            blocks = jax.lax.optimization_barrier(blocks)
+        states = first_level(blocks, salt, n, xp)
     stage = 1
     while states.shape[1] > 1:
         fan = min(FAN, states.shape[1] + states.shape[1] % 2)

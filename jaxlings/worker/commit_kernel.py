@@ -12,8 +12,8 @@ of 128 lanes at a time (each state word one or two vector registers), writing th
 kept: 5.3 ms for those 2**27 words (benchmarks/results/2026-12-07-tpu-v5e-grading-8.md;
 `bash benchmarks/on_tpu.sh digest`).
 
-Layout: `blocks` (8, columns) viewed as (8, columns / 128, 128), so that column `b` sits at row
-`b // 128`, lane `b % 128` of each message row; its key word 2 (the column's index) is made in
+Layout: the words (8 * columns,) viewed as (8, columns / 128, 128), so that column `b` sits at
+row `b // 128`, lane `b % 128` of each message row; its key word 2 (the column's index) is made in
 the kernel from the grid step and the slice. Columns past the last are zeros, their states
 dropped. Fewer columns than a grid step's go to XLA's loop. A worker on a TPU uses it unless the
 grader turned it off (`commit.KERNEL_ENV`, `harness.first_level`); `tests/core/test_device.py`
@@ -42,7 +42,7 @@ COLUMNS = TILE * LANES
 
 
 def first_level(
-    blocks: Any,
+    data: Any,
     salt: Any,
     n: int,
     interpret: bool = False,
@@ -51,18 +51,25 @@ def first_level(
     rows_at_once: int = ROWS_AT_ONCE,
     unroll: int = 1,
 ) -> Any:
-    """`commit.first_level(blocks, salt, n, jnp)` for `blocks` (8, columns) uint32 and `salt` a
+    """`commit.first_level(data.reshape(8, -1), salt, n, jnp)` for `data` uint32, the words flat
+    (8 * columns,) as `commit.digest` hands them over, or as blocks (8, columns), and `salt` a
     uint32 scalar: the (4, columns) states, computed by the kernel (by XLA's loop below a grid
     step's columns). `interpret`: run in Pallas's interpreter (any platform: the tests').
     `tile`, `rows_at_once`, `unroll`: the kernel's geometry (rows of 128 columns a grid step
     takes, rows a step of its loop takes, that loop's unrolling): the same states whatever they
-    are; benchmarks/digest_cost.py measures them."""
-    columns = blocks.shape[1]
-    if columns < tile * LANES:
+    are; benchmarks/digest_cost.py measures them.
+
+    Flat words whose columns fill whole grid steps are viewed as (8, rows, 128) where they lie:
+    on a TPU that view is the flat array's own layout, where a detour through (8, columns) moves
+    every word twice (2**27 words: 30.2 ms for the digest that way, 5.3 ms of it the kernel)."""
+    columns = data.size // 8
+    step = tile * LANES
+    if columns < step:
+        blocks = jax.lax.optimization_barrier(data.reshape(8, columns))  # as `commit.digest` lays them out
         return commit.first_level(blocks, salt, n, jnp)
-    short = -columns % (tile * LANES)
-    if short:
-        blocks = jnp.pad(blocks, ((0, 0), (0, short)))
+    short = -columns % step
+    if short or data.ndim != 1:
+        data = jnp.pad(data.reshape(8, columns), ((0, 0), (0, short)))
     rows = (columns + short) // LANES
     scalars = jnp.stack([jnp.asarray(salt, jnp.uint32), jnp.uint32(n & commit.MASK)])
     states = pl.pallas_call(
@@ -72,7 +79,7 @@ def first_level(
         in_specs=[_scalars_spec(), pl.BlockSpec((8, tile, LANES), lambda i: (0, i, 0))],
         out_specs=pl.BlockSpec((4, tile, LANES), lambda i: (0, i, 0)),
         interpret=interpret,
-    )(scalars, blocks.reshape(8, rows, LANES))
+    )(scalars, data.reshape(8, rows, LANES))
     return states.reshape(4, rows * LANES)[:, :columns]
 
 
