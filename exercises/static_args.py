@@ -127,13 +127,14 @@ def cached_solve(A, b, x_cached, tol):
         `lax.cond` or `lax.switch`).
       - speed (2): be about as fast as the reference²: jitted by the grader (as written if it
         fails `jit`), timed on `A` float32[2**11, 2**11], `b` float32[2**11], `x_cached`
-        float32[2**11] (`A` float32[2**12, 2**12], `b` float32[2**12], `x_cached` float32[2**12]
-        on a GPU); first, one untimed call at that size that the rounds do not make (a system
-        whose cached solution is far off, so that the solve runs) must give the reference's
-        output, or nothing is timed.
+        float32[2**11]³; first, one untimed call at that size that the rounds do not make (a
+        system whose cached solution is far off, so that the solve runs) must give the
+        reference's output, or nothing is timed.
       ¹ rtol 1e-4, atol 1e-4 for float outputs; integers, booleans and keys exactly. ² full
       points up to x1.5 the reference's time, none from x10, log-linear between (on a CPU the
-      clock is CPU time, and a wall time past x10 scores 0 too).
+      clock is CPU time, and a wall time past x10 scores 0 too). ³ on the host's CPU, also where
+      the grading machine has an accelerator: a cache hit is one matrix-vector product, below a
+      TPU's dispatch floor at every size whose solve compiles there.
     """
     raise NotImplementedError("cached_solve: your code here")
 

@@ -128,6 +128,12 @@ class Check(metaclass=_Validated):
         """The check on one exercise of one grading run (`ctx`: its `context.CheckContext`)."""
         raise NotImplementedError(f"the check {type(self).__name__} has no `run`")
 
+    @property
+    def prefetches(self) -> bool:
+        """Whether this check does work on the device ahead of the student (`prefetch`): where
+        its class defines one, unless its options keep it off the device."""
+        return type(self).prefetch is not Check.prefetch
+
     def prefetch(self, ctx: Any) -> None:
         """The reference's work that must run on the accelerator, done ahead of the student's
         (`jaxlings.grading.device_grading`: one trusted process on the device, then one student

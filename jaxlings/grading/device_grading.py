@@ -56,7 +56,7 @@ log = logging.getLogger(__name__)  # silent unless configured: the phases' steps
 
 def prefetching(ex: Exercise) -> list[Check]:
     """The checks of `ex` that do work on the device ahead of the student (`Check.prefetch`)."""
-    return [c for c in ordered(ex.checks) if type(c).prefetch is not Check.prefetch]
+    return [c for c in ordered(ex.checks) if c.prefetches]
 
 
 def _stubbed(topic: Topic, submission: Path) -> set[str] | None:

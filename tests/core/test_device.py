@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from helpers.grading import TEST_LIMITS
-from jaxlings.grading import device, topics, workloads
+from jaxlings.grading import device, device_grading, topics, workloads
 from jaxlings.grading.check import SpecError
 from jaxlings.grading.checks import Correct, Speed
 from jaxlings.grading.spec import Case, Exercise
@@ -252,6 +252,31 @@ def test_a_speed_twin_without_a_stream_fails_at_import():
     sample = lambda rng, size: Case(())  # noqa: E731
     with pytest.raises(SpecError, match="option 'twin' needs a 'stream'"):
         Exercise("f", sample, (Correct(1), Speed(1, size={"cpu": 8}, twin=sample)), ("a", "b"))
+
+
+@pytest.mark.parametrize(
+    ("options", "problem"),
+    [
+        ({"platform": "tpu"}, "option 'platform' must be one of accelerator, cpu, not 'tpu'"),
+        ({"platform": "cpu"}, "says why"),
+        ({"platform": "cpu", "platform_reason": "small", "size": {"cpu": 8, "tpu": 64}}, "the CPU's size only"),
+    ],
+)
+def test_a_speed_check_timed_on_the_cpu_is_declared_whole(options, problem):
+    """`Speed(platform="cpu")`: a reason, the CPU's size alone (what the device would time is
+    never timed), else the spec fails at import."""
+    sample = lambda rng, size: Case(())  # noqa: E731
+    speed = Speed(1, **{"size": {"cpu": 8}, **options})
+    with pytest.raises(SpecError, match=problem):
+        Exercise("f", sample, (Correct(1), speed), ("a", "b"))
+
+
+def test_only_speed_checks_on_the_accelerator_run_ahead_on_the_device():
+    """The reference's phase on the device takes the speed checks that run there, not one
+    timed on the host's CPU (`static_args.cached_solve`)."""
+    static_args = topics.load("static_args")
+    assert [ex.name for ex in static_args.exercises if device_grading.prefetching(ex)] == ["standardize"]
+    assert not static_args.exercise("cached_solve").check("speed").prefetches
 
 
 # -- tolerance on an accelerator ----------------------------------------------------------------

@@ -74,10 +74,22 @@ def test_a_topic_on_the_device_gets_the_verdicts_it_gets_on_the_cpu(jit_basics_o
 def test_inputs_made_on_the_device_give_the_same_verdicts(tmp_path):
     """As on an accelerator: each round's inputs made on the device from a key, the CPU's copy of
     the best round made again from it (the two inputs' digests equal, or the grader says so)."""
-    result = on_device(SOLUTIONS, ["at_updates.histogram", "static_args.cached_solve"], generates=True)
+    result = on_device(SOLUTIONS, ["at_updates.histogram", "jit_basics.bce_fast"], generates=True)
     assert not short_of_full_marks(result)
     speed = [t for t in result.tests if t.check == "speed"]
     assert len(speed) == 2 and all("inputs made on the device to the outputs' digest" in t.output for t in speed)
+
+
+def test_a_speed_check_declared_for_the_cpu_is_timed_there_and_still_judges(tmp_path):
+    """`static_args.cached_solve` is timed on the host's CPU on a machine with a device
+    (`Speed.platform`): the solve that runs on every call loses the speed points there, on the
+    CPU's clock, and the device is never opened for it."""
+    source = crafted_source("static_args__one_fault_each")
+    result = on_device(write_submission(tmp_path / "faulty", {"static_args": source}), ["static_args.cached_solve"])
+    speed = next(t for t in result.tests if t.check == "speed")
+    assert speed.status == "failed" and speed.extra_data["ratio"] > 4, speed.output
+    assert speed.extra_data["backend"] == "cpu" and speed.extra_data["size"] == 2048, speed.extra_data
+    assert result.extra_data["device"]["opens"] == 0, result.extra_data["device"]
 
 
 PARTITIONABLE_BITS = """

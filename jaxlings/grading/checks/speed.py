@@ -32,7 +32,7 @@ from jaxlings.grading.check import Check, SpecError
 from jaxlings.grading.compare import mismatch
 from jaxlings.grading.context import CallFailed, CheckContext, GraderError, StudentError, Timed, WorkerDied
 from jaxlings.grading.results import Outcome
-from jaxlings.grading.spec import Case, Exercise, Sampler, StreamSampler
+from jaxlings.grading.spec import PLATFORMS, Case, Exercise, Sampler, StreamSampler
 from jaxlings.grading.workloads import Generate
 from jaxlings.worker import commit
 
@@ -96,6 +96,11 @@ class Speed(Check):
     stay on the device: the window ends with their digest (`jaxlings.worker.commit`), and
     the student's best round is fetched after it and compared with the reference's outputs on
     the same inputs, computed on the host's CPU.
+
+    `platform="cpu"` (with `platform_reason`: why the device cannot judge it) times the
+    exercise on the host's CPU on every grading machine, as on one without an accelerator,
+    while its topic's other speed checks run on the device: for work that stays below the
+    device's dispatch floor at every size it can run there. Its `size` is the CPU's alone.
     """
 
     size: dict[str, int]
@@ -109,6 +114,8 @@ class Speed(Check):
     twin: Sampler | None = field(default=None, compare=False)
     generate: Generate | None = field(default=None, compare=False)
     jit: bool = True
+    platform: str = "accelerator"
+    platform_reason: str = ""
 
     name = "speed"
     summary = "as fast as the reference on a large workload: full points up to the band's start, none past its end."
@@ -128,6 +135,21 @@ class Speed(Check):
             raise SpecError(f"Speed: the band must have 1 <= full < zero (got full {self.full:g}, zero {self.zero:g})")
         if self.twin is not None and self.stream is None:
             raise SpecError("Speed: option 'twin' needs a 'stream' (without one, the timed calls are the sampler's)")
+        if self.platform not in PLATFORMS:
+            raise SpecError(f"Speed: option 'platform' must be one of {', '.join(PLATFORMS)}, not {self.platform!r}")
+        if self.platform == "cpu" and not self.platform_reason:
+            raise SpecError("Speed: a speed check timed on the CPU says why (option 'platform_reason')")
+        if self.platform == "cpu" and (set(self.size) != {"cpu"} or self.generate is not None):
+            raise SpecError(
+                "Speed: a speed check timed on the CPU has the CPU's size only and no device generator "
+                "(options 'size' and 'generate')"
+            )
+
+    @property
+    def prefetches(self) -> bool:
+        """Whether its rounds run on the device, the reference's ahead of the student's: not
+        where it is timed on the host's CPU (`platform`)."""
+        return self.platform == "accelerator"
 
     def size_for(self, backend: str) -> int:
         """The workload size for `backend`, falling back to the CPU's."""
@@ -157,7 +179,12 @@ class Speed(Check):
                 f"; first, one untimed call at that size that the rounds do not make ({what}) must give the "
                 "reference's output, or nothing is timed"
             )
-        return f"be about as fast as the reference{bands}: {how}, timed on {words.workload(self)}{twin}."
+        where = ""
+        if self.platform == "cpu":
+            where = words.note(
+                f"on the host's CPU, also where the grading machine has an accelerator: {self.platform_reason}"
+            )
+        return f"be about as fast as the reference{bands}: {how}, timed on {words.workload(self)}{where}{twin}."
 
     def jitted(self, ctx: CheckContext) -> bool:
         """Whether the student's function is timed under the grader's jit: where the workload is
@@ -167,9 +194,17 @@ class Speed(Check):
     def run(self, ctx: CheckContext) -> Outcome:
         if ctx.public:
             return self.own_time(ctx)
-        if ctx.device is not None:
+        if ctx.device is None:
+            return self.on_host(ctx, ctx.backend)
+        if self.prefetches:
             return self.on_device(ctx)
-        ex, backend = ctx.exercise, ctx.backend
+        with ctx.gated(True):  # the engine left the gate to the check (`gates_on_device`): alone, as on a CPU
+            return self.on_host(ctx, "cpu")
+
+    def on_host(self, ctx: CheckContext, backend: str) -> Outcome:
+        """Both sides' rounds on workers of `backend` (the host's), interleaved, each round's inputs
+        sent with its request."""
+        ex = ctx.exercise
         size = self.size_for(backend)
         jit = self.jitted(ctx)
         if (problem := self.twin_mismatch(ctx, size, jit)) is not None:
