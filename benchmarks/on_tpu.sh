@@ -10,6 +10,8 @@
 #   bash benchmarks/on_tpu.sh digest     # what the outputs' digest costs, XLA's loop and the
 #                                        # Pallas kernel (digest_cost.py; SHAPES=dropout,... to pick;
 #                                        # GEOMETRIES=256/8/1,... sweeps the kernel's geometry)
+#   bash benchmarks/on_tpu.sh stubs      # the stubs (exercises/) graded whole, hidden: zero
+#                                        # points everywhere (TOPICS=a,b to pick)
 #   bash benchmarks/on_tpu.sh written    # the crafted right answers written differently
 #                                        # (tests/submissions/<topic>__written_differently.py),
 #                                        # their topics graded whole, hidden: any point lost is false
@@ -19,7 +21,7 @@
 # is sampled (benchmarks/sampler/sitecustomize.py: $OUT/samples/<pid>.txt).
 # Each line of progress goes to a file in $OUT as it is said: a step cut at its limit keeps them.
 set -u
-step=${1:?a step: course, survey, verdicts, compiles, digest or written}
+step=${1:?a step: course, survey, verdicts, compiles, digest, stubs or written}
 limit=${2:-500}
 OUT=${OUT:?the output folder of the device machine}
 if [ -d /tmp/site ]; then  # a warm machine keeps /tmp between calls: the wheels are there already
@@ -61,6 +63,9 @@ sys.argv[0] = "grade"; main()' "$OUT/course.steps" grade solutions --device tpu 
     timeout "$limit" python3 -u benchmarks/digest_cost.py --out "$OUT/digest.jsonl" \
       ${SHAPES:+--shapes $SHAPES} ${GEOMETRIES:+--geometries $GEOMETRIES} ${SKIP:+--skip $SKIP} \
       > "$OUT/digest.out" 2>&1 ;;
+  stubs)
+    timeout "$limit" python3 -u -m jaxlings grade exercises --device tpu --sandbox off --jobs 8 \
+      ${TOPICS:+-t ${TOPICS//,/ -t }} --json "$OUT/stubs.json" > "$OUT/stubs.log" 2>&1 ;;
   written)
     topics=${TOPICS:-jit_basics,prng,at_updates,static_args}
     python3 -c 'import sys; sys.path.insert(0, "tests")
