@@ -74,7 +74,7 @@ from helpers.crafted import crafted_source
 folder = Path(sys.argv[1]); folder.mkdir(parents=True, exist_ok=True)
 for topic in sys.argv[2].split(","):
     (folder / f"{topic}.py").write_text(crafted_source(f"{topic}__written_differently"))' /tmp/written "$topics"
-    timeout "$limit" python3 -u -m jaxlings grade /tmp/written --device tpu --sandbox off --jobs 8 -t "$topics" \
+    timeout "$limit" python3 -u -m jaxlings grade /tmp/written --device tpu --sandbox off --jobs 8 -t ${topics//,/ -t } \
       --json "$OUT/written.json" > "$OUT/written.log" 2>&1 ;;
   *) echo "unknown step: $step"; exit 2 ;;
 esac

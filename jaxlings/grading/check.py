@@ -142,6 +142,11 @@ class Check(metaclass=_Validated):
         a check whose reference answers do not depend on the platform takes them live, from
         the reference on the host's CPU."""
 
+    def compile_ahead(self, worker: Any, ex: Any, device: Any) -> None:
+        """Work of the student's that this check will run on the device, done early in the
+        student's `worker` there on inputs no timed call gets, so that it is compiled before the
+        check comes (`jaxlings.grading.device_grading.compile_ahead`). Nothing by default."""
+
 
 # -- order -----------------------------------------------------------------------------------
 

@@ -273,7 +273,7 @@ class CheckContext:
     def device_held(self) -> contextlib.AbstractContextManager[None]:
         """The student's process on the device held for this check's work alone (one request
         at a time: topics graded side by side take it in turn)."""
-        return self._session.device_held()
+        return self._session.device_held(self.exercise.name)
 
     @staticmethod
     def on_device_tolerance(session: TopicSession, exercise: Exercise) -> Exercise:

@@ -112,13 +112,16 @@ class Device:
     draws random bits in the serial layout (`SERIAL_BITS`; `for_hidden`). `generates`: speed rounds
     make their inputs on the device where the exercise gives a generator (`jaxlings.grading.workloads`):
     on an accelerator, where sending them would time their transfer; not on the CPU, whose
-    device is its host (nothing to transfer; making them costs a CPU more than most functions)."""
+    device is its host (nothing to transfer; making them costs a CPU more than most functions).
+    `compiles_ahead`: the student's speed-checked functions are compiled in their process on the
+    device as soon as it opens (`device_grading.compile_ahead`)."""
 
     kind: str
     lease: Lease
     lock: Path | None = None
     generates: bool = True
     serial_bits: bool = False
+    compiles_ahead: bool = True
 
     @property
     def backend(self) -> str:

@@ -39,17 +39,19 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from jaxlings.grading import compile_cache, source, stubs
+from jaxlings.grading import compile_cache, replies, source, stubs
 from jaxlings.grading.answers import Prefetching
 from jaxlings.grading.check import Check, ordered
 from jaxlings.grading.context import CheckContext
-from jaxlings.grading.device_workers import DeviceRun, SharedWorker
+from jaxlings.grading.device_workers import LOAD_TIMEOUT, DeviceRun, SharedWorker
 from jaxlings.grading.gate import ClockGate
 from jaxlings.grading.session import TopicSession
 from jaxlings.grading.spec import Exercise, Topic
-from jaxlings.isolation import Limits
+from jaxlings.grading.timing import CallFailed
+from jaxlings.isolation import Limits, WorkerDied
 
 log = logging.getLogger(__name__)  # silent unless configured: the phases' steps and seconds, for an operator
 
@@ -91,6 +93,50 @@ def needs_device(topics: list[Topic], submission: Path) -> bool:
         if stubbed is not None and any(prefetching(ex) for ex in topic.exercises if ex.name not in stubbed):
             return True
     return False
+
+
+def compile_ahead(
+    run: DeviceRun, topics: list[Topic], submission: Path, gate: ClockGate, until: Callable[[], bool]
+) -> None:
+    """The student's functions compiled on the device ahead of their speed checks: in the
+    student's process there, as soon as it is open, each written exercise's device work
+    (`Check.compile_ahead`: one round on inputs of the speed size that no timed round gets),
+    in course order, while the topics' checks run on the host's CPU. Compiling a function at its
+    speed size took the TPU v5e 6-33 s; done at its check, after its topic's host checks, one
+    check after another, it was most of the course's time there
+    (benchmarks/results/2026-12-07-tpu-v5e-grading-9.md). Skipped for an exercise whose check
+    has begun (`DeviceRun.begun`); stopped when `until()` says the grading is done, and at the
+    first failure or death (the check then meets it itself and reports it). Each round shares
+    the clock gate, as a check's untimed warm-up does: a timed check elsewhere waits for it."""
+    for topic in topics:
+        stubbed = _stubbed(topic, submission)
+        written = [ex for ex in topic.exercises if stubbed is not None and ex.name not in stubbed]
+        for ex, check in [(e, c) for e in written for c in prefetching(e)]:
+            if until():
+                return
+            with run.held(), gate.shared():
+                if (topic.name, ex.name) in run.begun:
+                    continue
+                if run.student.worker is None or not run.student.worker.alive:
+                    return  # not started, or dead: the checks start it, each under its own time limit
+                if not _compiled_ahead(run, topic, submission / f"{topic.name}.py", ex, check):
+                    return
+
+
+def _compiled_ahead(run: DeviceRun, topic: Topic, module: Path, ex: Exercise, check: Check) -> bool:
+    """`check.compile_ahead` for `ex` in the student's process on the device; whether it went well."""
+    t0 = time.monotonic()
+    worker, error = run.student_worker(module, topic.name, LOAD_TIMEOUT)
+    if worker is None:
+        log.info("student %s: nothing compiled ahead: %s", topic.name, error)
+        return False
+    try:
+        check.compile_ahead(worker, ex, run.device)
+    except (WorkerDied, CallFailed, replies.MalformedReply) as exc:
+        log.info("student %s.%s: not compiled ahead: %s", topic.name, ex.name, exc)
+        return False
+    log.info("student %s.%s: compiled ahead in %.2f s", topic.name, ex.name, time.monotonic() - t0)
+    return True
 
 
 def reference_phase(

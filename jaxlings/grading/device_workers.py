@@ -128,6 +128,7 @@ class DeviceRun:
         self.store: dict[str, dict[str, Any]] = {}  # topic -> request key -> answer
         self.reference_platform: dict[str, Any] = {}
         self._held = threading.Lock()
+        self.begun: set[tuple[str, str]] = set()  # (topic, exercise) whose check has held the student's process
         self.student = SharedWorker(
             device,
             "student",
@@ -144,10 +145,13 @@ class DeviceRun:
         return self.reference_platform or self.student.platform or {"backend": self.device.backend}
 
     @contextlib.contextmanager
-    def held(self) -> Iterator[None]:
+    def held(self, by: tuple[str, str] | None = None) -> Iterator[None]:
         """The student's process on the device, for one check at a time: the topics graded side
-        by side send it requests in turn, never interleaved."""
+        by side send it requests in turn, never interleaved. `by`: the (topic, exercise) whose
+        check holds it, noted in `begun` (nothing left to compile ahead for it)."""
         with self._held:
+            if by is not None:
+                self.begun.add(by)
             yield
 
     def open_student(self) -> None:

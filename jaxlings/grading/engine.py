@@ -33,7 +33,7 @@ from jaxlings.grading.answers import Live, Prefetched
 from jaxlings.grading.checks import Check, ordered, waiting_for
 from jaxlings.grading.context import CheckContext
 from jaxlings.grading.device import Device, detect
-from jaxlings.grading.device_grading import device_work, needs_device, reference_phase
+from jaxlings.grading.device_grading import compile_ahead, device_work, needs_device, reference_phase
 from jaxlings.grading.device_workers import DeviceRun
 from jaxlings.grading.gate import ClockGate
 from jaxlings.grading.replies import format_error
@@ -221,6 +221,8 @@ def grade(
             grading = pool.submit(run_all, pieces, min(jobs, len(pieces)))
             if run is not None and needs_device(on_device, Path(submission)):
                 run.open_student()  # this thread outlives the topics': the chip opens while they start
+                if run.device.compiles_ahead:
+                    compile_ahead(run, on_device, Path(submission), gate, grading.done)
             done = grading.result()
     finally:
         if run is not None:

@@ -130,12 +130,12 @@ class TopicSession:
         machine with an accelerator); in hidden grading it is on the host's CPU."""
         return self.device_run is not None and self.public
 
-    def device_held(self) -> contextlib.AbstractContextManager[None]:
-        """The device's student process for one check's work alone (`DeviceRun.held`); nothing
-        to hold where the topic's own worker is that process (a public run) or there is none."""
+    def device_held(self, exercise: str) -> contextlib.AbstractContextManager[None]:
+        """The device's student process for one check of `exercise` alone (`DeviceRun.held`);
+        nothing to hold where the topic's own worker is that process (a public run) or there is none."""
         if self.device_run is None or self.student_on_device:
             return contextlib.nullcontext()
-        return self.device_run.held()
+        return self.device_run.held((self.topic.name, exercise))
 
     def device_student(self) -> WorkerProcess:
         """The student's process on the device with this topic's module imported: the topic's

@@ -216,6 +216,15 @@ PLATFORMS = ("accelerator", "cpu")
 """Where a topic's functions run on a grading machine with an accelerator (`Topic.platform`)."""
 
 
+def check_platform(owner: str, platform: str, reason: str, what: str) -> None:
+    """SpecError unless `platform` is one of PLATFORMS and, when it is "cpu", `reason` says why.
+    `owner` starts the message (a topic's name, a check's); `what` names the reason's field."""
+    if platform not in PLATFORMS:
+        raise SpecError(f"{owner}: platform must be one of {', '.join(PLATFORMS)}, not {platform!r}")
+    if platform == "cpu" and not reason:
+        raise SpecError(f"{owner}: graded on the CPU on a machine with an accelerator, it says why ({what})")
+
+
 @dataclass(frozen=True)
 class Topic:
     """A topic: its exercises in order, and how its worker processes must be set up.
@@ -239,10 +248,7 @@ class Topic:
     platform_reason: str = ""
 
     def __post_init__(self) -> None:
-        if self.platform not in PLATFORMS:
-            raise SpecError(f"{self.name}: platform must be one of {', '.join(PLATFORMS)}, not {self.platform!r}")
-        if self.platform == "cpu" and not self.platform_reason:
-            raise SpecError(f"{self.name}: a topic graded on the CPU says why (platform_reason)")
+        check_platform(self.name, self.platform, self.platform_reason, "platform_reason")
         if self.platform == "accelerator" and self.env:
             raise SpecError(
                 f"{self.name}: a topic with its own environment ({', '.join(self.env)}) cannot share the "

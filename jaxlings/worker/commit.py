@@ -160,17 +160,7 @@ def digest(leaves: list[Any], salt: Any, xp: Any, first: Any = None, fold: Any =
     n = int(data.shape[0])
     salt = xp.asarray(salt & MASK if isinstance(salt, int) else salt, u32)
     data = xp.concatenate([data, xp.zeros((-n % 8 if n else 8,), u32)])
-    if first is not None:
-        states = first(data, salt, n)
-    else:
-        blocks = data.reshape(8, -1)
-        if xp.__name__ != "numpy":
-            import jax
-
-            # the words laid out flat first, on their own: XLA on a TPU otherwise fuses a leaf's
-            # relayout (a (2048, 512, 3) output's) into the compressions' loop and compiles for 28 s
-            blocks = jax.lax.optimization_barrier(blocks)
-        states = first_level(blocks, salt, n, xp)
+    states = first(data, salt, n) if first is not None else first_level(as_blocks(data, xp), salt, n, xp)
     stage = 1
     while states.shape[1] > 1:
         fan = min(FAN, states.shape[1] + states.shape[1] % 2)
@@ -189,6 +179,18 @@ def digest(leaves: list[Any], salt: Any, xp: Any, first: Any = None, fold: Any =
         states = fold(groups, chain) if fold is not None else _fold(groups, chain, xp)
         stage += 1
     return states[:, 0]
+
+
+def as_blocks(data: Any, xp: Any) -> Any:
+    """The padded words `data`, flat, laid out as blocks (8, columns): word `i * columns + b` is
+    word `i` of block `b`. With JAX, behind an optimization barrier: XLA on a TPU otherwise fuses
+    a leaf's relayout (a (2048, 512, 3) output's) into the compressions' loop and compiles for 28 s."""
+    blocks = data.reshape(8, -1)
+    if xp.__name__ == "numpy":
+        return blocks
+    import jax
+
+    return jax.lax.optimization_barrier(blocks)
 
 
 def first_level(blocks: Any, salt: Any, n: int, xp: Any) -> Any:

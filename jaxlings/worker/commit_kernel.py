@@ -65,10 +65,9 @@ def first_level(
     columns = data.size // 8
     step = tile * LANES
     if columns < step:
-        blocks = jax.lax.optimization_barrier(data.reshape(8, columns))  # as `commit.digest` lays them out
-        return commit.first_level(blocks, salt, n, jnp)
+        return commit.first_level(commit.as_blocks(data, jnp), salt, n, jnp)
     short = -columns % step
-    if short or data.ndim != 1:
+    if short:
         data = jnp.pad(data.reshape(8, columns), ((0, 0), (0, short)))
     rows = (columns + short) // LANES
     scalars = jnp.stack([jnp.asarray(salt, jnp.uint32), jnp.uint32(n & commit.MASK)])

@@ -191,6 +191,9 @@ class Harness:
         }
         self.module_path, self.module_name = module_path, module_name
         self.module: Any = None
+        self.imported: dict[
+            tuple[str, str], tuple[Any, dict[str, Any]]
+        ] = {}  # `op_module`'s: (path, name) -> (module, reply)
         self.prepared: Callable[..., Any] | None = None
         self.stdout = sys.stdout
         self.wrap_key = lambda data: jax.random.wrap_key_data(data, impl="threefry2x32")
@@ -227,13 +230,22 @@ class Harness:
         return {"functions": sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_"))}
 
     def op_module(self, req: ModuleRequest) -> dict[str, Any]:
-        """Import another topic's module in this process and make it the one requests name
-        functions of: on an accelerator one student process (and one trusted one) serves every
-        topic graded there, since the device takes one process at a time and each opening costs
-        seconds (`jaxlings.grading.device`). `path` is the module's file, `name` its module name."""
+        """Make another topic's module the one requests name functions of, importing it unless
+        this process has already: on an accelerator one student process (and one trusted one)
+        serves every topic graded there, since the device takes one process at a time and each
+        opening costs seconds (`jaxlings.grading.device`), and the topics take it in turn, so a
+        module comes back with its functions as they were compiled (`jaxlings.grading.device_grading`
+        compiles them ahead). `path` is the module's file, `name` its module name."""
+        self.last, self.kept = [], []
         self.module_path, self.module_name = req["path"], req["name"]
-        self.module, self.last, self.kept = None, [], []  # a module that fails to import leaves none current
-        return self.load()
+        done = self.imported.get((req["path"], req["name"]))
+        if done is not None:
+            self.module = done[0]
+            return done[1]
+        self.module = None  # a module that fails to import leaves none current
+        reply = self.load()
+        self.imported[(req["path"], req["name"])] = (self.module, reply)
+        return reply
 
     def function(self, name: str) -> Callable[..., Any]:
         fn = getattr(self.module, name, None)

@@ -23,7 +23,7 @@ from helpers.grading import TEST_LIMITS
 from jaxlings.grading import device, device_grading, topics, workloads
 from jaxlings.grading.check import SpecError
 from jaxlings.grading.checks import Correct, Speed
-from jaxlings.grading.spec import Case, Exercise
+from jaxlings.grading.spec import Case, Exercise, Topic
 from jaxlings.isolation import WorkerDied, WorkerProcess
 from jaxlings.worker import commit, commit_kernel, harness
 
@@ -105,6 +105,40 @@ def test_a_second_process_on_the_exclusive_device_fails_as_on_a_tpu(tmp_path):
     finally:
         first.close()
     WorkerProcess(module, "empty", limits=TEST_LIMITS, device_lock=lock).close()
+
+
+COUNTER = """
+calls = [0]
+
+
+def count():
+    calls[0] += 1
+    return calls[0]
+"""
+
+
+def test_the_devices_one_process_imports_each_topic_once(tmp_path):
+    """The device's shared process (`op_module`) keeps each topic's module once imported: the
+    topics take it in turn, and a module comes back as it was (its functions compiled ahead,
+    `device_grading.compile_ahead`), not imported again; another file under a known name is."""
+    empty = tmp_path / "jaxlings_device.py"
+    empty.write_text(EMPTY)
+    for name in ("a", "b", "c"):
+        (tmp_path / f"{name}.py").write_text(COUNTER)
+    worker = WorkerProcess(empty, "jaxlings_device", limits=TEST_LIMITS)
+    try:
+
+        def count(name: str, path: Path) -> int:
+            assert worker.request("module", 60, path=str(path), name=name)["functions"] == ["count"]
+            reply = worker.request("call", 60, fn="count", args=[], jit=False)
+            return int(np.asarray(reply["out"]["leaves"][0]["data"]))
+
+        assert [count("a", tmp_path / "a.py"), count("a", tmp_path / "a.py")] == [1, 2]
+        assert count("b", tmp_path / "b.py") == 1
+        assert count("a", tmp_path / "a.py") == 3  # the same module: its state as it was
+        assert count("a", tmp_path / "c.py") == 1  # another file: imported
+    finally:
+        worker.close()
 
 
 # -- the commitment -----------------------------------------------------------------------------
@@ -257,7 +291,7 @@ def test_a_speed_twin_without_a_stream_fails_at_import():
 @pytest.mark.parametrize(
     ("options", "problem"),
     [
-        ({"platform": "tpu"}, "option 'platform' must be one of accelerator, cpu, not 'tpu'"),
+        ({"platform": "tpu"}, "Speed: platform must be one of accelerator, cpu, not 'tpu'"),
         ({"platform": "cpu"}, "says why"),
         ({"platform": "cpu", "platform_reason": "small", "size": {"cpu": 8, "tpu": 64}}, "the CPU's size only"),
     ],
@@ -269,6 +303,24 @@ def test_a_speed_check_timed_on_the_cpu_is_declared_whole(options, problem):
     speed = Speed(1, **{"size": {"cpu": 8}, **options})
     with pytest.raises(SpecError, match=problem):
         Exercise("f", sample, (Correct(1), speed), ("a", "b"))
+
+
+@pytest.mark.parametrize(
+    ("options", "problem"),
+    [
+        ({"platform": "gpu"}, "t: platform must be one of accelerator, cpu, not 'gpu'"),
+        ({"platform": "cpu"}, "t: graded on the CPU .* says why"),
+        ({"env": {"XLA_FLAGS": "--xla_force_host_platform_device_count=8"}}, "cannot share the accelerator"),
+    ],
+)
+def test_a_topic_says_where_it_runs_or_fails_at_import(options, problem):
+    """`Topic.platform`: one of PLATFORMS, "cpu" with its reason, an environment of its own only
+    off the accelerator's one process."""
+    sample = lambda rng, size: Case(())  # noqa: E731
+    exercise = Exercise("f", sample, (Correct(1),), ("a", "b"))
+    with pytest.raises(SpecError, match=problem):
+        Topic("t", "T", (exercise,), **options)
+    assert Topic("t", "T", (exercise,), platform="cpu", platform_reason="float64").platform == "cpu"
 
 
 def test_only_speed_checks_on_the_accelerator_run_ahead_on_the_device():

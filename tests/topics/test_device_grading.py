@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import logging
 import shutil
 import subprocess
 import sys
@@ -24,10 +25,18 @@ from jaxlings.grading import device, engine, topics
 from jaxlings.grading.results import Result
 
 
-def on_device(folder, names: list[str], generates: bool = False, serial_bits: bool = False, jobs: int = 2) -> Result:
+def on_device(
+    folder,
+    names: list[str],
+    generates: bool = False,
+    serial_bits: bool = False,
+    jobs: int = 2,
+    compiles_ahead: bool = True,
+) -> Result:
     """`folder` graded in hidden mode with the CPU as an exclusive device; with `generates`, speed
     rounds make their inputs on it as on an accelerator (`Device.generates`); with `serial_bits`,
-    every worker draws random bits as on an accelerator (`Device.serial_bits`)."""
+    every worker draws random bits as on an accelerator (`Device.serial_bits`); without
+    `compiles_ahead`, nothing is compiled ahead of its check (`Device.compiles_ahead`)."""
     exclusive = device.resolve("exclusive")
     assert exclusive is not None
     return engine.grade(
@@ -36,7 +45,9 @@ def on_device(folder, names: list[str], generates: bool = False, serial_bits: bo
         reference_dir=SOLUTIONS,
         limits=TEST_LIMITS,
         jobs=jobs,
-        device=dataclasses.replace(exclusive, generates=generates, serial_bits=serial_bits),
+        device=dataclasses.replace(
+            exclusive, generates=generates, serial_bits=serial_bits, compiles_ahead=compiles_ahead
+        ),
     )
 
 
@@ -279,12 +290,58 @@ def test_a_device_rounds_first_call_may_compile_for_a_while(tmp_path):
     """The first round of a device's speed check compiles the student's function and the
     grader's own programs, which the reference may have found cached (on the TPU its warm-up
     took about a second, and 20 times it stopped the student's): 12 s of compiling, past the
-    CPU's 10 s floor, still gets full marks there."""
+    CPU's 10 s floor, still gets full marks there, also where nothing was compiled ahead."""
     source = (SOLUTIONS / "jit_basics.py").read_text() + SLOW_FIRST_TRACE
     folder = write_submission(tmp_path / "slow", {"jit_basics": source})
-    result = on_device(folder, ["jit_basics.bce_fast"])
+    result = on_device(folder, ["jit_basics.bce_fast"], compiles_ahead=False)
     speed = next(t for t in result.tests if t.check == "speed")
     assert speed.name not in short_of_full_marks(result), speed.output
+
+
+COMPILED_AHEAD = """
+import os as _os
+import sys as _sys
+import time as _time
+
+_MARK = {marker!r}
+if "jaxlings_device" not in _sys.modules:  # a worker on the host's CPU: the device's round goes first
+    for _ in range(1200):
+        if _os.path.exists(_MARK):
+            break
+        _time.sleep(0.05)
+
+_bce_fast = bce_fast
+_seen = set()
+
+
+def bce_fast(z, y):
+    if z.size >= 1 << 16:  # the speed workload (timed as called: concrete arrays)
+        open(_MARK, "a").close()
+        mark = (float(z[0, 0]), float(z[-1, -1]), float(y[0, 0]))
+        if mark in _seen or None in _seen:  # inputs it had before: wrong from then on
+            _seen.add(None)
+            return _bce_fast(z, y) + 1.0
+        _seen.add(mark)
+    return _bce_fast(z, y)
+"""
+
+
+@pytest.mark.parametrize("generates", [False, True])
+def test_the_students_functions_compile_ahead_on_inputs_no_timed_round_gets(tmp_path, caplog, generates):
+    """As soon as the student's process on the device opens, it runs each written speed-checked
+    function once at the speed size (`device_grading.compile_ahead`), on inputs drawn from a seed
+    of their own: a module that answers wrongly, from then on, once it meets inputs a second time
+    (a memo would profit there) keeps its speed points, inputs sent or made on the device. Its
+    host workers wait at import for the device's first call, so that round comes first."""
+    caplog.set_level(logging.INFO, logger="jaxlings.grading.device_grading")
+    source = (SOLUTIONS / "jit_basics.py").read_text() + COMPILED_AHEAD.format(marker=str(tmp_path / "first-call"))
+    folder = write_submission(tmp_path / "ahead", {"jit_basics": source})
+    result = on_device(folder, ["jit_basics.bce_fast"], generates=generates)
+    ahead = [r.getMessage().split(":")[0] for r in caplog.records if "compiled ahead in" in r.getMessage()]
+    assert ahead == ["student jit_basics.bce_fast"]
+    speed = next(t for t in result.tests if t.check == "speed")
+    assert speed.score > 0 and "wrong" not in speed.output, speed.output
+    assert result.extra_data["device"]["opens"] == 2
 
 
 def test_outputs_made_after_the_window_earn_no_speed_points(tmp_path, jit_basics_on_device):
@@ -325,7 +382,9 @@ def test_a_function_that_kills_its_process_on_the_device_costs_its_check_only(tm
     speed = next(t for t in result.tests if t.name == "prng.dropout:speed")
     assert speed.score == 0 and "exited with status 9" in speed.output, speed.output
     assert short_of_full_marks(result) == {"prng.dropout:speed"}
-    assert [h["who"] for h in result.extra_data["device"]["holders"]] == ["reference", "student", "student"]
+    # the function killed the process compiled ahead too, or its check went first: once more then
+    holders = [h["who"] for h in result.extra_data["device"]["holders"]]
+    assert holders[0] == "reference" and set(holders[1:]) == {"student"} and len(holders) in (3, 4), holders
     assert_one_holder_at_a_time(result)
 
 

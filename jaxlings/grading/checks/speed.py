@@ -20,6 +20,7 @@ while work happens elsewhere). Points follow the exercise's band (`Speed.score`)
 from __future__ import annotations
 
 import logging
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,7 +33,8 @@ from jaxlings.grading.check import Check, SpecError
 from jaxlings.grading.compare import mismatch
 from jaxlings.grading.context import CallFailed, CheckContext, GraderError, StudentError, Timed, WorkerDied
 from jaxlings.grading.results import Outcome
-from jaxlings.grading.spec import PLATFORMS, Case, Exercise, Sampler, StreamSampler
+from jaxlings.grading.spec import Case, Exercise, Sampler, StreamSampler, check_platform
+from jaxlings.grading.timing import committed_round
 from jaxlings.grading.workloads import Generate
 from jaxlings.worker import commit
 
@@ -40,6 +42,8 @@ log = logging.getLogger(__name__)  # silent unless configured: rounds against th
 
 if TYPE_CHECKING:
     from jaxlings.grading.checks.vocabulary import Words
+    from jaxlings.grading.device import Device
+    from jaxlings.isolation import WorkerProcess
 
 BACKENDS = ("cpu", "gpu", "tpu")
 """The backends a `Speed.size` may name."""
@@ -135,10 +139,7 @@ class Speed(Check):
             raise SpecError(f"Speed: the band must have 1 <= full < zero (got full {self.full:g}, zero {self.zero:g})")
         if self.twin is not None and self.stream is None:
             raise SpecError("Speed: option 'twin' needs a 'stream' (without one, the timed calls are the sampler's)")
-        if self.platform not in PLATFORMS:
-            raise SpecError(f"Speed: option 'platform' must be one of {', '.join(PLATFORMS)}, not {self.platform!r}")
-        if self.platform == "cpu" and not self.platform_reason:
-            raise SpecError("Speed: a speed check timed on the CPU says why (option 'platform_reason')")
+        check_platform("Speed", self.platform, self.platform_reason, "option 'platform_reason'")
         if self.platform == "cpu" and (set(self.size) != {"cpu"} or self.generate is not None):
             raise SpecError(
                 "Speed: a speed check timed on the CPU has the CPU's size only and no device generator "
@@ -278,22 +279,46 @@ class Speed(Check):
     def round_inputs(self, ctx: CheckContext, size: int) -> dict[str, Any]:
         """The next round's inputs, drawn from the run's secret: the key of a generated workload,
         or its cases; and the salt of its outputs' digest."""
-        ex = ctx.exercise
+        generated = self.generated(ctx)
+        return ctx.draw("device round", lambda rng: self._inputs(ctx.exercise, rng, size, generated))
 
-        def make(rng: np.random.Generator) -> dict[str, Any]:
-            salt = int(rng.integers(0, 1 << 32))
-            if self.generated(ctx):
-                return {"key": rng.integers(0, 1 << 32, 2, dtype=np.uint32), "salt": salt}
-            return {"cases": self.stream(rng, size) if self.stream else [ex.sample(rng, size)], "salt": salt}
-
-        return ctx.draw("device round", make)
+    def _inputs(self, ex: Exercise, rng: np.random.Generator, size: int, generated: bool) -> dict[str, Any]:
+        """A round's inputs drawn from `rng`: the salt, and the key (`generated`) or the cases."""
+        salt = int(rng.integers(0, 1 << 32))
+        if generated:
+            return {"key": rng.integers(0, 1 << 32, 2, dtype=np.uint32), "salt": salt}
+        return {"cases": self.stream(rng, size) if self.stream else [ex.sample(rng, size)], "salt": salt}
 
     def round_request(self, ctx: CheckContext, drawn: dict[str, Any], size: int) -> dict[str, Any]:
         """A round's inputs as its request carries them: the generator's program and the key, or the cases."""
-        if not self.generated(ctx):
+        assert ctx.device is not None
+        return self._request(ctx.device, drawn, size)
+
+    def _request(self, device: Device, drawn: dict[str, Any], size: int) -> dict[str, Any]:
+        """`round_request` on `device`."""
+        if "key" not in drawn:
             return {"cases": drawn["cases"]}
-        assert ctx.device is not None and self.generate is not None
-        return {"generate": workloads.export(self.generate, size, ctx.device.platforms).request(drawn["key"])}
+        assert self.generate is not None
+        return {"generate": workloads.export(self.generate, size, device.platforms).request(drawn["key"])}
+
+    def compile_ahead(self, worker: WorkerProcess, ex: Exercise, device: Device) -> None:
+        """One untimed round of `ex` in the student's process on `device`, on inputs of the speed
+        size drawn from a seed of its own (never a timed round's: nothing is learnt early), so
+        that the function is compiled for them before its check comes
+        (`device_grading.compile_ahead`). Jitted, as a function that passes `jit` is timed.
+        Raises WorkerDied or CallFailed."""
+        size = self.size_for(device.backend)
+        rng = np.random.default_rng(secrets.randbits(128))
+        drawn = self._inputs(ex, rng, size, self.generate is not None and device.generates)
+        committed_round(
+            worker,
+            ex.name,
+            jit=self.jit,
+            static_argnums=ex.static_argnums,
+            timeout=DEVICE_WARMUP_TIMEOUT,
+            salt=drawn["salt"],
+            **self._request(device, drawn, size),
+        )
 
     def reference_rounds(self, ctx: CheckContext) -> dict[str, Any]:
         """The reference's rounds on the device, the first a warm-up, then at least `min_reps`
