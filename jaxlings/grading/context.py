@@ -26,7 +26,7 @@ from jaxlings.grading import structure
 from jaxlings.grading.compare import mismatch
 from jaxlings.grading.gate import ClockGate
 from jaxlings.grading.replies import format_error
-from jaxlings.grading.session import REFERENCE_TIMEOUT, GraderError, StudentError
+from jaxlings.grading.session import REFERENCE_TIMEOUT, GraderError, StudentError, compilations
 from jaxlings.grading.spec import Case, Exercise
 from jaxlings.grading.timing import CallFailed, Timed, committed_round, outputs, timed_call
 from jaxlings.isolation import WorkerDied
@@ -174,6 +174,14 @@ class Side:
                 cases=cases,
                 generate=generate,
             )
+
+    def compilations(self) -> int | None:
+        """How many compilations JAX reported in this side's worker so far (`session.compilations`),
+        for an operator's log only; None where it does not say."""
+        try:
+            return compilations(self._worker())
+        except StudentError:
+            return None
 
     def keep(self) -> None:
         """Have the worker keep its last committed round's outputs (the best so far) for `fetched`."""

@@ -48,7 +48,7 @@ from jaxlings.grading.check import Check, ordered
 from jaxlings.grading.context import CheckContext
 from jaxlings.grading.device_workers import LOAD_TIMEOUT, DeviceRun, SharedWorker
 from jaxlings.grading.gate import ClockGate
-from jaxlings.grading.session import TopicSession
+from jaxlings.grading.session import TopicSession, compilations
 from jaxlings.grading.spec import Exercise, Topic
 from jaxlings.grading.timing import CallFailed
 from jaxlings.isolation import Limits, WorkerDied
@@ -101,7 +101,8 @@ def compile_ahead(
     """The student's functions compiled on the device ahead of their speed checks: in the
     student's process there, as soon as it is open, each written exercise's device work
     (`Check.compile_ahead`: one round on inputs of the speed size that no timed round gets),
-    in course order, while the topics' checks run on the host's CPU. Compiling a function at its
+    topic by topic in the order of `topics` (the engine's: the order the topics start), while
+    the topics' checks run on the host's CPU. Compiling a function at its
     speed size took the TPU v5e 6-33 s; done at its check, after its topic's host checks, one
     check after another, it was most of the course's time there
     (benchmarks/results/2026-12-07-tpu-v5e-grading-9.md). Skipped for an exercise whose check
@@ -130,12 +131,21 @@ def _compiled_ahead(run: DeviceRun, topic: Topic, module: Path, ex: Exercise, ch
     if worker is None:
         log.info("student %s: nothing compiled ahead: %s", topic.name, error)
         return False
+    before = compilations(worker)
     try:
         check.compile_ahead(worker, ex, run.device)
     except (WorkerDied, CallFailed, replies.MalformedReply) as exc:
         log.info("student %s.%s: not compiled ahead: %s", topic.name, ex.name, exc)
         return False
-    log.info("student %s.%s: compiled ahead in %.2f s", topic.name, ex.name, time.monotonic() - t0)
+    after = compilations(worker)
+    programs = "?" if before is None or after is None else after - before
+    log.info(
+        "student %s.%s: compiled ahead in %.2f s (%s program(s) by its process's word)",
+        topic.name,
+        ex.name,
+        time.monotonic() - t0,
+        programs,
+    )
     return True
 
 

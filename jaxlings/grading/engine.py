@@ -206,7 +206,8 @@ def grade(
                     lambda seconds: {t.name: abandoned(t, seconds) for t in on_device},
                 )
             )
-        for part in sorted(parts, key=lambda part: part.cost, reverse=True):
+        by_cost = sorted(parts, key=lambda part: part.cost, reverse=True)  # the costliest start first
+        for part in by_cost:
             on_it = run if part.name in device_names else None
             pieces.append(
                 Piece(
@@ -221,8 +222,10 @@ def grade(
             grading = pool.submit(run_all, pieces, min(jobs, len(pieces)))
             if run is not None and needs_device(on_device, Path(submission)):
                 run.open_student()  # this thread outlives the topics': the chip opens while they start
-                if run.device.compiles_ahead:
-                    compile_ahead(run, on_device, Path(submission), gate, grading.done)
+                if run.device.compiles_ahead:  # in the order the topics start: their checks come first
+                    first = list(dict.fromkeys(part.name for part in by_cost))
+                    in_order = sorted(on_device, key=lambda t: first.index(t.name) if t.name in first else len(first))
+                    compile_ahead(run, in_order, Path(submission), gate, grading.done)
             done = grading.result()
     finally:
         if run is not None:

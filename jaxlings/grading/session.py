@@ -39,6 +39,19 @@ if TYPE_CHECKING:
 
 REFERENCE_TIMEOUT = 300.0
 STATS_TIMEOUT = 2.0  # seconds a worker has to say what it compiled (`TopicSession.compile_stats`)
+
+
+def compilations(worker: WorkerProcess) -> int | None:
+    """How many compilations JAX reported in `worker` so far, for an operator's log only (a
+    student's process's own word: never a verdict); None where it does not answer well within
+    `STATS_TIMEOUT` (a late worker is stopped, as any late one is)."""
+    try:
+        reply = replies.check("stats", worker.request("stats", STATS_TIMEOUT))
+    except (WorkerDied, replies.MalformedReply):
+        return None
+    return int(reply["compilations"]) if reply["ok"] else None
+
+
 REPLY_BOUND_OPS = ("call", "step", "timed")  # replies bounded by the reference's (`TopicSession.reply_bound`)
 T = TypeVar("T")
 

@@ -333,12 +333,16 @@ def test_the_students_functions_compile_ahead_on_inputs_no_timed_round_gets(tmp_
     of their own: a module that answers wrongly, from then on, once it meets inputs a second time
     (a memo would profit there) keeps its speed points, inputs sent or made on the device. Its
     host workers wait at import for the device's first call, so that round comes first."""
-    caplog.set_level(logging.INFO, logger="jaxlings.grading.device_grading")
+    caplog.set_level(logging.INFO, logger="jaxlings.grading")
     source = (SOLUTIONS / "jit_basics.py").read_text() + COMPILED_AHEAD.format(marker=str(tmp_path / "first-call"))
     folder = write_submission(tmp_path / "ahead", {"jit_basics": source})
     result = on_device(folder, ["jit_basics.bce_fast"], generates=generates)
     ahead = [r.getMessage().split(":")[0] for r in caplog.records if "compiled ahead in" in r.getMessage()]
     assert ahead == ["student jit_basics.bce_fast"]
+    # the check's first round finds everything compiled (by the process's word: a log line's)
+    rounds = [m for m in (r.getMessage() for r in caplog.records) if m.startswith("jit_basics.bce_fast: ")]
+    rounds = [m for m in rounds if "their windows" in m]
+    assert len(rounds) == 1 and "compiling 0 program(s)" in rounds[0], rounds
     speed = next(t for t in result.tests if t.check == "speed")
     assert speed.score > 0 and "wrong" not in speed.output, speed.output
     assert result.extra_data["device"]["opens"] == 2

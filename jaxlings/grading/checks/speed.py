@@ -440,7 +440,9 @@ class Speed(Check):
 
         try:
             with ctx.gated(timed=False):
+                compiled = student.compilations()
                 one_round(0, ref["seconds"][0])
+                compiled = _difference(student.compilations(), compiled)
             warmed = time.monotonic()
             with ctx.gated(timed=True):
                 alone = time.monotonic()
@@ -457,13 +459,15 @@ class Speed(Check):
                 size=size,
             )
         log.info(
-            "%s.%s: %d rounds, their windows %.3f s of %.3f s (the first round %.3f s, then %.3f s waiting to be alone)",
+            "%s.%s: %d rounds, their windows %.3f s of %.3f s (the first round %.3f s, compiling %s program(s) by "
+            "its process's word, then %.3f s waiting to be alone)",
             ctx.topic_name,
             ex.name,
             len(stu_times) + 1,
             sum(t.seconds for t in stu_times),
             time.monotonic() - started,
             warmed - started,
+            "?" if compiled is None else compiled,
             alone - warmed,
         )
         return ref_times, stu_times, best, outs
@@ -630,3 +634,8 @@ def verdict(
         f"x{ratio:.2f}; full marks up to x{speed.full:g}, none from x{speed.zero:g})"
     )
     return Outcome(round(speed.score(ratio), 3), text, data)
+
+
+def _difference(after: int | None, before: int | None) -> int | None:
+    """`after - before`, None where either is unknown."""
+    return None if after is None or before is None else after - before
