@@ -48,7 +48,7 @@ from jaxlings.grading.check import Check, ordered
 from jaxlings.grading.context import CheckContext
 from jaxlings.grading.device_workers import LOAD_TIMEOUT, DeviceRun, SharedWorker
 from jaxlings.grading.gate import ClockGate
-from jaxlings.grading.session import TopicSession, compilations
+from jaxlings.grading.session import TopicSession, compilations, compiled_between
 from jaxlings.grading.spec import Exercise, Topic
 from jaxlings.grading.timing import CallFailed
 from jaxlings.isolation import Limits, WorkerDied
@@ -137,14 +137,12 @@ def _compiled_ahead(run: DeviceRun, topic: Topic, module: Path, ex: Exercise, ch
     except (WorkerDied, CallFailed, replies.MalformedReply) as exc:
         log.info("student %s.%s: not compiled ahead: %s", topic.name, ex.name, exc)
         return False
-    after = compilations(worker)
-    programs = "?" if before is None or after is None else after - before
     log.info(
         "student %s.%s: compiled ahead in %.2f s (%s program(s) by its process's word)",
         topic.name,
         ex.name,
         time.monotonic() - t0,
-        programs,
+        compiled_between(before, compilations(worker)),
     )
     return True
 

@@ -224,7 +224,7 @@ def grade(
                 run.open_student()  # this thread outlives the topics': the chip opens while they start
                 if run.device.compiles_ahead:  # in the order the topics start: their checks come first
                     first = list(dict.fromkeys(part.name for part in by_cost))
-                    in_order = sorted(on_device, key=lambda t: first.index(t.name) if t.name in first else len(first))
+                    in_order = sorted(on_device, key=lambda t: first.index(t.name))  # every topic has a part
                     compile_ahead(run, in_order, Path(submission), gate, grading.done)
             done = grading.result()
     finally:

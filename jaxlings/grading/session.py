@@ -41,15 +41,29 @@ REFERENCE_TIMEOUT = 300.0
 STATS_TIMEOUT = 2.0  # seconds a worker has to say what it compiled (`TopicSession.compile_stats`)
 
 
-def compilations(worker: WorkerProcess) -> int | None:
-    """How many compilations JAX reported in `worker` so far, for an operator's log only (a
-    student's process's own word: never a verdict); None where it does not answer well within
-    `STATS_TIMEOUT` (a late worker is stopped, as any late one is)."""
+def compiled(worker: WorkerProcess) -> dict[str, float] | None:
+    """What JAX compiled in `worker` so far, {"compilations", "seconds"}, for an operator's
+    figures only (a student's process's own word: never a verdict); None where it does not
+    answer well within `STATS_TIMEOUT` (a late worker is stopped, as any late one is)."""
     try:
         reply = replies.check("stats", worker.request("stats", STATS_TIMEOUT))
     except (WorkerDied, replies.MalformedReply):
         return None
-    return int(reply["compilations"]) if reply["ok"] else None
+    if not reply["ok"]:
+        return None
+    return {"compilations": reply["compilations"], "seconds": round(reply["compile_seconds"], 3)}
+
+
+def compilations(worker: WorkerProcess) -> int | None:
+    """How many compilations JAX reported in `worker` so far (`compiled`), None where it does not say."""
+    stats = compiled(worker)
+    return None if stats is None else int(stats["compilations"])
+
+
+def compiled_between(before: int | None, after: int | None) -> str:
+    """The compilations between two readings of `compilations`, for a log line: "?" where
+    either is unknown."""
+    return "?" if before is None or after is None else str(after - before)
 
 
 REPLY_BOUND_OPS = ("call", "step", "timed")  # replies bounded by the reference's (`TopicSession.reply_bound`)
@@ -463,14 +477,8 @@ class TopicSession:
         not answer well within `STATS_TIMEOUT` is left out (and, being late, stopped)."""
         stats = {}
         for side, worker in (("reference", self._ref), ("student", self._stu)):
-            if worker is None or not worker.alive:
-                continue
-            try:
-                reply = replies.check("stats", worker.request("stats", STATS_TIMEOUT))
-            except (WorkerDied, replies.MalformedReply):
-                continue
-            if reply["ok"]:
-                stats[side] = {"compilations": reply["compilations"], "seconds": round(reply["compile_seconds"], 3)}
+            if worker is not None and worker.alive and (figures := compiled(worker)) is not None:
+                stats[side] = figures
         return stats
 
     def abandon(self) -> None:

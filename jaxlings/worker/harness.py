@@ -191,9 +191,8 @@ class Harness:
         }
         self.module_path, self.module_name = module_path, module_name
         self.module: Any = None
-        self.imported: dict[
-            tuple[str, str], tuple[Any, dict[str, Any]]
-        ] = {}  # `op_module`'s: (path, name) -> (module, reply)
+        # `op_module`'s modules: (path, name) -> (the module, its import's reply)
+        self.imported: dict[tuple[str, str], tuple[Any, dict[str, Any]]] = {}
         self.prepared: Callable[..., Any] | None = None
         self.stdout = sys.stdout
         self.wrap_key = lambda data: jax.random.wrap_key_data(data, impl="threefry2x32")

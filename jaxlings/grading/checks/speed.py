@@ -33,6 +33,7 @@ from jaxlings.grading.check import Check, SpecError
 from jaxlings.grading.compare import mismatch
 from jaxlings.grading.context import CallFailed, CheckContext, GraderError, StudentError, Timed, WorkerDied
 from jaxlings.grading.results import Outcome
+from jaxlings.grading.session import compiled_between
 from jaxlings.grading.spec import Case, Exercise, Sampler, StreamSampler, check_platform
 from jaxlings.grading.timing import committed_round
 from jaxlings.grading.workloads import Generate
@@ -440,9 +441,9 @@ class Speed(Check):
 
         try:
             with ctx.gated(timed=False):
-                compiled = student.compilations()
+                before = student.compilations()
                 one_round(0, ref["seconds"][0])
-                compiled = _difference(student.compilations(), compiled)
+                compiled = compiled_between(before, student.compilations())
             warmed = time.monotonic()
             with ctx.gated(timed=True):
                 alone = time.monotonic()
@@ -467,7 +468,7 @@ class Speed(Check):
             sum(t.seconds for t in stu_times),
             time.monotonic() - started,
             warmed - started,
-            "?" if compiled is None else compiled,
+            compiled,
             alone - warmed,
         )
         return ref_times, stu_times, best, outs
@@ -634,8 +635,3 @@ def verdict(
         f"x{ratio:.2f}; full marks up to x{speed.full:g}, none from x{speed.zero:g})"
     )
     return Outcome(round(speed.score(ratio), 3), text, data)
-
-
-def _difference(after: int | None, before: int | None) -> int | None:
-    """`after - before`, None where either is unknown."""
-    return None if after is None or before is None else after - before
